@@ -1,0 +1,56 @@
+//! Build script: records, for the JSON reports, the git commit the binary was built
+//! from and the candle-core version that Cargo.lock resolved. Both are optional:
+//! a source tarball without `.git` or a lock file still builds.
+use std::path::Path;
+use std::process::Command;
+
+fn main() {
+    let root = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
+    let root = Path::new(&root);
+    for watched in [".git/HEAD", ".git/index", "Cargo.lock"] {
+        // Watching a file that does not exist would rerun this script every build.
+        if root.join(watched).exists() {
+            println!("cargo:rerun-if-changed={watched}");
+        }
+    }
+    let commit = git(root, &["rev-parse", "--short=12", "HEAD"]).map(|sha| {
+        let dirty = git(root, &["status", "--porcelain", "--untracked-files=no"])
+            .is_some_and(|s| !s.is_empty());
+        if dirty {
+            format!("{sha}-dirty")
+        } else {
+            sha
+        }
+    });
+    println!(
+        "cargo:rustc-env=CANDLE_LAB_GIT_COMMIT={}",
+        commit.unwrap_or_default()
+    );
+    println!(
+        "cargo:rustc-env=CANDLE_LAB_CANDLE_VERSION={}",
+        candle_version(root).unwrap_or_default()
+    );
+}
+
+fn git(root: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The `version = "..."` line that follows `name = "candle-core"` in Cargo.lock.
+fn candle_version(root: &Path) -> Option<String> {
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).ok()?;
+    let mut lines = lock
+        .lines()
+        .skip_while(|l| l.trim() != r#"name = "candle-core""#);
+    lines.next()?;
+    let version = lines.next()?.trim().strip_prefix("version = ")?;
+    Some(version.trim_matches('"').to_string())
+}

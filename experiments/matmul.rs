@@ -1,0 +1,194 @@
+//! Matmul: how precision changes the speed and memory of one square matrix
+//! multiply. Times C = A x B per precision on the selected device (warm-up,
+//! synchronized samples, CUDA events on a GPU), with peak memory, GFLOP/s, the
+//! share of the datasheet peak, and accuracy against f64. On a GPU it also times
+//! fp32 on the CPU, as the reference lab does, for the speedup. The JSON keeps
+//! the reference's field names.
+
+use anyhow::{bail, Result};
+use candle_core::Device;
+use candle_lab::cli::{finish, parse, save, Common};
+use candle_lab::device::select;
+use candle_lab::matmul::{
+    self, check_fits, cpu_plan, rows_table, speedup, Config, Inputs, Precision, Row,
+};
+use candle_lab::memory::{CountingAlloc, MemoryMeter};
+use candle_lab::report::{print_tables, Report};
+use candle_lab::timing::Plan;
+use clap::Parser;
+use serde::Serialize;
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+/// Square matmul per precision: median time, GFLOP/s, peak memory, accuracy.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    #[command(flatten)]
+    common: Common,
+
+    /// Side n of the n x n matrices.
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
+    size: u64,
+
+    /// Timed runs per precision.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    iters: u64,
+
+    /// Untimed runs before timing, per precision.
+    #[arg(long, default_value_t = 5)]
+    warmup: u64,
+
+    /// Precisions, comma-separated: fp64, fp32, tf32, fp16, fp16-reduced, bf16,
+    /// bf16-reduced (f32, f16... also accepted). tf32 and the -reduced modes are
+    /// cuBLAS settings and need a CUDA device.
+    #[arg(long, value_delimiter = ',', default_value = "fp32,fp16,bf16")]
+    dtypes: Vec<Precision>,
+
+    /// Rows of the result checked against an f64 reference on the CPU.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
+    accuracy_rows: u64,
+
+    /// On a GPU, skip the fp32 CPU comparison (max(3, iters/4) CPU runs).
+    #[arg(long)]
+    no_cpu: bool,
+}
+
+/// The reference lab's `matmul` object, extended.
+#[derive(Serialize)]
+struct Matmul {
+    size: usize,
+    warmup: usize,
+    iters: usize,
+    /// `iters` when the device is a GPU (the reference's name), else null.
+    gpu_iters: Option<usize>,
+    /// Timed CPU fp32 runs behind `cpu_fp32_ms`.
+    cpu_iters: Option<usize>,
+    /// "cuda" or "cpu".
+    device: &'static str,
+    precisions: Vec<Row>,
+    /// Median CPU fp32 time: the CPU comparison on a GPU run, the fp32 row on a CPU run.
+    cpu_fp32_ms: Option<f64>,
+    /// cpu_fp32_ms over the GPU fp32 row's median_ms.
+    gpu_speedup_fp32: Option<f64>,
+    /// The CPU fp32 comparison in full, on a GPU run.
+    cpu_fp32: Option<Row>,
+    /// 2 n^3.
+    flops_per_matmul: f64,
+    memory_source: &'static str,
+}
+
+#[derive(Serialize)]
+struct MatmulFile {
+    matmul: Matmul,
+}
+
+fn main() -> std::process::ExitCode {
+    finish(run(parse()))
+}
+
+fn run(args: Args) -> Result<()> {
+    let (device, info) = select(args.common.device)?;
+    let mut precisions: Vec<Precision> = Vec::new();
+    for p in &args.dtypes {
+        if !precisions.contains(p) {
+            precisions.push(*p);
+        }
+    }
+    if let Some(p) = precisions
+        .iter()
+        .find(|p| p.reduced_gemm() && !device.is_cuda())
+    {
+        bail!("--dtypes {p}: a cuBLAS GEMM mode, it needs a CUDA device (on the CPU it would be a plain {} row)", p.dtype().as_str());
+    }
+    let output = args.common.output_path("matmul", &info)?;
+    let cfg = Config {
+        size: args.size as usize,
+        plan: Plan {
+            warmup: args.warmup as usize,
+            iters: args.iters as usize,
+        },
+        precisions,
+        accuracy_rows: args.accuracy_rows as usize,
+    };
+    check_fits(&device, &cfg)?;
+    let n = cfg.size;
+    eprintln!(
+        "matmul {n}x{n}, warmup {}, iters {}, on {}",
+        cfg.plan.warmup, cfg.plan.iters, info.label
+    );
+
+    let inputs = Inputs::random(n, cfg.accuracy_rows)?;
+    let rows = matmul::run(&device, &info.name, &cfg, &inputs)?;
+    let on_gpu = device.is_cuda();
+    let cpu_row = if on_gpu && !args.no_cpu {
+        let cpu_cfg = Config {
+            plan: cpu_plan(cfg.plan.iters),
+            precisions: vec![Precision::F32],
+            ..cfg.clone()
+        };
+        eprintln!(
+            "cpu fp32 comparison: warmup {}, iters {}",
+            cpu_cfg.plan.warmup, cpu_cfg.plan.iters
+        );
+        matmul::run(
+            &Device::Cpu,
+            &candle_lab::env::cpu_model(),
+            &cpu_cfg,
+            &inputs,
+        )?
+        .pop()
+    } else {
+        None
+    };
+    let device_fp32 = rows.iter().find_map(Row::fp32_median_ms);
+    let cpu_fp32_ms = if on_gpu {
+        cpu_row.as_ref().and_then(Row::fp32_median_ms)
+    } else {
+        device_fp32
+    };
+    let result = Matmul {
+        size: n,
+        warmup: cfg.plan.warmup,
+        iters: cfg.plan.iters,
+        gpu_iters: on_gpu.then_some(cfg.plan.iters),
+        cpu_iters: match (&cpu_row, on_gpu) {
+            (Some(_), _) => Some(cpu_plan(cfg.plan.iters).iters),
+            (None, false) => device_fp32.map(|_| cfg.plan.iters),
+            (None, true) => None,
+        },
+        device: info.kind,
+        precisions: rows,
+        cpu_fp32_ms,
+        gpu_speedup_fp32: if on_gpu {
+            cpu_fp32_ms.zip(device_fp32).map(|(c, g)| speedup(c, g))
+        } else {
+            None
+        },
+        cpu_fp32: cpu_row,
+        flops_per_matmul: matmul::matmul_flops(n),
+        memory_source: MemoryMeter::for_device(&device)?.source(),
+    };
+
+    let mut tables = vec![rows_table(
+        &format!("matmul {n}x{n} on {} ({})", info.label, info.name),
+        &result.precisions,
+    )];
+    if let Some(cpu) = &result.cpu_fp32 {
+        tables.push(rows_table(
+            "the same fp32 matmul on the CPU",
+            std::slice::from_ref(cpu),
+        ));
+    }
+    print_tables(&tables);
+    if let Some(s) = result.gpu_speedup_fp32 {
+        println!(
+            "GPU is {s:.1}x faster than the CPU at fp32 (median wall time, device synchronized)"
+        );
+    }
+    save(
+        output.as_ref(),
+        &Report::new("matmul", info, MatmulFile { matmul: result }),
+    )
+}

@@ -1,0 +1,80 @@
+//! Flags every experiment shares, parsed once by clap, and the one place that
+//! turns a run's outcome into an exit code and an error line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, Parser};
+use serde::Serialize;
+
+use crate::device::{DeviceArg, DeviceInfo};
+use crate::report::{check_writable, write_json_atomic, Report};
+
+#[derive(Args, Debug, Clone)]
+pub struct Common {
+    /// Where to run: auto (CUDA GPU 0 if this build has CUDA and a GPU answers,
+    /// else the CPU), cpu, cuda, or cuda:N for GPU N.
+    #[arg(long, default_value = "auto", value_name = "DEVICE")]
+    pub device: DeviceArg,
+
+    /// Write the JSON report to FILE (parent folders are created).
+    #[arg(long, value_name = "FILE", conflicts_with = "results_dir")]
+    pub output: Option<PathBuf>,
+
+    /// Write the JSON report to DIR/<device>/<experiment>.json, where <device>
+    /// is "cpu" or the GPU's name ("nvidia-h200").
+    #[arg(long, value_name = "DIR")]
+    pub results_dir: Option<PathBuf>,
+}
+
+impl Common {
+    /// The JSON path this run will write, if any, checked to be writable now.
+    pub fn output_path(&self, experiment: &str, device: &DeviceInfo) -> Result<Option<PathBuf>> {
+        let path = match (&self.output, &self.results_dir) {
+            (Some(file), _) => file.clone(),
+            (None, Some(dir)) => dir.join(device.slug()).join(format!("{experiment}.json")),
+            (None, None) => return Ok(None),
+        };
+        check_writable(&path)?;
+        Ok(Some(path))
+    }
+}
+
+/// Writes `report` to `path` (when there is one) and says where.
+pub fn save<T: Serialize>(path: Option<&PathBuf>, report: &Report<T>) -> Result<()> {
+    if let Some(path) = path {
+        write_json_atomic(path, report)?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Parses the command line. A bad flag or value is one line on stderr and exit
+/// code 2 (clap's own report adds usage and tips); `--help` and `--version`
+/// print in full.
+pub fn parse<T: Parser>() -> T {
+    match T::try_parse() {
+        Ok(args) => args,
+        Err(e) if e.use_stderr() => {
+            let text = e.render().to_string();
+            eprintln!(
+                "{}",
+                text.lines().next().unwrap_or("error: invalid arguments")
+            );
+            std::process::exit(2);
+        }
+        Err(e) => e.exit(),
+    }
+}
+
+/// The exit code of a run: 0, or 1 with the error and its causes on one line.
+pub fn finish(outcome: Result<()>) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! Device choice, in one place. `--device auto|cpu|cuda|cuda:N` becomes a Candle
+//! [`Device`] plus a [`DeviceInfo`] that the reports carry. `auto` takes CUDA 0
+//! when the binary was built with the `cuda` feature and a GPU answers, else the
+//! CPU, and says why in one line. [`sync`] is the one place that waits for a
+//! device to finish its queued work.
+
+use std::fmt;
+use std::str::FromStr;
+
+use anyhow::{bail, Result};
+use candle_core::Device;
+use serde::Serialize;
+
+/// What the user asked for with `--device`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceArg {
+    Auto,
+    Cpu,
+    Cuda(usize),
+}
+
+impl FromStr for DeviceArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let invalid = || format!("unknown device '{s}': expected one of auto, cpu, cuda, cuda:N");
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "cpu" => Ok(Self::Cpu),
+            "cuda" | "gpu" => Ok(Self::Cuda(0)),
+            other => match other.strip_prefix("cuda:") {
+                Some(n) => n.parse().map(Self::Cuda).map_err(|_| invalid()),
+                None => Err(invalid()),
+            },
+        }
+    }
+}
+
+impl fmt::Display for DeviceArg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Auto => write!(f, "auto"),
+            Self::Cpu => write!(f, "cpu"),
+            Self::Cuda(n) => write!(f, "cuda:{n}"),
+        }
+    }
+}
+
+/// The device a run used, as the reports record it.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceInfo {
+    /// "cpu" or "cuda".
+    pub kind: &'static str,
+    /// Candle's label: "cpu", "cuda:0".
+    pub label: String,
+    pub ordinal: Option<usize>,
+    /// CPU model, or the GPU's name as the driver reports it.
+    pub name: String,
+    /// Why this device was chosen (the line printed at start).
+    pub chosen_because: String,
+    pub compute_capability: Option<String>,
+    pub sm_count: Option<u32>,
+    pub total_memory_bytes: Option<u64>,
+    pub free_memory_bytes_at_start: Option<u64>,
+    /// Newest CUDA version the driver supports.
+    pub driver_cuda_version: Option<String>,
+    /// Whether Candle's CUDA allocations come from a stream-ordered pool.
+    pub memory_pool: Option<bool>,
+}
+
+impl DeviceInfo {
+    /// Folder name under `results/`: "cpu", or the GPU's name as a slug
+    /// ("NVIDIA H200" -> "nvidia-h200").
+    pub fn slug(&self) -> String {
+        if self.kind == "cpu" {
+            return "cpu".into();
+        }
+        let slug: String = self
+            .name
+            .to_ascii_lowercase()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let parts: Vec<&str> = slug.split('-').filter(|p| !p.is_empty()).collect();
+        parts.join("-")
+    }
+}
+
+/// Opens the device the user asked for and prints one line saying which and why.
+pub fn select(arg: DeviceArg) -> Result<(Device, DeviceInfo)> {
+    let (device, because) = open(arg)?;
+    let info = describe(&device, because)?;
+    eprintln!(
+        "device: {} ({}): {}",
+        info.label, info.name, info.chosen_because
+    );
+    Ok((device, info))
+}
+
+fn open(arg: DeviceArg) -> Result<(Device, String)> {
+    match arg {
+        DeviceArg::Cpu => Ok((Device::Cpu, "asked for with --device cpu".into())),
+        DeviceArg::Cuda(n) => open_cuda(n).map(|d| (d, format!("asked for with --device {arg}"))),
+        DeviceArg::Auto if !cfg!(feature = "cuda") => Ok((
+            Device::Cpu,
+            "auto: this binary was built without the `cuda` feature (see README, \"On a GPU\")"
+                .into(),
+        )),
+        DeviceArg::Auto => match Device::new_cuda(0) {
+            Ok(d) => Ok((d, "auto: CUDA build and GPU 0 answered".into())),
+            Err(e) => Ok((
+                Device::Cpu,
+                format!("auto: CUDA build but no GPU answered ({e})"),
+            )),
+        },
+    }
+}
+
+fn open_cuda(ordinal: usize) -> Result<Device> {
+    if !cfg!(feature = "cuda") {
+        bail!(
+            "--device cuda:{ordinal}: this binary was built without CUDA support; \
+             rebuild with `cargo build --release --features cuda` (needs a CUDA toolkit, see README)"
+        );
+    }
+    Device::new_cuda(ordinal)
+        .map_err(|e| anyhow::anyhow!("--device cuda:{ordinal}: no usable GPU: {e}"))
+}
+
+fn describe(device: &Device, chosen_because: String) -> Result<DeviceInfo> {
+    let cpu = DeviceInfo {
+        kind: "cpu",
+        label: "cpu".into(),
+        ordinal: None,
+        name: crate::env::cpu_model(),
+        chosen_because,
+        compute_capability: None,
+        sm_count: None,
+        total_memory_bytes: None,
+        free_memory_bytes_at_start: None,
+        driver_cuda_version: None,
+        memory_pool: None,
+    };
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(dev) = device {
+        let d = crate::cuda::describe(dev)?;
+        let ordinal = match device.location() {
+            candle_core::DeviceLocation::Cuda { gpu_id } => gpu_id,
+            _ => 0,
+        };
+        return Ok(DeviceInfo {
+            kind: "cuda",
+            label: label(device),
+            ordinal: Some(ordinal),
+            name: d.name,
+            compute_capability: Some(d.compute_capability),
+            sm_count: Some(d.sm_count),
+            total_memory_bytes: Some(d.total_memory_bytes),
+            free_memory_bytes_at_start: Some(d.free_memory_bytes),
+            driver_cuda_version: Some(d.driver_cuda_version),
+            memory_pool: Some(d.memory_pool),
+            ..cpu
+        });
+    }
+    #[cfg(not(feature = "cuda"))]
+    let _ = device;
+    Ok(cpu)
+}
+
+/// Candle's label for where a tensor lives: "cpu", "cuda:0".
+pub fn label(device: &Device) -> String {
+    match device.location() {
+        candle_core::DeviceLocation::Cpu => "cpu".into(),
+        candle_core::DeviceLocation::Cuda { gpu_id } => format!("cuda:{gpu_id}"),
+        candle_core::DeviceLocation::Metal { gpu_id } => format!("metal:{gpu_id}"),
+    }
+}
+
+/// Blocks until every operation queued on `device` has finished. On the CPU,
+/// Candle's operations are synchronous and this returns at once.
+pub fn sync(device: &Device) -> Result<()> {
+    device.synchronize()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_form() {
+        assert_eq!("auto".parse(), Ok(DeviceArg::Auto));
+        assert_eq!("CPU".parse(), Ok(DeviceArg::Cpu));
+        assert_eq!("cuda".parse(), Ok(DeviceArg::Cuda(0)));
+        assert_eq!("cuda:3".parse(), Ok(DeviceArg::Cuda(3)));
+    }
+
+    #[test]
+    fn rejects_unknown_devices_listing_the_valid_ones() {
+        for bad in ["tpu", "cuda:", "cuda:-1", "cuda:x", ""] {
+            let err = bad.parse::<DeviceArg>().unwrap_err();
+            assert!(err.contains("auto, cpu, cuda, cuda:N"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for arg in [DeviceArg::Auto, DeviceArg::Cpu, DeviceArg::Cuda(1)] {
+            assert_eq!(arg.to_string().parse(), Ok(arg));
+        }
+    }
+
+    #[test]
+    fn slug_names_the_results_folder() {
+        let (_, mut info) = select(DeviceArg::Cpu).unwrap();
+        assert_eq!(info.slug(), "cpu");
+        info.kind = "cuda";
+        info.name = "NVIDIA H200".into();
+        assert_eq!(info.slug(), "nvidia-h200");
+        info.name = "NVIDIA GeForce RTX 4090 (D)".into();
+        assert_eq!(info.slug(), "nvidia-geforce-rtx-4090-d");
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    #[test]
+    fn cuda_without_the_feature_says_how_to_rebuild() {
+        let err = select(DeviceArg::Cuda(0)).unwrap_err().to_string();
+        assert!(err.contains("--features cuda"), "{err}");
+    }
+
+    #[test]
+    fn sync_on_cpu_returns() {
+        sync(&Device::Cpu).unwrap();
+    }
+}

@@ -1,0 +1,132 @@
+//! The machine and build a result came from, recorded in every JSON report so
+//! that numbers from two machines can be compared knowing what produced them:
+//! versions, git commit, OS, CPU model and threads, and the compile-time
+//! features that change speed (the `cuda` feature, CPU SIMD levels).
+
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Environment {
+    pub candle_lab_version: &'static str,
+    pub candle_version: &'static str,
+    /// `git rev-parse --short=12 HEAD` at build time, "-dirty" when the tree had
+    /// uncommitted changes; null when built outside a git checkout.
+    pub git_commit: Option<&'static str>,
+    pub os: String,
+    pub arch: &'static str,
+    pub cpu_model: String,
+    /// Logical CPUs the OS offers this process.
+    pub cpu_threads_available: usize,
+    /// Threads Candle's CPU kernels use (RAYON_NUM_THREADS, else all).
+    pub candle_cpu_threads: usize,
+    /// Cargo features this binary was built with.
+    pub cargo_features: Vec<&'static str>,
+    /// CPU instruction sets compiled in: `-C target-cpu=native` adds avx512 etc.
+    pub target_features: Vec<&'static str>,
+    pub profile: &'static str,
+}
+
+impl Environment {
+    pub fn capture() -> Self {
+        let commit = env!("CANDLE_LAB_GIT_COMMIT");
+        let candle = env!("CANDLE_LAB_CANDLE_VERSION");
+        Self {
+            candle_lab_version: env!("CARGO_PKG_VERSION"),
+            candle_version: if candle.is_empty() { "unknown" } else { candle },
+            git_commit: (!commit.is_empty()).then_some(commit),
+            os: os_name(),
+            arch: std::env::consts::ARCH,
+            cpu_model: cpu_model(),
+            cpu_threads_available: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            candle_cpu_threads: candle_core::utils::get_num_threads(),
+            cargo_features: cargo_features(),
+            target_features: target_features(),
+            profile: if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            },
+        }
+    }
+}
+
+fn cargo_features() -> Vec<&'static str> {
+    let mut f = Vec::new();
+    if cfg!(feature = "cuda") {
+        f.push("cuda");
+    }
+    f
+}
+
+fn target_features() -> Vec<&'static str> {
+    let mut f = Vec::new();
+    macro_rules! probe {
+        ($($feat:literal),*) => { $( if cfg!(target_feature = $feat) { f.push($feat); } )* };
+    }
+    probe!(
+        "sse4.2",
+        "avx",
+        "avx2",
+        "fma",
+        "f16c",
+        "avx512f",
+        "avx512bf16",
+        "neon"
+    );
+    f
+}
+
+/// The CPU's model name from `/proc/cpuinfo`, or the architecture when unknown.
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("model name") || l.starts_with("Model"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| format!("{} CPU", std::env::consts::ARCH))
+}
+
+/// "Debian GNU/Linux 12 (bookworm)" from `/etc/os-release`, else the OS family.
+fn os_name() -> String {
+    std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::OS.to_string())
+}
+
+/// Memory the kernel says a new allocation can have without swapping
+/// (`MemAvailable` in `/proc/meminfo`); `None` where that file does not exist.
+pub fn host_memory_available_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_fills_what_the_reports_promise() {
+        let env = Environment::capture();
+        assert!(!env.cpu_model.is_empty());
+        assert!(env.cpu_threads_available >= 1 && env.candle_cpu_threads >= 1);
+        assert_eq!(env.candle_version.split('.').next(), Some("0"));
+        assert_eq!(env.cargo_features.contains(&"cuda"), cfg!(feature = "cuda"));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn available_memory_is_read_on_linux() {
+        let bytes = host_memory_available_bytes().unwrap();
+        assert!(bytes > 1 << 20);
+    }
+}

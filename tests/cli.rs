@@ -1,0 +1,526 @@
+//! The experiment programs, run as a user runs them: their JSON holds the
+//! values the reference lab verified, and every bad input ends in one clear
+//! line, a non-zero exit and no result file. Small sizes only: these check
+//! correctness and structure, never speed. Device-generic bodies run on the CPU
+//! always and on CUDA when built with the `cuda` feature.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn bin(name: &str) -> PathBuf {
+    match name {
+        "basics" => env!("CARGO_BIN_EXE_basics"),
+        "precision" => env!("CARGO_BIN_EXE_precision"),
+        "matmul" => env!("CARGO_BIN_EXE_matmul"),
+        "cpu_vs_gpu" => env!("CARGO_BIN_EXE_cpu_vs_gpu"),
+        other => panic!("no binary {other}"),
+    }
+    .into()
+}
+
+fn run(name: &str, args: &[&str]) -> Output {
+    Command::new(bin(name))
+        .args(args)
+        .output()
+        .expect("the binary starts")
+}
+
+/// Runs `name` with `args` plus `--output`, expects success, returns the JSON.
+fn run_json(name: &str, args: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.json");
+    let mut all = args.to_vec();
+    all.extend(["--output", path.to_str().unwrap()]);
+    let out = run(name, &all);
+    assert!(
+        out.status.success(),
+        "{name} {all:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(json["experiment"], name);
+    assert_eq!(json["schema_version"], 1);
+    assert!(json["command"].as_str().unwrap().contains("--output"));
+    json
+}
+
+fn f64s(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+/// `test_device!(body)` makes `body_cpu` and, with the `cuda` feature, `body_cuda`.
+macro_rules! test_device {
+    ($body:ident) => {
+        paste_tests!($body, cpu, "cpu");
+        #[cfg(feature = "cuda")]
+        paste_tests!($body, cuda, "cuda");
+    };
+}
+
+macro_rules! paste_tests {
+    ($body:ident, $suffix:ident, $device:literal) => {
+        mod $suffix {
+            #[test]
+            fn $body() {
+                super::$body($device);
+            }
+        }
+    };
+}
+
+mod basics_tests {
+    use super::*;
+
+    pub fn basics_values(device: &str) {
+        let j = run_json("basics", &["--device", device]);
+        let total: Vec<u64> = j["tensors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["total_bytes"].as_u64().unwrap())
+            .collect();
+        assert_eq!(total, [4, 12, 24, 96]);
+        let ranks: Vec<u64> = j["tensors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["rank"].as_u64().unwrap())
+            .collect();
+        assert_eq!(ranks, [0, 1, 2, 3]);
+        assert_eq!(j["tensors"][3]["shape"], serde_json::json!([2, 3, 4]));
+        let by_dtype = |name: &str| {
+            j["dtypes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|d| d["dtype"] == name)
+                .unwrap()["total_bytes"]
+                .as_u64()
+                .unwrap()
+        };
+        assert_eq!(by_dtype("f32"), 4_194_304);
+        assert_eq!(by_dtype("f16"), 2_097_152);
+        assert_eq!(by_dtype("bf16"), 2_097_152);
+        assert_eq!(by_dtype("f8e4m3"), 1_048_576);
+        assert_eq!(by_dtype("i64"), 8_388_608);
+        assert_eq!(f64s(&j["elementwise_add"]["a_plus_b"]), [11.0, 22.0, 33.0]);
+        assert_eq!(
+            j["broadcasting"]["result"],
+            serde_json::json!([[2.0, 3.0, 4.0], [2.0, 3.0, 4.0]])
+        );
+
+        for v in j["views"].as_array().unwrap() {
+            assert_eq!(v["is_contiguous"], false);
+            let data = v["data_bytes"].as_u64().unwrap();
+            assert_eq!(data, 4 * 1024 * 1024);
+            // A view costs at most its metadata; the contiguous copy, the data.
+            assert!(v["view_allocated_bytes"].as_u64().unwrap() < 4096, "{v}");
+            assert!(
+                v["contiguous_allocated_bytes"].as_u64().unwrap() >= data,
+                "{v}"
+            );
+        }
+        assert_eq!(
+            j["views"][0]["stride"][0], 0,
+            "a broadcast repeats with stride 0"
+        );
+
+        let transfer = &j["transfer"];
+        if device == "cuda" {
+            assert_eq!(
+                (transfer["before"].as_str(), transfer["after"].as_str()),
+                (Some("cpu"), Some("cuda:0"))
+            );
+        } else {
+            assert_eq!(transfer["status"], "skipped");
+        }
+        assert_eq!(
+            j["tensors"][0]["device"].as_str().unwrap(),
+            if device == "cuda" { "cuda:0" } else { "cpu" }
+        );
+    }
+
+    pub fn precision_values(device: &str) {
+        let j = run_json("precision", &["--device", device]);
+        let limits = |name: &str| {
+            j["formats"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["format"] == name)
+                .unwrap()["limits"]
+                .clone()
+        };
+        assert_eq!(limits("f32")["max"].as_f64(), Some(f64::from(f32::MAX)));
+        assert_eq!(limits("f32")["eps"].as_f64(), Some(f64::from(f32::EPSILON)));
+        assert_eq!(limits("f16")["max"].as_f64(), Some(65504.0));
+        assert_eq!(limits("f16")["eps"].as_f64(), Some(0.0009765625));
+        assert_eq!(limits("bf16")["eps"].as_f64(), Some(0.0078125));
+        assert_eq!(limits("f8e4m3")["max"].as_f64(), Some(448.0));
+
+        let stored = |section: &str, dtype: &str| -> Value {
+            j[section]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["dtype"] == dtype)
+                .unwrap()["stored"]
+                .clone()
+        };
+        for dtype in ["f64", "f32", "f16", "bf16"] {
+            assert_eq!(
+                stored("one_plus_eps", dtype)[0].as_f64(),
+                Some(1.0),
+                "{dtype}: 1 + eps/2 rounds to 1"
+            );
+            assert!(
+                stored("one_plus_eps", dtype)[1].as_f64().unwrap() > 1.0,
+                "{dtype}: 1 + eps is kept"
+            );
+        }
+        assert_eq!(
+            stored("overflow", "f16"),
+            serde_json::json!([65504.0, "inf", "inf"])
+        );
+        assert_eq!(stored("overflow", "bf16")[2].as_f64(), Some(70144.0));
+        assert_eq!(
+            f64s(&stored("integers", "bf16")),
+            [256.0, 256.0, 258.0, 260.0, 260.0]
+        );
+        assert_eq!(
+            f64s(&stored("integers", "f16")),
+            [256.0, 257.0, 258.0, 259.0, 260.0]
+        );
+
+        let tenth = |dtype: &str| {
+            j["point_one"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["dtype"] == dtype)
+                .unwrap()["stored"]
+                .as_f64()
+                .unwrap()
+        };
+        assert_eq!(tenth("bf16"), 0.10009765625);
+        assert_eq!(tenth("f16"), 0.0999755859375);
+        assert_eq!(tenth("f32"), f64::from(0.1f32));
+
+        let running = |dtype: &str| {
+            j["accumulation"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["dtype"] == dtype)
+                .unwrap()["running_sum"]
+                .as_f64()
+                .unwrap()
+        };
+        assert_eq!(
+            running("f16"),
+            32.0,
+            "f16 stalls where its step exceeds 2 x 0.01"
+        );
+        assert_eq!(running("bf16"), 4.0);
+        assert!((running("f32") - 100.0).abs() < 0.01);
+        assert!((running("f64") - 100.0).abs() < 1e-9);
+    }
+}
+use basics_tests::{basics_values, precision_values};
+test_device!(basics_values);
+mod precision_device {
+    use super::*;
+    test_device!(precision_values);
+}
+
+mod bench_tests {
+    use super::*;
+
+    pub fn matmul_fields(device: &str) {
+        let j = run_json(
+            "matmul",
+            &[
+                "--device",
+                device,
+                "--size",
+                "128",
+                "--iters",
+                "3",
+                "--warmup",
+                "1",
+                "--dtypes",
+                "fp64,fp32,fp16,bf16",
+            ],
+        );
+        let m = &j["matmul"];
+        // The reference lab's fields, read the same way.
+        assert_eq!(
+            (m["size"].as_u64(), m["warmup"].as_u64()),
+            (Some(128), Some(1))
+        );
+        assert_eq!(m["device"], if device == "cuda" { "cuda" } else { "cpu" });
+        let rows = m["precisions"].as_array().unwrap();
+        let names: Vec<&str> = rows
+            .iter()
+            .map(|r| r["precision"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["fp64", "fp32", "fp16", "bf16"]);
+        for r in rows {
+            assert_eq!(r["status"], "ok");
+            assert_eq!(r["samples_wall_ms"].as_array().unwrap().len(), 3);
+            assert_eq!(r["wall_ms"]["n"], 3);
+            let median = r["median_ms"].as_f64().unwrap();
+            assert_eq!(r["wall_ms"]["median"].as_f64(), Some(median));
+            let gflops = r["gflops"].as_f64().unwrap();
+            assert!((gflops - 2.0 * 128f64.powi(3) / (median * 1e-3) / 1e9).abs() < 1e-6 * gflops);
+            let (peak, payload) = (
+                r["peak_bytes"].as_u64().unwrap(),
+                r["payload_bytes"].as_u64().unwrap(),
+            );
+            assert_eq!(
+                payload,
+                3 * 128 * 128 * r["element_bytes"].as_u64().unwrap()
+            );
+            assert!(
+                peak >= payload,
+                "{}: peak {peak} < payload {payload}",
+                r["precision"]
+            );
+            assert!(r["accuracy"]["max_rel_err"].as_f64().unwrap() < 0.1);
+            assert_eq!(r["gpu_ms"].is_null(), device == "cpu");
+        }
+        if device == "cpu" {
+            assert_eq!(m["cpu_fp32_ms"], rows[1]["median_ms"]);
+            assert!(m["gpu_speedup_fp32"].is_null());
+            assert_eq!(m["cpu_iters"], 3);
+        } else {
+            assert_eq!(m["gpu_iters"], 3);
+            assert!(m["gpu_speedup_fp32"].as_f64().unwrap() > 0.0);
+        }
+        for key in ["environment", "device", "created_utc"] {
+            assert!(!j[key].is_null(), "{key}");
+        }
+    }
+
+    pub fn cpu_vs_gpu_fields(device: &str) {
+        let j = run_json(
+            "cpu_vs_gpu",
+            &[
+                "--device", device, "--size", "96", "--iters", "8", "--warmup", "1",
+            ],
+        );
+        assert_eq!(j["cpu_iters"], 3, "max(3, 8 / 4)");
+        assert_eq!(j["cpu"]["samples_wall_ms"].as_array().unwrap().len(), 3);
+        assert!(j["cpu_threads"].as_u64().unwrap() >= 1);
+        assert_eq!(j["cpu_fp32_ms"], j["cpu"]["median_ms"]);
+        if device == "cuda" {
+            assert_eq!(j["gpu"]["samples_wall_ms"].as_array().unwrap().len(), 8);
+            let s = j["gpu_speedup_fp32"].as_f64().unwrap();
+            assert_eq!(
+                s,
+                j["cpu_fp32_ms"].as_f64().unwrap() / j["gpu_fp32_ms"].as_f64().unwrap()
+            );
+        } else {
+            assert!(j["gpu"].is_null() && j["gpu_speedup_fp32"].is_null());
+            assert!(j["gpu_skipped"]
+                .as_str()
+                .unwrap()
+                .contains("no CUDA device"));
+        }
+    }
+}
+use bench_tests::{cpu_vs_gpu_fields, matmul_fields};
+mod matmul_device {
+    use super::*;
+    test_device!(matmul_fields);
+}
+mod cpu_vs_gpu_device {
+    use super::*;
+    test_device!(cpu_vs_gpu_fields);
+}
+
+/// Runs a bad command: non-zero exit, one stderr line containing `expect`, no
+/// panic, and no result file.
+fn refused(name: &str, args: &[&str], expect: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.json");
+    let mut all = args.to_vec();
+    all.extend(["--output", path.to_str().unwrap()]);
+    let out = run(name, &all);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{name} {args:?} succeeded");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "one error line: {stderr}");
+    assert!(errors[0].contains(expect), "{expect:?} not in {stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+        "{stderr}"
+    );
+    assert!(
+        !path.exists() && std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "no file is left"
+    );
+}
+
+#[test]
+fn bad_sizes_and_counts_are_refused() {
+    refused("matmul", &["--size", "0"], "--size");
+    refused("matmul", &["--iters", "0"], "--iters");
+    refused("cpu_vs_gpu", &["--size=-3"], "--size");
+    refused("matmul", &["--size", "many"], "--size");
+}
+
+#[test]
+fn unknown_dtypes_and_devices_list_the_valid_ones() {
+    refused(
+        "matmul",
+        &["--dtypes", "fp32,f12"],
+        "expected one of fp64, fp32, tf32, fp16, fp16-reduced, bf16, bf16-reduced",
+    );
+    refused(
+        "basics",
+        &["--device", "tpu"],
+        "expected one of auto, cpu, cuda, cuda:N",
+    );
+    refused("precision", &["--device", "cuda:x"], "cuda:N");
+}
+
+#[test]
+fn gpu_only_modes_on_the_cpu_are_refused() {
+    refused(
+        "matmul",
+        &["--device", "cpu", "--size", "64", "--dtypes", "tf32"],
+        "needs a CUDA device",
+    );
+    refused(
+        "matmul",
+        &[
+            "--device",
+            "cpu",
+            "--size",
+            "64",
+            "--dtypes",
+            "fp16,bf16-reduced",
+        ],
+        "bf16-reduced",
+    );
+}
+
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn cuda_on_a_cpu_build_says_how_to_rebuild() {
+    for name in ["basics", "precision", "matmul", "cpu_vs_gpu"] {
+        refused(name, &["--device", "cuda"], "--features cuda");
+    }
+}
+
+#[test]
+fn a_size_beyond_memory_is_refused_before_it_is_tried() {
+    refused(
+        "matmul",
+        &["--device", "cpu", "--size", "10000000"],
+        "available",
+    );
+    refused("cpu_vs_gpu", &["--size", "10000000"], "available");
+}
+
+#[test]
+fn unwritable_output_names_the_path_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, "x").unwrap();
+    let target = blocker.join("out.json");
+    let out = run(
+        "basics",
+        &["--device", "cpu", "--output", target.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].contains(target.to_str().unwrap()), "{stderr}");
+    assert!(!stdout_has_tables(&out), "fails before computing");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+fn stdout_has_tables(out: &Output) -> bool {
+    String::from_utf8_lossy(&out.stdout).contains("===")
+}
+
+#[test]
+fn results_dir_files_by_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        "basics",
+        &[
+            "--device",
+            "cpu",
+            "--results-dir",
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path: &Path = &dir.path().join("cpu/basics.json");
+    let json: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    assert_eq!(json["device"]["kind"], "cpu");
+    refused("basics", &["--results-dir", "x"], "cannot be used with");
+}
+
+#[test]
+fn help_explains_every_flag() {
+    for name in ["basics", "precision", "matmul", "cpu_vs_gpu"] {
+        let out = run(name, &["--help"]);
+        assert!(out.status.success());
+        let help = String::from_utf8_lossy(&out.stdout);
+        for flag in ["--device", "--output", "--results-dir"] {
+            assert!(help.contains(flag), "{name} --help lacks {flag}");
+        }
+    }
+    let help = String::from_utf8_lossy(&run("matmul", &["--help"]).stdout).to_string();
+    for flag in [
+        "--size",
+        "--iters",
+        "--warmup",
+        "--dtypes",
+        "--accuracy-rows",
+        "--no-cpu",
+    ] {
+        assert!(help.contains(flag), "matmul --help lacks {flag}");
+    }
+}
+
+#[test]
+fn tables_print_the_reference_values() {
+    let out = run("basics", &["--device", "cpu"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for expected in [
+        "4194304",
+        "2097152",
+        "[11.0, 22.0, 33.0]",
+        "[[2.0, 3.0, 4.0], [2.0, 3.0, 4.0]]",
+    ] {
+        assert!(stdout.contains(expected), "{expected} missing:\n{stdout}");
+    }
+    let out = run("precision", &["--device", "cpu"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for expected in [
+        "3.403e+38",
+        "1.192e-07",
+        "6.550e+04",
+        "9.766e-04",
+        "3.390e+38",
+        "7.812e-03",
+    ] {
+        assert!(stdout.contains(expected), "{expected} missing:\n{stdout}");
+    }
+}
