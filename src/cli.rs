@@ -73,7 +73,7 @@ pub fn finish(outcome: Result<()>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", crate::report::error_line(&e));
             ExitCode::FAILURE
         }
     }

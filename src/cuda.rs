@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use candle_core::cuda_backend::cudarc::driver::{result, sys, CudaEvent, CudaStream};
 use candle_core::cuda_backend::CudaDevice;
 
@@ -165,13 +165,5 @@ impl MemoryPool {
         // SAFETY: as in `get`; the driver reads one cuuint64_t.
         unsafe { result::mem_pool::set_attribute(self.pool, attr, (&mut zero as *mut u64).cast()) }
             .context("resetting the memory-pool peak (cuMemPoolSetAttribute)")
-    }
-}
-
-/// The `CudaDevice` inside a Candle device, or a clear error.
-pub(crate) fn cuda_device(device: &candle_core::Device) -> Result<&CudaDevice> {
-    match device {
-        candle_core::Device::Cuda(dev) => Ok(dev),
-        other => bail!("expected a CUDA device, got {:?}", other.location()),
     }
 }

@@ -11,6 +11,8 @@ use anyhow::{bail, Result};
 use candle_core::Device;
 use serde::Serialize;
 
+use crate::report::error_line;
+
 /// What the user asked for with `--device`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeviceArg {
@@ -110,7 +112,7 @@ fn open(arg: DeviceArg) -> Result<(Device, String)> {
             Ok(d) => Ok((d, "auto: CUDA build and GPU 0 answered".into())),
             Err(e) => Ok((
                 Device::Cpu,
-                format!("auto: CUDA build but no GPU answered ({e})"),
+                format!("auto: CUDA build but no GPU answered ({})", error_line(&e)),
             )),
         },
     }
@@ -124,7 +126,7 @@ fn open_cuda(ordinal: usize) -> Result<Device> {
         );
     }
     Device::new_cuda(ordinal)
-        .map_err(|e| anyhow::anyhow!("--device cuda:{ordinal}: no usable GPU: {e}"))
+        .map_err(|e| anyhow::anyhow!("--device cuda:{ordinal}: no usable GPU: {}", error_line(&e)))
 }
 
 fn describe(device: &Device, chosen_because: String) -> Result<DeviceInfo> {

@@ -201,6 +201,7 @@ impl Inputs {
     /// Standard-normal f32 matrices (never zeros: a GEMM on zeros can take
     /// shortcuts and says nothing about accuracy).
     pub fn random(n: usize, accuracy_rows: usize) -> Result<Self> {
+        eprintln!("inputs: two random {n}x{n} f32 matrices, f64 reference for {accuracy_rows} rows");
         let a = Tensor::randn(0f32, 1f32, (n, n), &Device::Cpu)?;
         let b = Tensor::randn(0f32, 1f32, (n, n), &Device::Cpu)?;
         let k = accuracy_rows.clamp(1, n);
@@ -341,8 +342,9 @@ pub fn run(device: &Device, device_name: &str, cfg: &Config, inputs: &Inputs) ->
         let (status, error, measured) = match outcome {
             Ok(m) => ("ok", None, Some(m)),
             Err(e) if is_out_of_memory(&e) => {
-                eprintln!("{}: out of device memory, skipped ({e:#})", p.name());
-                ("error", Some(format!("{e:#}")), None)
+                let why = crate::report::error_line(&e);
+                eprintln!("{}: out of device memory, skipped ({why})", p.name());
+                ("error", Some(why), None)
             }
             Err(e) => return Err(e.context(format!("{} matmul", p.name()))),
         };

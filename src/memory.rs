@@ -87,7 +87,9 @@ pub fn host_counting() -> bool {
 }
 
 /// Current and peak bytes of the allocator a device's tensors come from.
-pub enum MemoryMeter {
+pub struct MemoryMeter(Source);
+
+enum Source {
     Host,
     #[cfg(feature = "cuda")]
     CudaPool(crate::cuda::MemoryPool),
@@ -97,56 +99,59 @@ pub enum MemoryMeter {
 
 impl MemoryMeter {
     pub fn for_device(device: &Device) -> Result<Self> {
-        match device {
-            Device::Cpu if host_counting() => Ok(Self::Host),
-            Device::Cpu => Ok(Self::Unavailable("the counting allocator is not installed")),
+        let source = match device {
+            Device::Cpu if host_counting() => Source::Host,
+            Device::Cpu => Source::Unavailable("the counting allocator is not installed"),
             #[cfg(feature = "cuda")]
-            Device::Cuda(dev) => Ok(match crate::cuda::MemoryPool::of(dev)? {
-                Some(pool) => Self::CudaPool(pool),
-                None => Self::Unavailable("this GPU does not allocate from a memory pool"),
-            }),
+            Device::Cuda(dev) => match crate::cuda::MemoryPool::of(dev)? {
+                Some(pool) => Source::CudaPool(pool),
+                None => Source::Unavailable("this GPU does not allocate from a memory pool"),
+            },
             #[allow(unreachable_patterns)]
-            _ => Ok(Self::Unavailable("no memory meter for this device kind")),
-        }
+            _ => Source::Unavailable("no memory meter for this device kind"),
+        };
+        Ok(Self(source))
     }
 
     /// What the numbers come from, for the report.
     pub fn source(&self) -> &'static str {
-        match self {
-            Self::Host => "counting global allocator (heap bytes of this process)",
+        match &self.0 {
+            Source::Host => "counting global allocator (heap bytes of this process)",
             #[cfg(feature = "cuda")]
-            Self::CudaPool(_) => "CUDA stream-ordered memory pool (CU_MEMPOOL_ATTR_USED_MEM_HIGH)",
-            Self::Unavailable(why) => why,
+            Source::CudaPool(_) => {
+                "CUDA stream-ordered memory pool (CU_MEMPOOL_ATTR_USED_MEM_HIGH)"
+            }
+            Source::Unavailable(why) => why,
         }
     }
 
     /// Bytes in use now (after the device finished its queued frees).
     pub fn used_bytes(&self) -> Result<Option<u64>> {
-        Ok(match self {
-            Self::Host => Some(host_current_bytes()),
+        Ok(match &self.0 {
+            Source::Host => Some(host_current_bytes()),
             #[cfg(feature = "cuda")]
-            Self::CudaPool(pool) => Some(pool.used_bytes()?),
-            Self::Unavailable(_) => None,
+            Source::CudaPool(pool) => Some(pool.used_bytes()?),
+            Source::Unavailable(_) => None,
         })
     }
 
     /// Highest use since the last [`Self::reset_peak`].
     pub fn peak_bytes(&self) -> Result<Option<u64>> {
-        Ok(match self {
-            Self::Host => Some(host_peak_bytes()),
+        Ok(match &self.0 {
+            Source::Host => Some(host_peak_bytes()),
             #[cfg(feature = "cuda")]
-            Self::CudaPool(pool) => Some(pool.peak_bytes()?),
-            Self::Unavailable(_) => None,
+            Source::CudaPool(pool) => Some(pool.peak_bytes()?),
+            Source::Unavailable(_) => None,
         })
     }
 
     /// Starts a new high-water mark at the current use.
     pub fn reset_peak(&self) -> Result<()> {
-        match self {
-            Self::Host => reset_host_peak(),
+        match &self.0 {
+            Source::Host => reset_host_peak(),
             #[cfg(feature = "cuda")]
-            Self::CudaPool(pool) => pool.reset_peak()?,
-            Self::Unavailable(_) => {}
+            Source::CudaPool(pool) => pool.reset_peak()?,
+            Source::Unavailable(_) => {}
         }
         Ok(())
     }

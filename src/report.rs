@@ -181,6 +181,17 @@ pub fn floats_keeping_inf<S: serde::Serializer>(values: &[f64], s: S) -> Result<
     }))
 }
 
+/// The first line of an error's text with its causes (`{e:#}`). Candle appends a
+/// backtrace to some errors when RUST_BACKTRACE is set; users get one line.
+pub fn error_line(e: &dyn std::fmt::Display) -> String {
+    let text = format!("{e:#}");
+    text.lines()
+        .next()
+        .unwrap_or_default()
+        .trim_end()
+        .to_string()
+}
+
 /// Formats a byte count with its binary-prefixed size: "4194304 (4.0 MiB)".
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -264,6 +275,12 @@ mod tests {
         })
         .unwrap();
         assert_eq!(json, r#"{"v":[1.5,"inf","-inf","NaN"]}"#);
+    }
+
+    #[test]
+    fn errors_print_as_one_line_without_backtraces() {
+        let e = anyhow::anyhow!("driver said no\n   0: candle_core::error::Error::bt").context("--device cuda:0");
+        assert_eq!(error_line(&e), "--device cuda:0: driver said no");
     }
 
     #[test]
