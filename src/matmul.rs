@@ -201,7 +201,9 @@ impl Inputs {
     /// Standard-normal f32 matrices (never zeros: a GEMM on zeros can take
     /// shortcuts and says nothing about accuracy).
     pub fn random(n: usize, accuracy_rows: usize) -> Result<Self> {
-        eprintln!("inputs: two random {n}x{n} f32 matrices, f64 reference for {accuracy_rows} rows");
+        eprintln!(
+            "inputs: two random {n}x{n} f32 matrices, f64 reference for {accuracy_rows} rows"
+        );
         let a = Tensor::randn(0f32, 1f32, (n, n), &Device::Cpu)?;
         let b = Tensor::randn(0f32, 1f32, (n, n), &Device::Cpu)?;
         let k = accuracy_rows.clamp(1, n);

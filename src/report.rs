@@ -279,7 +279,8 @@ mod tests {
 
     #[test]
     fn errors_print_as_one_line_without_backtraces() {
-        let e = anyhow::anyhow!("driver said no\n   0: candle_core::error::Error::bt").context("--device cuda:0");
+        let e = anyhow::anyhow!("driver said no\n   0: candle_core::error::Error::bt")
+            .context("--device cuda:0");
         assert_eq!(error_line(&e), "--device cuda:0: driver said no");
     }
 
