@@ -6,14 +6,13 @@
 
 use anyhow::Result;
 use candle_core::Device;
-use candle_lab::cli::{finish, parse, save, Common};
+use candle_lab::cli::{finish, parse, save, BenchSize, Common};
 use candle_lab::device::select;
 use candle_lab::matmul::{
     self, check_fits, cpu_plan, rows_table, speedup, Config, Inputs, Precision, Row,
 };
 use candle_lab::memory::CountingAlloc;
 use candle_lab::report::{print_tables, Report};
-use candle_lab::timing::Plan;
 use clap::Parser;
 use serde::Serialize;
 
@@ -28,17 +27,8 @@ struct Args {
     #[command(flatten)]
     common: Common,
 
-    /// Side n of the n x n matrices.
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
-    size: u64,
-
-    /// Timed GPU runs; the CPU makes max(3, iters/4).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
-    iters: u64,
-
-    /// Untimed GPU runs before timing; the CPU makes one.
-    #[arg(long, default_value_t = 5)]
-    warmup: u64,
+    #[command(flatten)]
+    bench: BenchSize,
 }
 
 #[derive(Serialize)]
@@ -67,13 +57,10 @@ fn main() -> std::process::ExitCode {
 fn run(args: Args) -> Result<()> {
     let (device, info) = select(args.common.device)?;
     let output = args.common.output_path("cpu_vs_gpu", &info)?;
-    let n = args.size as usize;
+    let n = args.bench.n();
     let gpu_cfg = Config {
         size: n,
-        plan: Plan {
-            warmup: args.warmup as usize,
-            iters: args.iters as usize,
-        },
+        plan: args.bench.plan(),
         precisions: vec![Precision::F32],
         accuracy_rows: 16,
     };

@@ -7,14 +7,13 @@
 
 use anyhow::{bail, Result};
 use candle_core::Device;
-use candle_lab::cli::{finish, parse, save, Common};
+use candle_lab::cli::{finish, parse, save, BenchSize, Common};
 use candle_lab::device::select;
 use candle_lab::matmul::{
     self, check_fits, cpu_plan, rows_table, speedup, Config, Inputs, Precision, Row,
 };
 use candle_lab::memory::{CountingAlloc, MemoryMeter};
 use candle_lab::report::{print_tables, Report};
-use candle_lab::timing::Plan;
 use clap::Parser;
 use serde::Serialize;
 
@@ -28,17 +27,8 @@ struct Args {
     #[command(flatten)]
     common: Common,
 
-    /// Side n of the n x n matrices.
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
-    size: u64,
-
-    /// Timed runs per precision.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
-    iters: u64,
-
-    /// Untimed runs before timing, per precision.
-    #[arg(long, default_value_t = 5)]
-    warmup: u64,
+    #[command(flatten)]
+    bench: BenchSize,
 
     /// Precisions, comma-separated: fp64, fp32, tf32, fp16, fp16-reduced, bf16,
     /// bf16-reduced (f32, f16... also accepted). tf32 and the -reduced modes are
@@ -104,11 +94,8 @@ fn run(args: Args) -> Result<()> {
     }
     let output = args.common.output_path("matmul", &info)?;
     let cfg = Config {
-        size: args.size as usize,
-        plan: Plan {
-            warmup: args.warmup as usize,
-            iters: args.iters as usize,
-        },
+        size: args.bench.n(),
+        plan: args.bench.plan(),
         precisions,
         accuracy_rows: args.accuracy_rows as usize,
     };

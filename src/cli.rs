@@ -41,6 +41,36 @@ impl Common {
     }
 }
 
+/// The size and run counts of a matmul benchmark, with the reference lab's
+/// defaults (4096, 20 timed runs, 5 warm-up runs).
+#[derive(Args, Debug, Clone)]
+pub struct BenchSize {
+    /// Side n of the n x n matrices.
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
+    pub size: u64,
+
+    /// Timed runs per row on the device (the CPU comparison makes max(3, iters/4)).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub iters: u64,
+
+    /// Untimed runs before timing, per row (the CPU comparison makes one).
+    #[arg(long, default_value_t = 5)]
+    pub warmup: u64,
+}
+
+impl BenchSize {
+    pub fn n(&self) -> usize {
+        self.size as usize
+    }
+
+    pub fn plan(&self) -> crate::timing::Plan {
+        crate::timing::Plan {
+            warmup: self.warmup as usize,
+            iters: self.iters as usize,
+        }
+    }
+}
+
 /// Writes `report` to `path` (when there is one) and says where.
 pub fn save<T: Serialize>(path: Option<&PathBuf>, report: &Report<T>) -> Result<()> {
     if let Some(path) = path {
