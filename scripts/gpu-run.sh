@@ -49,9 +49,13 @@ missing=$(ldd "$bin/matmul" | grep 'not found' || true)
 
 nvidia-smi | tee "$out/nvidia-smi.txt"
 
+# One failing experiment does not stop the others: a GPU lease is short.
+failed=()
 run() {
   echo "+ $*"
-  "$@"
+  local rc=0
+  "$@" || rc=$?
+  ((rc == 0)) || failed+=("$(basename "$1") (exit $rc)")
 }
 run "$bin/basics" --device cuda --output "$out/basics.json"
 run "$bin/precision" --device cuda --output "$out/precision.json"
@@ -66,4 +70,8 @@ run "$bin/cpu_vs_gpu" --device cuda --size 8192 --iters 20 --warmup 5 --output "
 if [[ -x $bin/unit-tests ]]; then
   run "$bin/unit-tests" --test-threads 1
 fi
-echo "done: $(ls "$out" | tr '\n' ' ')"
+echo "wrote: $(ls "$out" | tr '\n' ' ')"
+if ((${#failed[@]})); then
+  echo "failed: ${failed[*]}"
+  exit 1
+fi
