@@ -7,7 +7,14 @@ use std::process::Command;
 fn main() {
     let root = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
     let root = Path::new(&root);
-    for watched in [".git/HEAD", ".git/index", "Cargo.lock"] {
+    // Sources too: an edit makes the tree "-dirty" without touching the index.
+    for watched in [
+        ".git/HEAD",
+        ".git/index",
+        "Cargo.lock",
+        "src",
+        "experiments",
+    ] {
         // Watching a file that does not exist would rerun this script every build.
         if root.join(watched).exists() {
             println!("cargo:rerun-if-changed={watched}");

@@ -56,16 +56,17 @@ cuda-check:
       cargo build --release --features cuda --bins
     @echo "cuda-check: the cuda feature compiles, lints clean and links"
 
-# Pack the CUDA release binaries (and CUDA unit tests) for scripts/gpu-run.sh
+# Pack the CUDA release binaries and CUDA tests for scripts/gpu-run.sh
 pack-gpu: cuda-check
     #!/usr/bin/env bash
     set -euo pipefail
     source "$(scripts/cuda-toolchain.sh)"
     stage=$(mktemp -d)
     cp target/release/{basics,precision,matmul,cpu_vs_gpu} "$stage/"
-    cargo test --release --features cuda --lib --no-run --message-format=json \
-      | python3 -c 'import json,sys; [print(m["executable"]) for m in map(json.loads, sys.stdin) if m.get("executable")]' \
-      | head -n 1 | xargs -I{} cp {} "$stage/unit-tests"
+    # Test binaries that need no source tree: the library's unit tests and the pool test.
+    cargo test --release --features cuda --lib --test cuda_pool --no-run --message-format=json \
+      | python3 -c 'import json,sys; [print(m["target"]["name"], m["executable"]) for m in map(json.loads, sys.stdin) if m.get("executable")]' \
+      | while read -r name exe; do cp "$exe" "$stage/test-$name"; done
     mkdir -p "$(dirname {{bundle}})"
     tar -cJf {{bundle}} -C "$stage" .
     ls -l {{bundle}}

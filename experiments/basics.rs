@@ -87,10 +87,10 @@ struct View {
     shape: Vec<usize>,
     stride: Vec<usize>,
     is_contiguous: bool,
-    /// Bytes the device's allocator handed out to create the view.
-    view_allocated_bytes: Option<u64>,
-    /// Bytes it handed out for `.contiguous()` of the view.
-    contiguous_allocated_bytes: Option<u64>,
+    /// Growth of the bytes in use on the device's allocator when the view was made.
+    view_added_bytes: Option<u64>,
+    /// Growth of the bytes in use when `.contiguous()` copied the view.
+    contiguous_added_bytes: Option<u64>,
     /// Element count x element size: what a full copy must hold.
     data_bytes: usize,
 }
@@ -182,32 +182,32 @@ fn compute(dev: &Device) -> Result<Basics> {
     })
 }
 
-/// Makes a view with `make`, then a contiguous copy of it, measuring what each
-/// allocated. On the CPU the view's few bytes are its shape and stride.
+/// Makes a view with `make`, then a contiguous copy of it, measuring how much
+/// each grew the bytes in use. On the CPU the view's few bytes are its shape and stride.
 fn view(
     name: &'static str,
     meter: &MemoryMeter,
     make: impl Fn() -> Result<Tensor>,
 ) -> Result<View> {
-    let allocated = |before: Option<u64>| -> Result<Option<u64>> {
+    let added = |before: Option<u64>| -> Result<Option<u64>> {
         Ok(before
             .zip(meter.used_bytes()?)
             .map(|(b, a)| a.saturating_sub(b)))
     };
     let before = meter.used_bytes()?;
     let v = make()?;
-    let view_allocated_bytes = allocated(before)?;
+    let view_added_bytes = added(before)?;
     let before = meter.used_bytes()?;
     let copy = v.contiguous()?;
-    let contiguous_allocated_bytes = allocated(before)?;
+    let contiguous_added_bytes = added(before)?;
     drop(copy);
     Ok(View {
         name,
         shape: v.dims().to_vec(),
         stride: v.stride().to_vec(),
         is_contiguous: v.is_contiguous(),
-        view_allocated_bytes,
-        contiguous_allocated_bytes,
+        view_added_bytes,
+        contiguous_added_bytes,
         data_bytes: v.elem_count() * v.dtype().size_in_bytes(),
     })
 }
@@ -287,8 +287,8 @@ fn tables(r: &Basics) -> Vec<Table> {
             "shape",
             "stride",
             "contiguous",
-            "view allocated",
-            ".contiguous() allocated",
+            "view adds",
+            ".contiguous() adds",
             "data bytes",
         ],
     );
@@ -299,8 +299,8 @@ fn tables(r: &Basics) -> Vec<Table> {
             format!("{:?}", v.shape),
             format!("{:?}", v.stride),
             v.is_contiguous.to_string(),
-            opt(v.view_allocated_bytes),
-            opt(v.contiguous_allocated_bytes),
+            opt(v.view_added_bytes),
+            opt(v.contiguous_added_bytes),
             format!("{} B", v.data_bytes),
         ]);
     }

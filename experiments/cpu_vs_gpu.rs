@@ -56,7 +56,6 @@ fn main() -> std::process::ExitCode {
 
 fn run(args: Args) -> Result<()> {
     let (device, info) = select(args.common.device)?;
-    let output = args.common.output_path("cpu_vs_gpu", &info)?;
     let n = args.bench.n();
     let gpu_cfg = Config {
         size: n,
@@ -69,7 +68,10 @@ fn run(args: Args) -> Result<()> {
         ..gpu_cfg.clone()
     };
     check_fits(&Device::Cpu, &cpu_cfg)?;
-    check_fits(&device, &gpu_cfg)?;
+    if device.is_cuda() {
+        check_fits(&device, &gpu_cfg)?;
+    }
+    let output = args.common.output_path("cpu_vs_gpu", &info)?;
     let inputs = Inputs::random(n, gpu_cfg.accuracy_rows)?;
 
     let (gpu, gpu_skipped) = if device.is_cuda() {

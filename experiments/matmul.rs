@@ -12,7 +12,7 @@ use candle_lab::device::select;
 use candle_lab::matmul::{
     self, check_fits, cpu_plan, rows_table, speedup, Config, Inputs, Precision, Row,
 };
-use candle_lab::memory::{CountingAlloc, MemoryMeter};
+use candle_lab::memory::CountingAlloc;
 use candle_lab::report::{print_tables, Report};
 use clap::Parser;
 use serde::Serialize;
@@ -33,7 +33,7 @@ struct Args {
     /// Precisions, comma-separated: fp64, fp32, tf32, fp16, fp16-reduced, bf16,
     /// bf16-reduced (f32, f16... also accepted). tf32 and the -reduced modes are
     /// cuBLAS settings and need a CUDA device.
-    #[arg(long, value_delimiter = ',', default_value = "fp32,fp16,bf16")]
+    #[arg(long, value_delimiter = ',', default_values_t = Precision::DEFAULT)]
     dtypes: Vec<Precision>,
 
     /// Rows of the result checked against an f64 reference on the CPU.
@@ -66,7 +66,6 @@ struct Matmul {
     cpu_fp32: Option<Row>,
     /// 2 n^3.
     flops_per_matmul: f64,
-    memory_source: &'static str,
 }
 
 #[derive(Serialize)]
@@ -92,14 +91,23 @@ fn run(args: Args) -> Result<()> {
     {
         bail!("--dtypes {p}: a cuBLAS GEMM mode, it needs a CUDA device (on the CPU it would be a plain {} row)", p.dtype().as_str());
     }
-    let output = args.common.output_path("matmul", &info)?;
     let cfg = Config {
         size: args.bench.n(),
         plan: args.bench.plan(),
         precisions,
         accuracy_rows: args.accuracy_rows as usize,
     };
+    // On a GPU, the fp32 comparison on the CPU: the reference lab's plan.
+    let cpu_cfg = (device.is_cuda() && !args.no_cpu).then(|| Config {
+        plan: cpu_plan(cfg.plan.iters),
+        precisions: vec![Precision::F32],
+        ..cfg.clone()
+    });
     check_fits(&device, &cfg)?;
+    if let Some(cpu_cfg) = &cpu_cfg {
+        check_fits(&Device::Cpu, cpu_cfg)?;
+    }
+    let output = args.common.output_path("matmul", &info)?;
     let n = cfg.size;
     eprintln!(
         "matmul {n}x{n}, warmup {}, iters {}, on {}",
@@ -109,12 +117,7 @@ fn run(args: Args) -> Result<()> {
     let inputs = Inputs::random(n, cfg.accuracy_rows)?;
     let rows = matmul::run(&device, &info.name, &cfg, &inputs)?;
     let on_gpu = device.is_cuda();
-    let cpu_row = if on_gpu && !args.no_cpu {
-        let cpu_cfg = Config {
-            plan: cpu_plan(cfg.plan.iters),
-            precisions: vec![Precision::F32],
-            ..cfg.clone()
-        };
+    let cpu_row = if let Some(cpu_cfg) = &cpu_cfg {
         eprintln!(
             "cpu fp32 comparison: warmup {}, iters {}",
             cpu_cfg.plan.warmup, cpu_cfg.plan.iters
@@ -122,7 +125,7 @@ fn run(args: Args) -> Result<()> {
         matmul::run(
             &Device::Cpu,
             &candle_lab::env::cpu_model(),
-            &cpu_cfg,
+            cpu_cfg,
             &inputs,
         )?
         .pop()
@@ -155,7 +158,6 @@ fn run(args: Args) -> Result<()> {
         },
         cpu_fp32: cpu_row,
         flops_per_matmul: matmul::matmul_flops(n),
-        memory_source: MemoryMeter::for_device(&device)?.source(),
     };
 
     let mut tables = vec![rows_table(

@@ -66,10 +66,11 @@ run "$bin/matmul" --device cuda --size 8192 --iters 20 --warmup 5 --no-cpu \
   --dtypes fp32,tf32,fp16,fp16-reduced,bf16,bf16-reduced --output "$out/matmul-8192.json"
 run "$bin/cpu_vs_gpu" --device cuda --size 8192 --iters 20 --warmup 5 --output "$out/cpu_vs_gpu-8192.json"
 
-# The library's unit tests, CUDA variants included, when the bundle has them.
-if [[ -x $bin/unit-tests ]]; then
-  run "$bin/unit-tests" --test-threads 1
-fi
+# The tests packed with the binaries (library unit tests with their CUDA
+# variants, the memory-pool test), one thread so they do not share the GPU.
+for t in "$bin"/test-*; do
+  [[ -x $t ]] && run "$t" --test-threads 1
+done
 echo "wrote: $(ls "$out" | tr '\n' ' ')"
 if ((${#failed[@]})); then
   echo "failed: ${failed[*]}"

@@ -41,12 +41,16 @@ impl Common {
     }
 }
 
+/// Largest `--size`: keeps every byte count (3 n^2 x 8 < 2^63) far from overflow.
+pub const MAX_SIZE: u64 = 1_000_000;
+
 /// The size and run counts of a matmul benchmark, with the reference lab's
 /// defaults (4096, 20 timed runs, 5 warm-up runs).
 #[derive(Args, Debug, Clone)]
 pub struct BenchSize {
-    /// Side n of the n x n matrices.
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Side n of the n x n matrices (1 to 1,000,000; the memory check refuses
+    /// what does not fit).
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=MAX_SIZE))]
     pub size: u64,
 
     /// Timed runs per row on the device (the CPU comparison makes max(3, iters/4)).

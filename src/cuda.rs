@@ -63,7 +63,8 @@ pub(crate) fn memory_info(dev: &CudaDevice) -> Result<(u64, u64)> {
 }
 
 /// A pair of timing events on Candle's stream: `start` before the work, `stop`
-/// after it; the GPU's own clock for what ran between them.
+/// after it. The GPU stamps each when the stream reaches it, so the difference
+/// is device-side time from the start event to the end of the work.
 pub(crate) struct EventTimer {
     stream: Arc<CudaStream>,
     start: CudaEvent,
@@ -129,12 +130,18 @@ impl MemoryPool {
 
     fn get(&self, attr: sys::CUmemPool_attribute) -> Result<u64> {
         let mut value: u64 = 0;
-        // SAFETY: USED_MEM_* attributes are cuuint64_t, written through a valid pointer.
+        // SAFETY: the attributes used here are cuuint64_t, written through a valid pointer.
         unsafe {
             result::mem_pool::get_attribute(self.pool, attr, (&mut value as *mut u64).cast())
         }
         .context("reading a memory-pool attribute (cuMemPoolGetAttribute)")?;
         Ok(value)
+    }
+
+    fn set(&self, attr: sys::CUmemPool_attribute, mut value: u64) -> Result<()> {
+        // SAFETY: as in `get`; the driver reads one cuuint64_t.
+        unsafe { result::mem_pool::set_attribute(self.pool, attr, (&mut value as *mut u64).cast()) }
+            .context("setting a memory-pool attribute (cuMemPoolSetAttribute)")
     }
 
     /// Bytes the pool has handed out and not had back. Synchronizes first, so that
@@ -154,16 +161,29 @@ impl MemoryPool {
         self.get(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH)
     }
 
-    /// Resets the high-water mark to the current use (the driver's rule: the only
-    /// value it accepts for USED_MEM_HIGH is 0, meaning "current").
+    /// Starts a new high-water mark. The driver accepts only 0 here ("reset");
+    /// each allocation after it raises the mark to the use at that moment, so a
+    /// reset followed by work that allocates reports the use during that work,
+    /// including what was already allocated (tests/cuda check this on a GPU).
     pub fn reset_peak(&self) -> Result<()> {
         self.stream
             .synchronize()
             .context("synchronizing the CUDA stream")?;
-        let mut zero: u64 = 0;
-        let attr = sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH;
-        // SAFETY: as in `get`; the driver reads one cuuint64_t.
-        unsafe { result::mem_pool::set_attribute(self.pool, attr, (&mut zero as *mut u64).cast()) }
-            .context("resetting the memory-pool peak (cuMemPoolSetAttribute)")
+        self.set(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH, 0)
     }
+}
+
+/// Makes the device's pool keep freed memory for reuse instead of returning it
+/// to the driver at every synchronization (the default release threshold is 0).
+/// Without this, each timed matmul would map its output's memory afresh, a cost
+/// PyTorch's caching allocator never pays; with it, Candle reuses memory as
+/// PyTorch does. Usage and peaks are unaffected: they count memory in use.
+pub(crate) fn keep_freed_memory(dev: &CudaDevice) -> Result<()> {
+    if let Some(pool) = MemoryPool::of(dev)? {
+        pool.set(
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            u64::MAX,
+        )?;
+    }
+    Ok(())
 }

@@ -89,8 +89,14 @@ impl DeviceInfo {
 }
 
 /// Opens the device the user asked for and prints one line saying which and why.
+/// A GPU's memory pool is set to keep freed memory for reuse (see
+/// `cuda::keep_freed_memory`), as PyTorch's caching allocator does.
 pub fn select(arg: DeviceArg) -> Result<(Device, DeviceInfo)> {
     let (device, because) = open(arg)?;
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(dev) = &device {
+        crate::cuda::keep_freed_memory(dev)?;
+    }
     let info = describe(&device, because)?;
     eprintln!(
         "device: {} ({}): {}",

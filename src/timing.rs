@@ -25,8 +25,11 @@ pub struct Samples {
     /// Host wall clock around the work plus the device synchronization: what a
     /// caller waits for.
     pub wall_ms: Vec<f64>,
-    /// CUDA events on Candle's stream: the GPU's own time for the work, without
-    /// the host's launch and synchronization costs. Empty on the CPU.
+    /// CUDA events on Candle's stream: device-side time from the start event to
+    /// the end of the work. The stream is idle when the start event is recorded,
+    /// so this includes the time the GPU waits while the host launches the work
+    /// (allocation, cuBLAS dispatch), but not the host's wait for completion.
+    /// Empty on the CPU.
     pub gpu_ms: Vec<f64>,
 }
 
@@ -39,7 +42,8 @@ pub struct Samples {
 /// 4. the device is synchronized, then the host clock stops.
 ///
 /// So `wall_ms` covers launching the work, running it, and the synchronization
-/// that waits for it; `gpu_ms` covers the stream from start event to end event.
+/// that waits for it; `gpu_ms` covers the stream from start event to end event
+/// (launch and run, without the host noticing completion).
 /// Whatever `work` returns (the output tensor) is dropped after the clock stops,
 /// so freeing it is not timed. Inputs must be made, and moved to the device, by
 /// the caller before this is called. The warm-up runs pay one-time costs
