@@ -21,8 +21,19 @@ fn main() {
         }
     }
     let commit = git(root, &["rev-parse", "--short=12", "HEAD"]).map(|sha| {
-        let dirty = git(root, &["status", "--porcelain", "--untracked-files=no"])
-            .is_some_and(|s| !s.is_empty());
+        // results/ holds outputs, not sources: rewriting it does not make a build dirty.
+        let dirty = git(
+            root,
+            &[
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":!results",
+            ],
+        )
+        .is_some_and(|s| !s.is_empty());
         if dirty {
             format!("{sha}-dirty")
         } else {
