@@ -19,7 +19,7 @@ static ALLOC: CountingAlloc = CountingAlloc;
 /// Rank, shape, dtype, bytes and device of Candle tensors; element-wise ops,
 /// broadcasting, views, and a host-to-device transfer.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(version)]
 struct Args {
     #[command(flatten)]
     common: Common,

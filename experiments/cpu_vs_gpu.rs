@@ -21,7 +21,7 @@ static ALLOC: CountingAlloc = CountingAlloc;
 
 /// The same fp32 matmul on the CPU and on the GPU, and the speedup.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(version)]
 struct Args {
     /// `--device` names the GPU side; the CPU side is always the CPU.
     #[command(flatten)]

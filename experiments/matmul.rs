@@ -22,7 +22,7 @@ static ALLOC: CountingAlloc = CountingAlloc;
 
 /// Square matmul per precision: median time, GFLOP/s, peak memory, accuracy.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(version)]
 struct Args {
     #[command(flatten)]
     common: Common,

@@ -19,7 +19,7 @@ static ALLOC: CountingAlloc = CountingAlloc;
 
 /// Limits of f64, f32, f16, bf16 and f8e4m3, and what they do to real numbers.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(version)]
 struct Args {
     #[command(flatten)]
     common: Common,
