@@ -143,10 +143,11 @@ fn run(args: Args) -> Result<()> {
         warmup: cfg.plan.warmup,
         iters: cfg.plan.iters,
         gpu_iters: on_gpu.then_some(cfg.plan.iters),
-        cpu_iters: match (&cpu_row, on_gpu) {
-            (Some(_), _) => Some(cpu_plan(cfg.plan.iters).iters),
-            (None, false) => device_fp32.map(|_| cfg.plan.iters),
-            (None, true) => None,
+        // The CPU comparison's runs on a GPU; on a CPU run, the fp32 row's own.
+        cpu_iters: match &cpu_cfg {
+            Some(c) => Some(c.plan.iters),
+            None if !on_gpu => device_fp32.map(|_| cfg.plan.iters),
+            None => None,
         },
         device: info.kind,
         precisions: rows,
