@@ -8,9 +8,7 @@ use anyhow::Result;
 use candle_core::Device;
 use candle_lab::cli::{finish, parse, save, BenchSize, Common};
 use candle_lab::device::select;
-use candle_lab::matmul::{
-    self, check_fits, cpu_plan, rows_table, speedup, Config, Inputs, Precision, Row,
-};
+use candle_lab::matmul::{self, check_fits, rows_table, speedup, Config, Inputs, Precision, Row};
 use candle_lab::memory::CountingAlloc;
 use candle_lab::report::{print_tables, Report};
 use clap::Parser;
@@ -63,10 +61,7 @@ fn run(args: Args) -> Result<()> {
         precisions: vec![Precision::F32],
         accuracy_rows: 16,
     };
-    let cpu_cfg = Config {
-        plan: cpu_plan(gpu_cfg.plan.iters),
-        ..gpu_cfg.clone()
-    };
+    let cpu_cfg = gpu_cfg.cpu_fp32_comparison();
     check_fits(&Device::Cpu, &cpu_cfg)?;
     if device.is_cuda() {
         check_fits(&device, &gpu_cfg)?;
@@ -80,7 +75,7 @@ fn run(args: Args) -> Result<()> {
             gpu_cfg.plan.warmup, gpu_cfg.plan.iters
         );
         (
-            matmul::run(&device, &info.name, &gpu_cfg, &inputs)?.pop(),
+            matmul::run(&device, Some(&info.name), &gpu_cfg, &inputs)?.pop(),
             None,
         )
     } else {
@@ -88,18 +83,7 @@ fn run(args: Args) -> Result<()> {
         println!("GPU row skipped: {why}");
         (None, Some(why))
     };
-    eprintln!(
-        "cpu fp32 {n}x{n}: warmup {}, iters {}",
-        cpu_cfg.plan.warmup, cpu_cfg.plan.iters
-    );
-    let cpu = matmul::run(
-        &Device::Cpu,
-        &candle_lab::env::cpu_model(),
-        &cpu_cfg,
-        &inputs,
-    )?
-    .pop()
-    .ok_or_else(|| anyhow::anyhow!("the CPU fp32 row did not run"))?;
+    let cpu = matmul::run_cpu_fp32(&gpu_cfg, &inputs)?;
 
     let cpu_fp32_ms = cpu.fp32_median_ms();
     let gpu_fp32_ms = gpu.as_ref().and_then(Row::fp32_median_ms);

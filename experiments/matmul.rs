@@ -9,9 +9,7 @@ use anyhow::{bail, Result};
 use candle_core::Device;
 use candle_lab::cli::{finish, parse, save, BenchSize, Common};
 use candle_lab::device::select;
-use candle_lab::matmul::{
-    self, check_fits, cpu_plan, rows_table, speedup, Config, Inputs, Precision, Row,
-};
+use candle_lab::matmul::{self, check_fits, rows_table, speedup, Config, Inputs, Precision, Row};
 use candle_lab::memory::CountingAlloc;
 use candle_lab::report::{print_tables, Report};
 use clap::Parser;
@@ -97,15 +95,11 @@ fn run(args: Args) -> Result<()> {
         precisions,
         accuracy_rows: args.accuracy_rows as usize,
     };
-    // On a GPU, the fp32 comparison on the CPU: the reference lab's plan.
-    let cpu_cfg = (device.is_cuda() && !args.no_cpu).then(|| Config {
-        plan: cpu_plan(cfg.plan.iters),
-        precisions: vec![Precision::F32],
-        ..cfg.clone()
-    });
+    // On a GPU, the reference lab also times fp32 on the CPU.
+    let compare_cpu = device.is_cuda() && !args.no_cpu;
     check_fits(&device, &cfg)?;
-    if let Some(cpu_cfg) = &cpu_cfg {
-        check_fits(&Device::Cpu, cpu_cfg)?;
+    if compare_cpu {
+        check_fits(&Device::Cpu, &cfg.cpu_fp32_comparison())?;
     }
     let output = args.common.output_path("matmul", &info)?;
     let n = cfg.size;
@@ -115,20 +109,11 @@ fn run(args: Args) -> Result<()> {
     );
 
     let inputs = Inputs::random(n, cfg.accuracy_rows)?;
-    let rows = matmul::run(&device, &info.name, &cfg, &inputs)?;
     let on_gpu = device.is_cuda();
-    let cpu_row = if let Some(cpu_cfg) = &cpu_cfg {
-        eprintln!(
-            "cpu fp32 comparison: warmup {}, iters {}",
-            cpu_cfg.plan.warmup, cpu_cfg.plan.iters
-        );
-        matmul::run(
-            &Device::Cpu,
-            &candle_lab::env::cpu_model(),
-            cpu_cfg,
-            &inputs,
-        )?
-        .pop()
+    let gpu_name = on_gpu.then_some(info.name.as_str());
+    let rows = matmul::run(&device, gpu_name, &cfg, &inputs)?;
+    let cpu_row = if compare_cpu {
+        Some(matmul::run_cpu_fp32(&cfg, &inputs)?)
     } else {
         None
     };
@@ -144,8 +129,8 @@ fn run(args: Args) -> Result<()> {
         iters: cfg.plan.iters,
         gpu_iters: on_gpu.then_some(cfg.plan.iters),
         // The CPU comparison's runs on a GPU; on a CPU run, the fp32 row's own.
-        cpu_iters: match &cpu_cfg {
-            Some(c) => Some(c.plan.iters),
+        cpu_iters: match &cpu_row {
+            Some(_) => Some(cfg.cpu_fp32_comparison().plan.iters),
             None if !on_gpu => device_fp32.map(|_| cfg.plan.iters),
             None => None,
         },

@@ -33,9 +33,7 @@ pub(crate) fn describe(dev: &CudaDevice) -> Result<Description> {
     let sm_count = ctx
         .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         .context("reading the SM count")?;
-    let (free, total) = ctx
-        .mem_get_info()
-        .context("reading device memory (cuMemGetInfo)")?;
+    let (free, total) = memory_info(dev)?;
     let mut driver: i32 = 0;
     // SAFETY: cuDriverGetVersion writes one int through a valid pointer.
     unsafe { sys::cuDriverGetVersion(&mut driver) }
@@ -45,8 +43,8 @@ pub(crate) fn describe(dev: &CudaDevice) -> Result<Description> {
         name: ctx.name().context("reading the device name")?,
         compute_capability: format!("{major}.{minor}"),
         sm_count: sm_count as u32,
-        total_memory_bytes: total as u64,
-        free_memory_bytes: free as u64,
+        total_memory_bytes: total,
+        free_memory_bytes: free,
         driver_cuda_version: format!("{}.{}", driver / 1000, (driver % 1000) / 10),
         memory_pool: ctx.has_async_alloc(),
     })
@@ -144,31 +142,32 @@ impl MemoryPool {
             .context("setting a memory-pool attribute (cuMemPoolSetAttribute)")
     }
 
-    /// Bytes the pool has handed out and not had back. Synchronizes first, so that
-    /// frees already enqueued on the stream have happened.
-    pub fn used_bytes(&self) -> Result<u64> {
+    /// Waits for the stream, so that allocations and frees already enqueued on it
+    /// have happened before the pool is read or reset.
+    fn settle(&self) -> Result<()> {
         self.stream
             .synchronize()
-            .context("synchronizing the CUDA stream")?;
+            .context("synchronizing the CUDA stream")
+    }
+
+    /// Bytes the pool has handed out and not had back (after [`Self::settle`]).
+    pub fn used_bytes(&self) -> Result<u64> {
+        self.settle()?;
         self.get(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
     }
 
     /// Highest `used_bytes` since the last [`Self::reset_peak`].
     pub fn peak_bytes(&self) -> Result<u64> {
-        self.stream
-            .synchronize()
-            .context("synchronizing the CUDA stream")?;
+        self.settle()?;
         self.get(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH)
     }
 
     /// Starts a new high-water mark. The driver accepts only 0 here ("reset");
     /// each allocation after it raises the mark to the use at that moment, so a
     /// reset followed by work that allocates reports the use during that work,
-    /// including what was already allocated (tests/cuda check this on a GPU).
+    /// including what was already allocated (tests/cuda_pool.rs checks this on a GPU).
     pub fn reset_peak(&self) -> Result<()> {
-        self.stream
-            .synchronize()
-            .context("synchronizing the CUDA stream")?;
+        self.settle()?;
         self.set(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH, 0)
     }
 }

@@ -147,9 +147,14 @@ pub fn gflops(n: usize, ms: f64) -> f64 {
     matmul_flops(n) / (ms * 1e-3) / 1e9
 }
 
+/// Bytes of one n x n matrix at `elem_bytes` per element: n^2 x element size.
+pub fn matrix_bytes(n: usize, elem_bytes: usize) -> u64 {
+    (n as u64).pow(2) * elem_bytes as u64
+}
+
 /// Bytes of the three n x n matrices (A, B and C) at `elem_bytes` per element.
 pub fn payload_bytes(n: usize, elem_bytes: usize) -> u64 {
-    3 * (n as u64).pow(2) * elem_bytes as u64
+    3 * matrix_bytes(n, elem_bytes)
 }
 
 /// Error of `got` against `want`, each element's |got - want| divided by the
@@ -172,6 +177,18 @@ pub fn cpu_plan(gpu_iters: usize) -> Plan {
     Plan {
         warmup: 1,
         iters: (gpu_iters / 4).max(3),
+    }
+}
+
+impl Config {
+    /// The fp32 CPU run that a GPU run is compared with: same size and inputs,
+    /// the reference lab's [`cpu_plan`].
+    pub fn cpu_fp32_comparison(&self) -> Config {
+        Config {
+            plan: cpu_plan(self.plan.iters),
+            precisions: vec![Precision::F32],
+            ..self.clone()
+        }
     }
 }
 
@@ -229,7 +246,7 @@ impl Inputs {
     /// Host bytes this holds (A and B in f32) plus the f64 copy of B the
     /// reference needs while it is made.
     pub fn host_bytes(n: usize) -> u64 {
-        2 * 4 * (n as u64).pow(2) + 8 * (n as u64).pow(2)
+        2 * matrix_bytes(n, 4) + matrix_bytes(n, 8)
     }
 }
 
@@ -350,14 +367,20 @@ pub fn progress(runs: usize, label: &str) -> ProgressBar {
     bar
 }
 
-/// Runs every precision of `cfg` on `device`. A CUDA out-of-memory error ends
-/// that row only; any other error ends the run.
-pub fn run(device: &Device, device_name: &str, cfg: &Config, inputs: &Inputs) -> Result<Vec<Row>> {
+/// Runs every precision of `cfg` on `device`. `gpu_name` (the driver's name of
+/// the GPU, `None` on the CPU) looks up the datasheet peak. A CUDA out-of-memory
+/// error ends that row only; any other error ends the run.
+pub fn run(
+    device: &Device,
+    gpu_name: Option<&str>,
+    cfg: &Config,
+    inputs: &Inputs,
+) -> Result<Vec<Row>> {
     let meter = MemoryMeter::for_device(device)?;
     let mut rows = Vec::new();
     for &p in &cfg.precisions {
         let bar = progress(cfg.plan.warmup + cfg.plan.iters, p.name());
-        let outcome = measure(device, device_name, cfg, inputs, &meter, p, &bar);
+        let outcome = measure(device, gpu_name, cfg, inputs, &meter, p, &bar);
         bar.finish_and_clear();
         let (status, error, measured) = match outcome {
             Ok(m) => ("ok", None, Some(m)),
@@ -380,6 +403,19 @@ pub fn run(device: &Device, device_name: &str, cfg: &Config, inputs: &Inputs) ->
         });
     }
     Ok(rows)
+}
+
+/// Runs [`Config::cpu_fp32_comparison`] of `cfg` on the CPU: its one row.
+pub fn run_cpu_fp32(cfg: &Config, inputs: &Inputs) -> Result<Row> {
+    let cpu = cfg.cpu_fp32_comparison();
+    let n = cpu.size;
+    eprintln!(
+        "cpu fp32 {n}x{n}: warmup {}, iters {}",
+        cpu.plan.warmup, cpu.plan.iters
+    );
+    run(&Device::Cpu, None, &cpu, inputs)?
+        .pop()
+        .context("the CPU fp32 row did not run")
 }
 
 impl Row {
@@ -450,7 +486,7 @@ fn owned_on(host: &Tensor, dtype: DType, device: &Device) -> Result<Tensor> {
 
 fn measure(
     device: &Device,
-    device_name: &str,
+    gpu_name: Option<&str>,
     cfg: &Config,
     inputs: &Inputs,
     meter: &MemoryMeter,
@@ -488,11 +524,7 @@ fn measure(
     let wall_ms = summarize(&samples.wall_ms).context("no timed samples")?;
     let gpu_ms = summarize(&samples.gpu_ms);
     let gpu_gflops = gpu_ms.as_ref().map(|s| gflops(n, s.median));
-    let datasheet_tflops = if device.is_cuda() {
-        crate::peaks::datasheet_tflops(device_name, p)
-    } else {
-        None
-    };
+    let datasheet_tflops = gpu_name.and_then(|name| crate::peaks::datasheet_tflops(name, p));
     let payload = payload_bytes(n, dtype.size_in_bytes());
     Ok(Measured {
         median_ms: wall_ms.median,
@@ -543,6 +575,17 @@ mod tests {
 
     #[test]
     fn cpu_plan_follows_the_reference() {
+        let cfg = small(vec![Precision::Bf16, Precision::F16]);
+        let cpu = Config {
+            plan: Plan {
+                warmup: 5,
+                iters: 20,
+            },
+            ..cfg
+        }
+        .cpu_fp32_comparison();
+        assert_eq!((cpu.plan.warmup, cpu.plan.iters), (1, 5));
+        assert_eq!(cpu.precisions, [Precision::F32]);
         assert_eq!(cpu_plan(20).iters, 5);
         assert_eq!(cpu_plan(4).iters, 3);
         assert_eq!(cpu_plan(20).warmup, 1);
@@ -611,7 +654,7 @@ mod tests {
         ]);
         let inputs = Inputs::random(cfg.size, cfg.accuracy_rows).unwrap();
         check_fits(device, &cfg).unwrap();
-        let rows = run(device, "test", &cfg, &inputs).unwrap();
+        let rows = run(device, None, &cfg, &inputs).unwrap();
         assert_eq!(rows.len(), 4);
         let err = |i: usize| rows[i].measured.as_ref().unwrap().accuracy.max_rel_err;
         // Each format's error sits near its own eps: fp64 ~1e-16, fp32 ~1e-7,

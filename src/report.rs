@@ -110,25 +110,10 @@ pub fn print_tables(tables: &[Table]) {
 /// creates missing parent folders. Run before an experiment starts, so that a
 /// long run does not end in a write error.
 pub fn check_writable(path: &Path) -> Result<()> {
-    let dir = parent_dir(path);
-    std::fs::create_dir_all(&dir).with_context(|| {
-        format!(
-            "cannot write {}: creating {}",
-            path.display(),
-            dir.display()
-        )
-    })?;
     if path.is_dir() {
         anyhow::bail!("cannot write {}: it is a directory", path.display());
     }
-    tempfile::NamedTempFile::new_in(&dir).with_context(|| {
-        format!(
-            "cannot write {}: {} is not writable",
-            path.display(),
-            dir.display()
-        )
-    })?;
-    Ok(())
+    temp_file_beside(path).map(drop)
 }
 
 /// Writes `value` as pretty JSON to `path` atomically: a temporary file in the
@@ -137,15 +122,7 @@ pub fn check_writable(path: &Path) -> Result<()> {
 pub fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<()> {
     let mut json = serde_json::to_vec_pretty(value).context("serializing the report")?;
     json.push(b'\n');
-    let dir = parent_dir(path);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir).with_context(|| {
-        format!(
-            "cannot write {}: {} is not writable",
-            path.display(),
-            dir.display()
-        )
-    })?;
+    let mut tmp = temp_file_beside(path)?;
     tmp.write_all(&json)
         .and_then(|()| tmp.as_file().sync_all())
         .with_context(|| format!("writing {}", tmp.path().display()))?;
@@ -153,6 +130,26 @@ pub fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<()> {
         .map_err(|e| e.error)
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
+}
+
+/// A temporary file in `path`'s folder (created if missing), so that a rename
+/// onto `path` stays on one filesystem; deleted when dropped unless persisted.
+fn temp_file_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
+    let dir = parent_dir(path);
+    std::fs::create_dir_all(&dir).with_context(|| {
+        format!(
+            "cannot write {}: creating {}",
+            path.display(),
+            dir.display()
+        )
+    })?;
+    tempfile::NamedTempFile::new_in(&dir).with_context(|| {
+        format!(
+            "cannot write {}: {} is not writable",
+            path.display(),
+            dir.display()
+        )
+    })
 }
 
 fn parent_dir(path: &Path) -> PathBuf {
