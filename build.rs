@@ -1,6 +1,7 @@
 //! Build script: records, for the JSON reports, the git commit the binary was built
-//! from and the candle-core version that Cargo.lock resolved. Both are optional:
-//! a source tarball without `.git` or a lock file still builds.
+//! from, the candle-core version that Cargo.lock resolved, and with the `cuda`
+//! feature the CUDA version of the `nvcc` that compiled Candle's kernels. All are
+//! optional: a source tarball without `.git` or a lock file still builds.
 use std::path::Path;
 use std::process::Command;
 
@@ -48,6 +49,21 @@ fn main() {
         "cargo:rustc-env=CANDLE_LAB_CANDLE_VERSION={}",
         candle_version(root).unwrap_or_default()
     );
+    let cuda = if std::env::var_os("CARGO_FEATURE_CUDA").is_some() {
+        println!("cargo:rerun-if-env-changed=PATH");
+        nvcc_version().unwrap_or_default()
+    } else {
+        String::new()
+    };
+    println!("cargo:rustc-env=CANDLE_LAB_CUDA_BUILD_VERSION={cuda}");
+}
+
+/// "13.0" from `nvcc --version`'s "Cuda compilation tools, release 13.0, V13.0.88".
+fn nvcc_version() -> Option<String> {
+    let out = Command::new("nvcc").arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let release = text.split("release ").nth(1)?;
+    Some(release.split(',').next()?.trim().to_string())
 }
 
 fn git(root: &Path, args: &[&str]) -> Option<String> {

@@ -76,3 +76,7 @@ ci: lint test cuda-check
 
 _which-build:
     @echo "build: {{ if features == "" { "CPU-only (no nvcc on PATH; see README, On a GPU)" } else { features } }}" >&2
+
+# Regenerate schema/result.schema.json from the result types (CI checks it is current)
+schema:
+    UPDATE_SCHEMA=1 cargo test --quiet --lib schema::tests::committed_json_schema_is_up_to_date

@@ -9,9 +9,12 @@ use candle_core::{DType, Device, Tensor};
 use candle_lab::cli::{finish, parse, save, Common};
 use candle_lab::device::{label, select};
 use candle_lab::memory::{CountingAlloc, MemoryMeter};
-use candle_lab::report::{print_tables, Report, Table};
+use candle_lab::report::{print_tables, Table};
+use candle_lab::schema::{
+    BasicsResults as Basics, Body, Broadcast, Described, Elementwise, Transfer, TransferStatus,
+    View,
+};
 use clap::Parser;
-use serde::Serialize;
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
@@ -42,79 +45,16 @@ const DTYPES: [DType; 10] = [
 /// Side of the square used to show that views copy nothing.
 const VIEW_SIDE: usize = 1024;
 
-#[derive(Serialize)]
-struct Described {
-    name: String,
-    rank: usize,
-    shape: Vec<usize>,
-    dtype: &'static str,
-    element_bytes: usize,
-    /// Element count x element size.
-    total_bytes: usize,
-    device: String,
-}
-
 fn describe(name: &str, t: &Tensor) -> Described {
     Described {
         name: name.into(),
         rank: t.rank(),
         shape: t.dims().to_vec(),
-        dtype: t.dtype().as_str(),
+        dtype: t.dtype().as_str().into(),
         element_bytes: t.dtype().size_in_bytes(),
         total_bytes: t.elem_count() * t.dtype().size_in_bytes(),
         device: label(t.device()),
     }
-}
-
-#[derive(Serialize)]
-struct Elementwise {
-    a: Vec<f32>,
-    b: Vec<f32>,
-    a_plus_b: Vec<f32>,
-}
-
-#[derive(Serialize)]
-struct Broadcast {
-    matrix_shape: Vec<usize>,
-    row_shape: Vec<usize>,
-    result: Vec<Vec<f32>>,
-}
-
-/// A view and what making it contiguous costs, measured on the device's allocator.
-#[derive(Serialize)]
-struct View {
-    name: &'static str,
-    shape: Vec<usize>,
-    stride: Vec<usize>,
-    is_contiguous: bool,
-    /// Growth of the bytes in use on the device's allocator when the view was made.
-    view_added_bytes: Option<u64>,
-    /// Growth of the bytes in use when `.contiguous()` copied the view.
-    contiguous_added_bytes: Option<u64>,
-    /// Element count x element size: what a full copy must hold.
-    data_bytes: usize,
-}
-
-#[derive(Serialize)]
-struct Transfer {
-    /// "done" or "skipped".
-    status: &'static str,
-    reason: Option<String>,
-    before: Option<String>,
-    after: Option<String>,
-    values_after: Option<Vec<f32>>,
-}
-
-#[derive(Serialize)]
-struct Basics {
-    tensors: Vec<Described>,
-    dtypes: Vec<Described>,
-    elementwise_add: Elementwise,
-    broadcasting: Broadcast,
-    views: Vec<View>,
-    /// What the allocator numbers above count.
-    memory_source: &'static str,
-    transfer: Transfer,
 }
 
 fn main() -> std::process::ExitCode {
@@ -126,7 +66,7 @@ fn run(args: Args) -> Result<()> {
     let output = args.common.output_path("basics", &info)?;
     let results = compute(&device)?;
     print_tables(&tables(&results));
-    save(output.as_ref(), &Report::new("basics", info, results))
+    save(output.as_ref(), info, Body::Basics(results))
 }
 
 fn compute(dev: &Device) -> Result<Basics> {
@@ -177,7 +117,7 @@ fn compute(dev: &Device) -> Result<Basics> {
         elementwise_add,
         broadcasting,
         views,
-        memory_source: meter.source(),
+        memory_source: meter.source().into(),
         transfer: transfer(dev)?,
     })
 }
@@ -202,7 +142,7 @@ fn view(
     let contiguous_added_bytes = added(before)?;
     drop(copy);
     Ok(View {
-        name,
+        name: name.into(),
         shape: v.dims().to_vec(),
         stride: v.stride().to_vec(),
         is_contiguous: v.is_contiguous(),
@@ -222,7 +162,7 @@ fn transfer(dev: &Device) -> Result<Transfer> {
         };
         println!("CUDA device not in use ({reason}): skipping the host-to-device transfer");
         return Ok(Transfer {
-            status: "skipped",
+            status: TransferStatus::Skipped,
             reason: Some(reason.into()),
             before: None,
             after: None,
@@ -232,7 +172,7 @@ fn transfer(dev: &Device) -> Result<Transfer> {
     let host = Tensor::ones(3, DType::F32, &Device::Cpu)?;
     let moved = host.to_device(dev)?;
     Ok(Transfer {
-        status: "done",
+        status: TransferStatus::Done,
         reason: None,
         before: Some(label(host.device())),
         after: Some(label(moved.device())),
@@ -307,7 +247,7 @@ fn tables(r: &Basics) -> Vec<Table> {
 
     let mut transfer = Table::new("host-to-device transfer", &["", "value"]);
     let t = &r.transfer;
-    transfer.row(["status", t.status]);
+    transfer.row(["status", t.status.as_str()]);
     if let (Some(before), Some(after)) = (&t.before, &t.after) {
         transfer.row(["before .to_device()", before]);
         transfer.row(["after .to_device()", after]);

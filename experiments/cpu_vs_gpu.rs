@@ -8,11 +8,11 @@ use anyhow::Result;
 use candle_core::Device;
 use candle_lab::cli::{finish, parse, save, BenchSize, Common};
 use candle_lab::device::select;
-use candle_lab::matmul::{self, check_fits, rows_table, speedup, Config, Inputs, Precision, Row};
+use candle_lab::matmul::{self, check_fits, rows_table, speedup, Config, Inputs, Precision};
 use candle_lab::memory::CountingAlloc;
-use candle_lab::report::{print_tables, Report};
+use candle_lab::report::print_tables;
+use candle_lab::schema::{Body, CpuVsGpuResults, Row};
 use clap::Parser;
-use serde::Serialize;
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
@@ -27,25 +27,6 @@ struct Args {
 
     #[command(flatten)]
     bench: BenchSize,
-}
-
-#[derive(Serialize)]
-struct CpuVsGpu {
-    size: usize,
-    precision: &'static str,
-    /// Threads Candle's CPU matmul ran on.
-    cpu_threads: usize,
-    cpu_warmup: usize,
-    cpu_iters: usize,
-    gpu_warmup: usize,
-    gpu_iters: usize,
-    cpu: Row,
-    gpu: Option<Row>,
-    /// Why there is no GPU row.
-    gpu_skipped: Option<String>,
-    cpu_fp32_ms: Option<f64>,
-    gpu_fp32_ms: Option<f64>,
-    gpu_speedup_fp32: Option<f64>,
 }
 
 fn main() -> std::process::ExitCode {
@@ -87,9 +68,9 @@ fn run(args: Args) -> Result<()> {
 
     let cpu_fp32_ms = cpu.fp32_median_ms();
     let gpu_fp32_ms = gpu.as_ref().and_then(Row::fp32_median_ms);
-    let result = CpuVsGpu {
+    let result = CpuVsGpuResults {
         size: n,
-        precision: Precision::F32.name(),
+        precision: Precision::F32,
         cpu_threads: candle_core::utils::get_num_threads(),
         cpu_warmup: cpu_cfg.plan.warmup,
         cpu_iters: cpu_cfg.plan.iters,
@@ -124,5 +105,5 @@ fn run(args: Args) -> Result<()> {
         ),
         None => println!("speedup: n/a (no GPU row)"),
     }
-    save(output.as_ref(), &Report::new("cpu_vs_gpu", info, result))
+    save(output.as_ref(), info, Body::CpuVsGpu(result))
 }

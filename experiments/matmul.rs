@@ -9,11 +9,11 @@ use anyhow::{bail, Result};
 use candle_core::Device;
 use candle_lab::cli::{finish, parse, save, BenchSize, Common};
 use candle_lab::device::select;
-use candle_lab::matmul::{self, check_fits, rows_table, speedup, Config, Inputs, Precision, Row};
+use candle_lab::matmul::{self, check_fits, rows_table, speedup, Config, Inputs, Precision};
 use candle_lab::memory::CountingAlloc;
-use candle_lab::report::{print_tables, Report};
+use candle_lab::report::print_tables;
+use candle_lab::schema::{Body, MatmulResults, Row};
 use clap::Parser;
-use serde::Serialize;
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
@@ -41,34 +41,6 @@ struct Args {
     /// On a GPU, skip the fp32 CPU comparison (max(3, iters/4) CPU runs).
     #[arg(long)]
     no_cpu: bool,
-}
-
-/// The reference lab's `matmul` object, extended.
-#[derive(Serialize)]
-struct Matmul {
-    size: usize,
-    warmup: usize,
-    iters: usize,
-    /// `iters` when the device is a GPU (the reference's name), else null.
-    gpu_iters: Option<usize>,
-    /// Timed CPU fp32 runs behind `cpu_fp32_ms`.
-    cpu_iters: Option<usize>,
-    /// "cuda" or "cpu".
-    device: &'static str,
-    precisions: Vec<Row>,
-    /// Median CPU fp32 time: the CPU comparison on a GPU run, the fp32 row on a CPU run.
-    cpu_fp32_ms: Option<f64>,
-    /// cpu_fp32_ms over the GPU fp32 row's median_ms.
-    gpu_speedup_fp32: Option<f64>,
-    /// The CPU fp32 comparison in full, on a GPU run.
-    cpu_fp32: Option<Row>,
-    /// 2 n^3.
-    flops_per_matmul: f64,
-}
-
-#[derive(Serialize)]
-struct MatmulFile {
-    matmul: Matmul,
 }
 
 fn main() -> std::process::ExitCode {
@@ -123,7 +95,7 @@ fn run(args: Args) -> Result<()> {
     } else {
         device_fp32
     };
-    let result = Matmul {
+    let result = MatmulResults {
         size: n,
         warmup: cfg.plan.warmup,
         iters: cfg.plan.iters,
@@ -162,8 +134,5 @@ fn run(args: Args) -> Result<()> {
             "GPU is {s:.1}x faster than the CPU at fp32 (median wall time, device synchronized)"
         );
     }
-    save(
-        output.as_ref(),
-        &Report::new("matmul", info, MatmulFile { matmul: result }),
-    )
+    save(output.as_ref(), info, Body::Matmul(result))
 }

@@ -8,11 +8,13 @@ use anyhow::Result;
 use candle_core::{DType, Device, Tensor};
 use candle_lab::cli::{finish, parse, save, Common};
 use candle_lab::device::select;
-use candle_lab::formats::{sci, Limits, FORMATS};
+use candle_lab::formats::{sci, FORMATS};
 use candle_lab::memory::CountingAlloc;
-use candle_lab::report::{floats_keeping_inf, print_tables, Report, Table};
+use candle_lab::report::{print_tables, Table};
+use candle_lab::schema::{
+    Accumulation, Body, FormatLimits, JsonF64, PointOne, PrecisionResults as Precision, RoundTrip,
+};
 use clap::Parser;
-use serde::Serialize;
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
@@ -34,56 +36,6 @@ const INTEGERS: [f64; 5] = [256.0, 257.0, 258.0, 259.0, 260.0];
 const STEP: f64 = 0.01;
 const STEPS: usize = 10_000;
 
-#[derive(Serialize)]
-struct FormatLimits {
-    format: &'static str,
-    /// Derived from the bit layout; equal to `torch.finfo`.
-    limits: Limits,
-    /// The same, as the Rust type's constants (std, half, float8) state them.
-    crate_limits: Limits,
-    /// Fields where the crate's constants differ from the layout.
-    crate_differs_in: Vec<&'static str>,
-}
-
-/// Values after a round trip f64 -> `dtype` -> f64, done on the device.
-#[derive(Serialize)]
-struct RoundTrip {
-    dtype: &'static str,
-    input: Vec<f64>,
-    /// inf stays "inf" (JSON has no infinity).
-    #[serde(serialize_with = "floats_keeping_inf")]
-    stored: Vec<f64>,
-}
-
-#[derive(Serialize)]
-struct PointOne {
-    dtype: &'static str,
-    stored: f64,
-    abs_error: f64,
-    rel_error: f64,
-}
-
-#[derive(Serialize)]
-struct Accumulation {
-    dtype: &'static str,
-    /// 0.01 added one at a time, each partial sum rounded to `dtype`.
-    running_sum: f64,
-    /// Candle's `sum` over a tensor of 10,000 copies of 0.01 in `dtype`.
-    candle_sum: f64,
-    exact: f64,
-}
-
-#[derive(Serialize)]
-struct Precision {
-    formats: Vec<FormatLimits>,
-    /// 1 + eps/2 and 1 + eps in each format.
-    one_plus_eps: Vec<RoundTrip>,
-    overflow: Vec<RoundTrip>,
-    integers: Vec<RoundTrip>,
-    point_one: Vec<PointOne>,
-    accumulation: Vec<Accumulation>,
-}
-
 fn main() -> std::process::ExitCode {
     finish(run(parse()))
 }
@@ -93,7 +45,7 @@ fn run(args: Args) -> Result<()> {
     let output = args.common.output_path("precision", &info)?;
     let results = compute(&device)?;
     print_tables(&tables(&results));
-    save(output.as_ref(), &Report::new("precision", info, results))
+    save(output.as_ref(), info, Body::Precision(results))
 }
 
 fn compute(dev: &Device) -> Result<Precision> {
@@ -102,10 +54,14 @@ fn compute(dev: &Device) -> Result<Precision> {
         .map(|f| {
             let (limits, crate_limits) = (f.limits(), f.crate_limits());
             FormatLimits {
-                format: f.name,
+                format: f.name.into(),
                 limits,
                 crate_limits,
-                crate_differs_in: limits.differences(&crate_limits),
+                crate_differs_in: limits
+                    .differences(&crate_limits)
+                    .into_iter()
+                    .map(String::from)
+                    .collect(),
             }
         })
         .collect();
@@ -124,13 +80,13 @@ fn compute(dev: &Device) -> Result<Precision> {
     let point_one = DEMO_DTYPES
         .iter()
         .map(|&dt| {
-            let stored = round_trip(&[0.1], dt, dev)?.stored[0];
+            let stored = round_trip(&[0.1], dt, dev)?.stored[0].0;
             // Against 1/10 itself, not f64's 0.1: |stored - 1/10| = |10 stored - 1| / 10,
             // with 10 stored - 1 from one fused multiply-add, which keeps f64's own
             // error (5.6e-18) that `stored - 0.1` would cancel to 0.
             let abs_error = stored.mul_add(10.0, -1.0).abs() / 10.0;
             Ok(PointOne {
-                dtype: dt.as_str(),
+                dtype: dt.as_str().into(),
                 stored,
                 abs_error,
                 rel_error: abs_error / 0.1,
@@ -163,11 +119,11 @@ fn round_trip(values: &[f64], dtype: DType, dev: &Device) -> Result<RoundTrip> {
     let stored = Tensor::new(values, dev)?
         .to_dtype(dtype)?
         .to_dtype(DType::F64)?
-        .to_vec1()?;
+        .to_vec1::<f64>()?;
     Ok(RoundTrip {
-        dtype: dtype.as_str(),
+        dtype: dtype.as_str().into(),
         input: values.to_vec(),
-        stored,
+        stored: stored.into_iter().map(JsonF64).collect(),
     })
 }
 
@@ -180,7 +136,7 @@ fn accumulate(dtype: DType, dev: &Device) -> Result<Accumulation> {
     let many = Tensor::full(STEP, STEPS, dev)?.to_dtype(dtype)?;
     let scalar = |t: Tensor| -> Result<f64> { Ok(t.to_dtype(DType::F64)?.to_scalar()?) };
     Ok(Accumulation {
-        dtype: dtype.as_str(),
+        dtype: dtype.as_str().into(),
         running_sum: scalar(running)?,
         candle_sum: scalar(many.sum_all()?)?,
         exact: STEP * STEPS as f64,
@@ -234,7 +190,7 @@ fn tables(r: &Precision) -> Vec<Table> {
         let mut t = Table::new(title, &header);
         for row in rows {
             let mut cells = vec![row.dtype.to_string()];
-            cells.extend(row.stored.iter().map(|v| format!("{v}")));
+            cells.extend(row.stored.iter().map(|v| format!("{}", v.0)));
             t.row(cells);
         }
         t
@@ -246,8 +202,8 @@ fn tables(r: &Precision) -> Vec<Table> {
     for row in &r.one_plus_eps {
         one.row([
             row.dtype.to_string(),
-            format!("{}", row.stored[0]),
-            format!("{}", row.stored[1]),
+            format!("{}", row.stored[0].0),
+            format!("{}", row.stored[1].0),
         ]);
     }
     let mut tenth = Table::new(

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Parser};
-use serde::Serialize;
 
-use crate::device::{DeviceArg, DeviceInfo};
-use crate::report::{check_writable, write_json_atomic, Report};
+use crate::device::DeviceArg;
+use crate::report::{check_writable, write_json_atomic};
+use crate::schema::{Body, DeviceInfo, ResultFile, SCHEMA_VERSION};
 
 #[derive(Args, Debug, Clone)]
 pub struct Common {
@@ -75,13 +75,38 @@ impl BenchSize {
     }
 }
 
-/// Writes `report` to `path` (when there is one) and says where.
-pub fn save<T: Serialize>(path: Option<&PathBuf>, report: &Report<T>) -> Result<()> {
+/// Wraps `body` in the envelope every result file shares (schema version,
+/// time, this command line, environment, device).
+pub fn result_file(device: DeviceInfo, body: Body) -> ResultFile {
+    ResultFile {
+        schema_version: SCHEMA_VERSION.into(),
+        experiment: body.experiment().into(),
+        created_utc: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        command: command_line(),
+        environment: crate::env::capture(),
+        device,
+        body,
+    }
+}
+
+/// Writes `body` as a result file to `path` (when there is one) and says where.
+pub fn save(path: Option<&PathBuf>, device: DeviceInfo, body: Body) -> Result<()> {
     if let Some(path) = path {
-        write_json_atomic(path, report)?;
+        write_json_atomic(path, &result_file(device, body))?;
         eprintln!("wrote {}", path.display());
     }
     Ok(())
+}
+
+fn command_line() -> String {
+    let quote = |a: String| {
+        if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '\'' || c == '"') {
+            format!("'{}'", a.replace('\'', r"'\''"))
+        } else {
+            a
+        }
+    };
+    std::env::args().map(quote).collect::<Vec<_>>().join(" ")
 }
 
 /// Parses the command line. A bad flag or value is one line on stderr and exit
@@ -107,7 +132,7 @@ pub fn finish(outcome: Result<()>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", crate::report::error_line(&e));
+            eprintln!("error: {}", crate::error::error_line(&e));
             ExitCode::FAILURE
         }
     }

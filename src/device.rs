@@ -9,9 +9,9 @@ use std::str::FromStr;
 
 use anyhow::{bail, Result};
 use candle_core::Device;
-use serde::Serialize;
 
-use crate::report::error_line;
+use crate::error::error_line;
+pub use crate::schema::{DeviceInfo, DeviceKind};
 
 /// What the user asked for with `--device`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,33 +48,11 @@ impl fmt::Display for DeviceArg {
     }
 }
 
-/// The device a run used, as the reports record it.
-#[derive(Clone, Debug, Serialize)]
-pub struct DeviceInfo {
-    /// "cpu" or "cuda".
-    pub kind: &'static str,
-    /// Candle's label: "cpu", "cuda:0".
-    pub label: String,
-    pub ordinal: Option<usize>,
-    /// CPU model, or the GPU's name as the driver reports it.
-    pub name: String,
-    /// Why this device was chosen (the line printed at start).
-    pub chosen_because: String,
-    pub compute_capability: Option<String>,
-    pub sm_count: Option<u32>,
-    pub total_memory_bytes: Option<u64>,
-    pub free_memory_bytes_at_start: Option<u64>,
-    /// Newest CUDA version the driver supports.
-    pub driver_cuda_version: Option<String>,
-    /// Whether Candle's CUDA allocations come from a stream-ordered pool.
-    pub memory_pool: Option<bool>,
-}
-
 impl DeviceInfo {
     /// Folder name under `results/`: "cpu", or the GPU's name as a slug
     /// ("NVIDIA H200" -> "nvidia-h200").
     pub fn slug(&self) -> String {
-        if self.kind == "cpu" {
+        if self.kind == DeviceKind::Cpu {
             return "cpu".into();
         }
         let slug: String = self
@@ -137,7 +115,7 @@ fn open_cuda(ordinal: usize) -> Result<Device> {
 
 fn describe(device: &Device, chosen_because: String) -> Result<DeviceInfo> {
     let cpu = DeviceInfo {
-        kind: "cpu",
+        kind: DeviceKind::Cpu,
         label: "cpu".into(),
         ordinal: None,
         name: crate::env::cpu_model(),
@@ -157,7 +135,7 @@ fn describe(device: &Device, chosen_because: String) -> Result<DeviceInfo> {
             _ => 0,
         };
         return Ok(DeviceInfo {
-            kind: "cuda",
+            kind: DeviceKind::Cuda,
             label: label(device),
             ordinal: Some(ordinal),
             name: d.name,
@@ -222,7 +200,7 @@ mod tests {
     fn slug_names_the_results_folder() {
         let (_, mut info) = select(DeviceArg::Cpu).unwrap();
         assert_eq!(info.slug(), "cpu");
-        info.kind = "cuda";
+        info.kind = DeviceKind::Cuda;
         info.name = "NVIDIA H200".into();
         assert_eq!(info.slug(), "nvidia-h200");
         info.name = "NVIDIA GeForce RTX 4090 (D)".into();

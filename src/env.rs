@@ -3,50 +3,35 @@
 //! versions, git commit, OS, CPU model and threads, and the compile-time
 //! features that change speed (the `cuda` feature, CPU SIMD levels).
 
-use serde::Serialize;
+use crate::schema::Environment;
 
-#[derive(Clone, Debug, Serialize)]
-pub struct Environment {
-    pub candle_lab_version: &'static str,
-    pub candle_version: &'static str,
-    /// `git rev-parse --short=12 HEAD` at build time, "-dirty" when the tree had
-    /// uncommitted changes; null when built outside a git checkout.
-    pub git_commit: Option<&'static str>,
-    pub os: String,
-    pub arch: &'static str,
-    pub cpu_model: String,
-    /// Logical CPUs the OS offers this process.
-    pub cpu_threads_available: usize,
-    /// Threads Candle's CPU kernels use (RAYON_NUM_THREADS, else all).
-    pub candle_cpu_threads: usize,
-    /// Cargo features this binary was built with.
-    pub cargo_features: Vec<&'static str>,
-    /// CPU instruction sets compiled in: `-C target-cpu=native` adds avx512 etc.
-    pub target_features: Vec<&'static str>,
-    pub profile: &'static str,
-}
-
-impl Environment {
-    pub fn capture() -> Self {
-        let commit = env!("CANDLE_LAB_GIT_COMMIT");
-        let candle = env!("CANDLE_LAB_CANDLE_VERSION");
-        Self {
-            candle_lab_version: env!("CARGO_PKG_VERSION"),
-            candle_version: if candle.is_empty() { "unknown" } else { candle },
-            git_commit: (!commit.is_empty()).then_some(commit),
-            os: os_name(),
-            arch: std::env::consts::ARCH,
-            cpu_model: cpu_model(),
-            cpu_threads_available: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            candle_cpu_threads: candle_core::utils::get_num_threads(),
-            cargo_features: cargo_features(),
-            target_features: target_features(),
-            profile: if cfg!(debug_assertions) {
+/// The environment of this process and build, for a result file.
+pub fn capture() -> Environment {
+    let commit = env!("CANDLE_LAB_GIT_COMMIT");
+    let candle = env!("CANDLE_LAB_CANDLE_VERSION");
+    let cuda = env!("CANDLE_LAB_CUDA_BUILD_VERSION");
+    let strings = |v: Vec<&str>| v.into_iter().map(String::from).collect();
+    Environment {
+        framework: "candle".into(),
+        framework_version: if candle.is_empty() { "unknown" } else { candle }.into(),
+        suite_version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: (!commit.is_empty()).then(|| commit.into()),
+        os: os_name(),
+        arch: std::env::consts::ARCH.into(),
+        cpu_model: cpu_model(),
+        cpu_threads_available: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        compute_threads: candle_core::utils::get_num_threads(),
+        build_features: strings(cargo_features()),
+        target_features: strings(target_features()),
+        profile: Some(
+            if cfg!(debug_assertions) {
                 "debug"
             } else {
                 "release"
-            },
-        }
+            }
+            .into(),
+        ),
+        cuda_build_version: (cfg!(feature = "cuda") && !cuda.is_empty()).then(|| cuda.into()),
     }
 }
 
@@ -116,11 +101,14 @@ mod tests {
 
     #[test]
     fn capture_fills_what_the_reports_promise() {
-        let env = Environment::capture();
+        let env = capture();
+        assert_eq!(env.framework, "candle");
         assert!(!env.cpu_model.is_empty());
-        assert!(env.cpu_threads_available >= 1 && env.candle_cpu_threads >= 1);
-        assert_eq!(env.candle_version.split('.').next(), Some("0"));
-        assert_eq!(env.cargo_features.contains(&"cuda"), cfg!(feature = "cuda"));
+        assert!(env.cpu_threads_available >= 1 && env.compute_threads >= 1);
+        assert_eq!(env.framework_version.split('.').next(), Some("0"));
+        let cuda = env.build_features.iter().any(|f| f == "cuda");
+        assert_eq!(cuda, cfg!(feature = "cuda"));
+        assert_eq!(env.cuda_build_version.is_some(), cfg!(feature = "cuda"));
     }
 
     #[cfg(target_os = "linux")]

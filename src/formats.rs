@@ -4,7 +4,8 @@
 //! that Rust, the `half` crate and Candle's f8 type (the `float8` crate) ship.
 //! The layout values are what `torch.finfo` reports.
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// A binary floating-point format: 1 sign bit, `exponent_bits`, `mantissa_bits`
 /// (stored fraction bits; the leading 1 of a normal number is implicit).
@@ -55,7 +56,7 @@ pub const FORMATS: [Format; 5] = [
 
 /// What a format can represent. All values are exact (powers of two and their
 /// sums), so f64 holds them without rounding.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Limits {
     pub bits: u32,
     pub exponent_bits: u32,

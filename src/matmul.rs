@@ -3,109 +3,16 @@
 //! [`crate::timing::time_on_device`], with peak memory from
 //! [`crate::memory::MemoryMeter`] and accuracy against an f64 reference.
 
-use std::fmt;
-use std::str::FromStr;
-
 use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
 
 use crate::memory::MemoryMeter;
+pub use crate::precision::Precision;
 use crate::report::{mib, Table};
-use crate::stats::{summarize, Summary};
+use crate::schema::{Accuracy, Measured, Row, RowStatus};
+use crate::stats::summarize;
 use crate::timing::{time_on_device, Plan};
-
-/// One row of the benchmark: a dtype and the GEMM mode cuBLAS may use for it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Precision {
-    F64,
-    F32,
-    /// f32 data, TF32 tensor-core math (Candle's `set_gemm_reduced_precision_f32`).
-    Tf32,
-    F16,
-    /// f16 with Candle's reduced-precision switch on: cuBLAS computes and
-    /// accumulates in f16 (CUBLAS_COMPUTE_16F).
-    F16Reduced,
-    Bf16,
-    /// bf16 with Candle's reduced-precision switch on. Candle then asks cuBLAS
-    /// for CUBLAS_COMPUTE_32F_FAST_16BF, which for inputs already in bf16 still
-    /// accumulates in f32: expect the same speed and error as `Bf16`. The row
-    /// is kept to show what the switch does (and does not do).
-    Bf16Reduced,
-}
-
-impl Precision {
-    pub const ALL: [Precision; 7] = [
-        Self::F64,
-        Self::F32,
-        Self::Tf32,
-        Self::F16,
-        Self::F16Reduced,
-        Self::Bf16,
-        Self::Bf16Reduced,
-    ];
-    /// The reference lab's three rows.
-    pub const DEFAULT: [Precision; 3] = [Self::F32, Self::F16, Self::Bf16];
-
-    /// The name used on the command line and in JSON; f32/f16/bf16 keep the
-    /// reference lab's "fp32", "fp16", "bf16" so its results compare field by field.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::F64 => "fp64",
-            Self::F32 => "fp32",
-            Self::Tf32 => "tf32",
-            Self::F16 => "fp16",
-            Self::F16Reduced => "fp16-reduced",
-            Self::Bf16 => "bf16",
-            Self::Bf16Reduced => "bf16-reduced",
-        }
-    }
-
-    pub fn dtype(self) -> DType {
-        match self {
-            Self::F64 => DType::F64,
-            Self::F32 | Self::Tf32 => DType::F32,
-            Self::F16 | Self::F16Reduced => DType::F16,
-            Self::Bf16 | Self::Bf16Reduced => DType::BF16,
-        }
-    }
-
-    /// Whether cuBLAS may trade precision for speed in this row's GEMM.
-    pub fn reduced_gemm(self) -> bool {
-        matches!(self, Self::Tf32 | Self::F16Reduced | Self::Bf16Reduced)
-    }
-}
-
-impl fmt::Display for Precision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Precision {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let p = match s.trim().to_ascii_lowercase().as_str() {
-            "f64" | "fp64" | "float64" => Self::F64,
-            "f32" | "fp32" | "float32" => Self::F32,
-            "tf32" => Self::Tf32,
-            "f16" | "fp16" | "float16" => Self::F16,
-            "f16-reduced" | "fp16-reduced" => Self::F16Reduced,
-            "bf16" | "bfloat16" => Self::Bf16,
-            "bf16-reduced" => Self::Bf16Reduced,
-            _ => {
-                let valid: Vec<_> = Self::ALL.iter().map(|p| p.name()).collect();
-                return Err(format!(
-                    "unknown dtype '{s}': expected one of {}",
-                    valid.join(", ")
-                ));
-            }
-        };
-        Ok(p)
-    }
-}
 
 /// Sets Candle's process-wide reduced-precision GEMM switches for one row and
 /// puts them back when dropped. They only change cuBLAS calls: CPU GEMMs ignore them.
@@ -250,60 +157,6 @@ impl Inputs {
     }
 }
 
-/// How accurate one precision's C is, on the sampled rows.
-#[derive(Clone, Debug, Serialize)]
-pub struct Accuracy {
-    pub rows_checked: usize,
-    /// Largest |C - C_f64| / rms(C_f64) over the checked rows.
-    pub max_rel_err: f64,
-    pub mean_rel_err: f64,
-}
-
-/// Timings and memory of one precision that ran.
-#[derive(Clone, Debug, Serialize)]
-pub struct Measured {
-    /// Median wall time per matmul, device synchronized: the reference's `median_ms`.
-    pub median_ms: f64,
-    /// 2n^3 / median_ms.
-    pub gflops: f64,
-    /// Peak bytes allocated during the run (inputs on the device included) above
-    /// what was in use before it, in MiB (1 MiB = 2^20 bytes).
-    pub peak_mib: Option<f64>,
-    pub peak_bytes: Option<u64>,
-    /// A, B and C: 3 n^2 x element size.
-    pub payload_mib: f64,
-    pub payload_bytes: u64,
-    /// Median GPU time from CUDA events (null on the CPU).
-    pub gpu_median_ms: Option<f64>,
-    pub gpu_gflops: Option<f64>,
-    /// Datasheet dense peak for this GPU and precision, when known.
-    pub datasheet_tflops: Option<f64>,
-    /// GPU-event GFLOP/s as a percentage of `datasheet_tflops`.
-    pub pct_of_datasheet: Option<f64>,
-    pub wall_ms: Summary,
-    pub gpu_ms: Option<Summary>,
-    pub samples_wall_ms: Vec<f64>,
-    pub samples_gpu_ms: Vec<f64>,
-    pub accuracy: Accuracy,
-}
-
-/// One precision's outcome: measured, or why not.
-#[derive(Clone, Debug, Serialize)]
-pub struct Row {
-    pub precision: &'static str,
-    pub dtype: &'static str,
-    pub element_bytes: usize,
-    /// Candle's reduced-precision GEMM switch for this dtype was on.
-    pub gemm_reduced_precision: bool,
-    /// What `peak_bytes` was read from (host allocator or CUDA pool).
-    pub memory_source: &'static str,
-    /// "ok", or "error" with `error` saying why (e.g. CUDA out of memory).
-    pub status: &'static str,
-    pub error: Option<String>,
-    #[serde(flatten)]
-    pub measured: Option<Measured>,
-}
-
 /// Bytes one precision needs on `device` for an n x n matmul: the payload, and
 /// on the CPU also f32 copies of all three matrices for formats narrower than
 /// f32 (Candle's CPU bf16 matmul was measured at 288 MiB for 96 MiB of payload
@@ -383,20 +236,20 @@ pub fn run(
         let outcome = measure(device, gpu_name, cfg, inputs, &meter, p, &bar);
         bar.finish_and_clear();
         let (status, error, measured) = match outcome {
-            Ok(m) => ("ok", None, Some(m)),
+            Ok(m) => (RowStatus::Ok, None, Some(m)),
             Err(e) if is_out_of_memory(&e) => {
-                let why = crate::report::error_line(&e);
+                let why = crate::error::error_line(&e);
                 eprintln!("{}: out of device memory, skipped ({why})", p.name());
-                ("error", Some(why), None)
+                (RowStatus::Error, Some(why), None)
             }
             Err(e) => return Err(e.context(format!("{} matmul", p.name()))),
         };
         rows.push(Row {
-            precision: p.name(),
-            dtype: p.dtype().as_str(),
+            precision: p,
+            dtype: p.dtype().as_str().to_string(),
             element_bytes: p.dtype().size_in_bytes(),
             gemm_reduced_precision: p.reduced_gemm(),
-            memory_source: meter.source(),
+            memory_source: meter.source().to_string(),
             status,
             error,
             measured,
@@ -416,13 +269,6 @@ pub fn run_cpu_fp32(cfg: &Config, inputs: &Inputs) -> Result<Row> {
     run(&Device::Cpu, None, &cpu, inputs)?
         .pop()
         .context("the CPU fp32 row did not run")
-}
-
-impl Row {
-    /// The measured fp32 median, if this row is a plain fp32 row that ran.
-    pub fn fp32_median_ms(&self) -> Option<f64> {
-        (self.precision == Precision::F32.name()).then_some(self.measured.as_ref()?.median_ms)
-    }
 }
 
 /// The terminal table of benchmark rows.
@@ -447,7 +293,7 @@ pub fn rows_table(title: &str, rows: &[Row]) -> Table {
         let Some(m) = &r.measured else {
             t.row([
                 r.precision.to_string(),
-                format!("{}: {}", r.status, r.error.as_deref().unwrap_or("")),
+                format!("error: {}", r.error.as_deref().unwrap_or("")),
             ]);
             continue;
         };
@@ -590,17 +436,6 @@ mod tests {
         assert_eq!(cpu_plan(4).iters, 3);
         assert_eq!(cpu_plan(20).warmup, 1);
         assert_eq!(speedup(168.281, 7.44), 168.281 / 7.44);
-    }
-
-    #[test]
-    fn precision_names_parse_back_and_unknown_ones_list_the_valid() {
-        for p in Precision::ALL {
-            assert_eq!(p.name().parse(), Ok(p));
-        }
-        assert_eq!("F32".parse(), Ok(Precision::F32));
-        assert_eq!("bfloat16".parse(), Ok(Precision::Bf16));
-        let err = "f12".parse::<Precision>().unwrap_err();
-        assert!(err.contains("fp64, fp32, tf32, fp16"), "{err}");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! figures with sparsity; the dense figure is half of that. A GPU not listed gets
 //! no percentage rather than a guess.
 
-use crate::matmul::Precision;
+use crate::precision::Precision;
 
 /// Peaks for one GPU: `names` are the driver's device names, lower case,
 /// without the "nvidia " prefix.

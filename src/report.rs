@@ -1,5 +1,4 @@
-//! Reports: what an experiment found, as plain `Serialize` data with the
-//! environment it came from, shown as terminal tables (comfy-table) and saved as
+//! Exporters: result values shown as terminal tables (comfy-table) and saved as
 //! JSON (serde_json). A JSON file is written whole or not at all: to a temporary
 //! file in the same folder, then renamed over the target.
 
@@ -9,54 +8,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, Table as Comfy};
 use serde::Serialize;
-
-use crate::device::DeviceInfo;
-use crate::env::Environment;
-
-/// Bumped when a field changes meaning or goes away (not when one is added).
-pub const SCHEMA_VERSION: u32 = 1;
-
-/// One JSON file: the header every report shares, then the experiment's own
-/// fields at the top level.
-#[derive(Serialize)]
-pub struct Report<T: Serialize> {
-    pub schema_version: u32,
-    pub experiment: &'static str,
-    /// RFC 3339, UTC, seconds.
-    pub created_utc: String,
-    /// The exact command line, to rerun it.
-    pub command: String,
-    pub environment: Environment,
-    pub device: DeviceInfo,
-    #[serde(flatten)]
-    pub results: T,
-}
-
-impl<T: Serialize> Report<T> {
-    pub fn new(experiment: &'static str, device: DeviceInfo, results: T) -> Self {
-        Self {
-            schema_version: SCHEMA_VERSION,
-            experiment,
-            created_utc: humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-                .to_string(),
-            command: command_line(),
-            environment: Environment::capture(),
-            device,
-            results,
-        }
-    }
-}
-
-fn command_line() -> String {
-    let quote = |a: String| {
-        if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '\'' || c == '"') {
-            format!("'{}'", a.replace('\'', r"'\''"))
-        } else {
-            a
-        }
-    };
-    std::env::args().map(quote).collect::<Vec<_>>().join(" ")
-}
 
 /// A titled table of text cells, for the terminal.
 pub struct Table {
@@ -159,36 +110,6 @@ fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
-/// serde `serialize_with` for `Vec<f64>` that may hold inf or NaN: finite values
-/// stay JSON numbers, the others (which JSON cannot hold, and serde_json would
-/// write as null) become the strings "inf", "-inf" and "NaN".
-pub fn floats_keeping_inf<S: serde::Serializer>(values: &[f64], s: S) -> Result<S::Ok, S::Error> {
-    #[derive(Serialize)]
-    #[serde(untagged)]
-    enum Value {
-        Number(f64),
-        Text(String),
-    }
-    s.collect_seq(values.iter().map(|&v| {
-        if v.is_finite() {
-            Value::Number(v)
-        } else {
-            Value::Text(v.to_string())
-        }
-    }))
-}
-
-/// The first line of an error's text with its causes (`{e:#}`). Candle appends a
-/// backtrace to some errors when RUST_BACKTRACE is set; users get one line.
-pub fn error_line(e: &dyn std::fmt::Display) -> String {
-    let text = format!("{e:#}");
-    text.lines()
-        .next()
-        .unwrap_or_default()
-        .trim_end()
-        .to_string()
-}
-
 /// Formats a byte count with its binary-prefixed size: "4194304 (4.0 MiB)".
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -261,45 +182,9 @@ mod tests {
     }
 
     #[test]
-    fn infinities_survive_in_json() {
-        #[derive(Serialize)]
-        struct S {
-            #[serde(serialize_with = "floats_keeping_inf")]
-            v: Vec<f64>,
-        }
-        let json = serde_json::to_string(&S {
-            v: vec![1.5, f64::INFINITY, f64::NEG_INFINITY, f64::NAN],
-        })
-        .unwrap();
-        assert_eq!(json, r#"{"v":[1.5,"inf","-inf","NaN"]}"#);
-    }
-
-    #[test]
-    fn errors_print_as_one_line_without_backtraces() {
-        let e = anyhow::anyhow!("driver said no\n   0: candle_core::error::Error::bt")
-            .context("--device cuda:0");
-        assert_eq!(error_line(&e), "--device cuda:0: driver said no");
-    }
-
-    #[test]
     fn byte_formatting() {
         assert_eq!(bytes(12), "12 B");
         assert_eq!(bytes(4_194_304), "4194304 (4.0 MiB)");
         assert_eq!(mib(201_326_592), 192.0);
-    }
-
-    #[test]
-    fn report_header_and_results_share_one_object() {
-        #[derive(Serialize)]
-        struct R {
-            answer: u32,
-        }
-        let (_, info) = crate::device::select(crate::device::DeviceArg::Cpu).unwrap();
-        let v = serde_json::to_value(Report::new("t", info, R { answer: 42 })).unwrap();
-        assert_eq!(v["answer"], 42);
-        assert_eq!(v["schema_version"], SCHEMA_VERSION);
-        assert!(v["created_utc"].as_str().unwrap().ends_with('Z'));
-        assert_eq!(v["device"]["kind"], "cpu");
-        assert!(v["environment"]["cpu_threads_available"].as_u64().unwrap() >= 1);
     }
 }

@@ -3,7 +3,8 @@
 //! never one sample. Quantiles interpolate linearly between order statistics
 //! (numpy's default, "type 7"), so results match what a user gets in Python.
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// A result is flagged noisy when the interquartile range exceeds this share of
 /// the median: its median then moves by more than timing differences we report.
@@ -11,7 +12,7 @@ pub const NOISY_IQR_OVER_MEDIAN: f64 = 0.10;
 
 /// Summary of `n` samples. Units are the samples' own: the field that holds a
 /// `Summary` names them (`wall_ms`, `gpu_ms`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
     pub n: usize,
     pub median: f64,

@@ -41,7 +41,11 @@ fn run_json(name: &str, args: &[&str]) -> Value {
     );
     let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     assert_eq!(json["experiment"], name);
-    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["schema_version"], candle_lab::schema::SCHEMA_VERSION);
+    assert!(json[name].is_object(), "the body sits under \"{name}\"");
+    // The typed reader takes back what the program wrote.
+    let typed = candle_lab::schema::read(&path).unwrap();
+    assert_eq!(serde_json::to_value(typed).unwrap(), json);
     assert!(json["command"].as_str().unwrap().contains("--output"));
     json
 }
@@ -78,7 +82,8 @@ mod basics_tests {
     use super::*;
 
     pub fn basics_values(device: &str) {
-        let j = run_json("basics", &["--device", device]);
+        let file = run_json("basics", &["--device", device]);
+        let j = &file["basics"];
         let total: Vec<u64> = j["tensors"]
             .as_array()
             .unwrap()
@@ -144,7 +149,8 @@ mod basics_tests {
     }
 
     pub fn precision_values(device: &str) {
-        let j = run_json("precision", &["--device", device]);
+        let file = run_json("precision", &["--device", device]);
+        let j = &file["precision"];
         let limits = |name: &str| {
             j["formats"]
                 .as_array()
@@ -306,12 +312,13 @@ mod bench_tests {
     }
 
     pub fn cpu_vs_gpu_fields(device: &str) {
-        let j = run_json(
+        let file = run_json(
             "cpu_vs_gpu",
             &[
                 "--device", device, "--size", "96", "--iters", "8", "--warmup", "1",
             ],
         );
+        let j = &file["cpu_vs_gpu"];
         assert_eq!(j["cpu_iters"], 3, "max(3, 8 / 4)");
         assert_eq!(j["cpu"]["samples_wall_ms"].as_array().unwrap().len(), 3);
         assert!(j["cpu_threads"].as_u64().unwrap() >= 1);

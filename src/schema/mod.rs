@@ -1,0 +1,311 @@
+//! The result schema: the plain data every experiment writes and every reader
+//! (`compare`, the PyTorch reference's tests, reports) reads back, with the
+//! same types for both directions. One envelope for every experiment
+//! ([`ResultFile`]): schema version, experiment, time, command, environment,
+//! device, then the body under one key named after the experiment
+//! (`"matmul": {...}`), which keeps the reference lab's `matmul` object readable
+//! field by field. [`read`] checks the version first and says in one line what
+//! it cannot read. `schema/result.schema.json` is generated from these types
+//! ([`json_schema`]) and a test keeps it up to date.
+//!
+//! Versioning: `schema_version` is "major.minor". A minor bump adds fields
+//! (readers ignore fields they do not know); a major bump changes or removes
+//! one. Files of schema 1 (the first release: a bare integer, bodies other than
+//! `matmul` at the top level, Candle-only environment names) are upgraded on
+//! read, so committed results stay readable.
+
+mod basics;
+mod matmul;
+mod precision;
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub use basics::{
+    BasicsResults, Broadcast, Described, Elementwise, Transfer, TransferStatus, View,
+};
+pub use matmul::{Accuracy, CpuVsGpuResults, MatmulResults, Measured, Row, RowStatus};
+pub use precision::{Accumulation, FormatLimits, PointOne, PrecisionResults, RoundTrip};
+
+/// The version this build writes.
+pub const SCHEMA_VERSION: &str = "2.0";
+/// The major version this build reads (and 1, upgraded).
+const MAJOR: u64 = 2;
+
+/// One result file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ResultFile {
+    /// "major.minor"; readers accept their own major and any minor.
+    pub schema_version: String,
+    /// The experiment's name; also the key its body is stored under.
+    pub experiment: String,
+    /// RFC 3339, UTC, seconds.
+    pub created_utc: String,
+    /// The command line, each argument shell-quoted where it needs it.
+    pub command: String,
+    pub environment: Environment,
+    pub device: DeviceInfo,
+    #[serde(flatten)]
+    pub body: Body,
+}
+
+/// An experiment's own results, stored under the key named after it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+// One body per file and process: boxing the larger variants would buy nothing.
+#[allow(clippy::large_enum_variant)]
+pub enum Body {
+    Basics(BasicsResults),
+    Precision(PrecisionResults),
+    Matmul(MatmulResults),
+    CpuVsGpu(CpuVsGpuResults),
+}
+
+impl Body {
+    /// The experiment's name: the key the body is stored under.
+    pub fn experiment(&self) -> &'static str {
+        match self {
+            Self::Basics(_) => "basics",
+            Self::Precision(_) => "precision",
+            Self::Matmul(_) => "matmul",
+            Self::CpuVsGpu(_) => "cpu_vs_gpu",
+        }
+    }
+}
+
+/// The framework, build and machine a result came from, so that numbers from
+/// two machines (or from Candle and PyTorch) are compared knowing what made them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Environment {
+    /// "candle" or "pytorch".
+    pub framework: String,
+    pub framework_version: String,
+    /// candle-lab's version.
+    pub suite_version: String,
+    /// `git rev-parse --short=12 HEAD` at build time, "-dirty" when the tree had
+    /// uncommitted changes; null outside a git checkout.
+    pub git_commit: Option<String>,
+    pub os: String,
+    pub arch: String,
+    pub cpu_model: String,
+    /// Logical CPUs the OS offers this process.
+    pub cpu_threads_available: usize,
+    /// Threads the framework's CPU kernels use.
+    pub compute_threads: usize,
+    /// Cargo features the binary was built with (PyTorch: empty).
+    pub build_features: Vec<String>,
+    /// CPU instruction sets compiled in (PyTorch: empty).
+    pub target_features: Vec<String>,
+    /// "release" or "debug" (PyTorch: null).
+    pub profile: Option<String>,
+    /// CUDA version the binaries were built against; null without CUDA.
+    pub cuda_build_version: Option<String>,
+}
+
+/// "cpu" or "cuda".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceKind {
+    Cpu,
+    Cuda,
+}
+
+impl DeviceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Cpu => "cpu",
+            Self::Cuda => "cuda",
+        }
+    }
+}
+
+/// The device a run used.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DeviceInfo {
+    pub kind: DeviceKind,
+    /// Where tensors lived: "cpu", "cuda:0".
+    pub label: String,
+    pub ordinal: Option<usize>,
+    /// CPU model, or the GPU's name as the driver reports it.
+    pub name: String,
+    /// Why this device was chosen (the line printed at start).
+    pub chosen_because: String,
+    pub compute_capability: Option<String>,
+    pub sm_count: Option<u32>,
+    pub total_memory_bytes: Option<u64>,
+    pub free_memory_bytes_at_start: Option<u64>,
+    /// Newest CUDA version the driver supports.
+    pub driver_cuda_version: Option<String>,
+    /// Whether CUDA allocations come from a stream-ordered pool.
+    pub memory_pool: Option<bool>,
+}
+
+/// An f64 that may be infinite or NaN, which JSON cannot hold as a number
+/// (serde_json would write null): finite values are JSON numbers, the others
+/// the strings "inf", "-inf" and "NaN".
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JsonF64(pub f64);
+
+impl Serialize for JsonF64 {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            v if v.is_finite() => s.serialize_f64(v),
+            v if v.is_nan() => s.serialize_str("NaN"),
+            v if v > 0.0 => s.serialize_str("inf"),
+            _ => s.serialize_str("-inf"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for JsonF64 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Number(f64),
+            Text(String),
+        }
+        match Either::deserialize(d)? {
+            Either::Number(v) => Ok(Self(v)),
+            Either::Text(t) => match t.as_str() {
+                "inf" => Ok(Self(f64::INFINITY)),
+                "-inf" => Ok(Self(f64::NEG_INFINITY)),
+                "NaN" => Ok(Self(f64::NAN)),
+                other => Err(serde::de::Error::custom(format!(
+                    "expected a number, \"inf\", \"-inf\" or \"NaN\", found \"{other}\""
+                ))),
+            },
+        }
+    }
+}
+
+impl JsonSchema for JsonF64 {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "JsonF64".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A float. Finite values are JSON numbers; infinity and NaN, which JSON numbers cannot hold, are the strings \"inf\", \"-inf\" and \"NaN\".",
+            "anyOf": [
+                { "type": "number" },
+                { "type": "string", "enum": ["inf", "-inf", "NaN"] }
+            ]
+        })
+    }
+}
+
+impl ResultFile {
+    /// Checks what the types cannot: the experiment names its body, and a row's
+    /// status agrees with whether it has measurements.
+    fn validate(&self) -> Result<()> {
+        if self.experiment != self.body.experiment() {
+            bail!(
+                "experiment \"{}\" but its body is \"{}\"",
+                self.experiment,
+                self.body.experiment()
+            );
+        }
+        let rows: Vec<&Row> = match &self.body {
+            Body::Matmul(m) => m.precisions.iter().chain(&m.cpu_fp32).collect(),
+            Body::CpuVsGpu(c) => std::iter::once(&c.cpu).chain(&c.gpu).collect(),
+            Body::Basics(_) | Body::Precision(_) => Vec::new(),
+        };
+        for row in rows {
+            row.validate()?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads a result file, checking its schema version first.
+pub fn read(path: &Path) -> Result<ResultFile> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    from_json(&text).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// Parses a result file's text: schema 2.x as is, schema 1 upgraded; anything
+/// else is refused with the version it has.
+pub fn from_json(text: &str) -> Result<ResultFile> {
+    let mut value: Value = serde_json::from_str(text).context("not JSON")?;
+    let version = value.get("schema_version").cloned();
+    match &version {
+        Some(Value::String(v)) if major(v) == Some(MAJOR) => {}
+        Some(Value::Number(n)) if n.as_u64() == Some(1) => upgrade_v1(&mut value)?,
+        Some(v) => bail!("schema_version {v}: this build reads {MAJOR}.x (and 1)"),
+        None => bail!("no schema_version: not a candle-lab result file"),
+    }
+    let file: ResultFile = serde_json::from_value(value).context("does not match the schema")?;
+    file.validate()?;
+    Ok(file)
+}
+
+fn major(version: &str) -> Option<u64> {
+    let (major, minor) = version.split_once('.')?;
+    minor.parse::<u64>().ok()?;
+    major.parse().ok()
+}
+
+/// Schema 1 -> 2.0: the version becomes a string, the environment's
+/// Candle-only names become framework-neutral ones, and a body that stood at the
+/// top level moves under the key named after its experiment.
+fn upgrade_v1(value: &mut Value) -> Result<()> {
+    const ENVELOPE: [&str; 6] = [
+        "schema_version",
+        "experiment",
+        "created_utc",
+        "command",
+        "environment",
+        "device",
+    ];
+    let obj = value.as_object_mut().context("not a JSON object")?;
+    let experiment = obj
+        .get("experiment")
+        .and_then(Value::as_str)
+        .context("no experiment")?
+        .to_string();
+    obj.insert("schema_version".into(), SCHEMA_VERSION.into());
+    if let Some(Value::Object(env)) = obj.get_mut("environment") {
+        for (old, new) in [
+            ("candle_lab_version", "suite_version"),
+            ("candle_version", "framework_version"),
+            ("candle_cpu_threads", "compute_threads"),
+            ("cargo_features", "build_features"),
+        ] {
+            if let Some(v) = env.remove(old) {
+                env.insert(new.into(), v);
+            }
+        }
+        env.insert("framework".into(), "candle".into());
+        env.entry("cuda_build_version").or_insert(Value::Null);
+    }
+    if !obj.contains_key(&experiment) {
+        let body: Map<String, Value> = obj
+            .keys()
+            .filter(|k| !ENVELOPE.contains(&k.as_str()))
+            .cloned()
+            .collect::<Vec<_>>()
+            .into_iter()
+            .filter_map(|k| obj.remove(&k).map(|v| (k, v)))
+            .collect();
+        obj.insert(experiment, Value::Object(body));
+    }
+    Ok(())
+}
+
+/// The JSON Schema of [`ResultFile`], pretty-printed with a final newline: the
+/// text of the committed `schema/result.schema.json`.
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(ResultFile);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,59 @@
+//! The body of `precision`: each float format's limits, and what converting
+//! real values to it does (rounding, overflow, skipped integers, drift).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::JsonF64;
+use crate::formats::Limits;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PrecisionResults {
+    pub formats: Vec<FormatLimits>,
+    /// 1 + eps/2 and 1 + eps in each format.
+    pub one_plus_eps: Vec<RoundTrip>,
+    pub overflow: Vec<RoundTrip>,
+    pub integers: Vec<RoundTrip>,
+    pub point_one: Vec<PointOne>,
+    pub accumulation: Vec<Accumulation>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FormatLimits {
+    pub format: String,
+    /// Derived from the bit layout; equal to `torch.finfo`.
+    pub limits: Limits,
+    /// The same, as the Rust type's constants (std, half, float8) state them.
+    pub crate_limits: Limits,
+    /// Fields where the crate's constants differ from the layout.
+    pub crate_differs_in: Vec<String>,
+}
+
+/// Values after a round trip f64 -> `dtype` -> f64, done on the device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RoundTrip {
+    pub dtype: String,
+    pub input: Vec<f64>,
+    /// What the format stored; an overflow is "inf".
+    pub stored: Vec<JsonF64>,
+}
+
+/// 0.1 as stored in one format.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PointOne {
+    pub dtype: String,
+    pub stored: f64,
+    pub abs_error: f64,
+    pub rel_error: f64,
+}
+
+/// Summing 0.01 ten thousand times in one format.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Accumulation {
+    pub dtype: String,
+    /// 0.01 added one at a time, each partial sum rounded to `dtype`.
+    pub running_sum: f64,
+    /// Candle's `sum` over a tensor of 10,000 copies of 0.01 in `dtype`.
+    pub candle_sum: f64,
+    pub exact: f64,
+}
