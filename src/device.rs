@@ -49,20 +49,35 @@ impl fmt::Display for DeviceArg {
 }
 
 impl DeviceInfo {
-    /// Folder name under `results/`: "cpu", or the GPU's name as a slug
-    /// ("NVIDIA H200" -> "nvidia-h200").
+    /// This machine's folder under `results/` (see [`machine_slug`]).
     pub fn slug(&self) -> String {
-        if self.kind == DeviceKind::Cpu {
-            return "cpu".into();
-        }
-        let slug: String = self
-            .name
-            .to_ascii_lowercase()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
-        let parts: Vec<&str> = slug.split('-').filter(|p| !p.is_empty()).collect();
-        parts.join("-")
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        machine_slug(self.kind, &self.name, threads)
+    }
+}
+
+/// The folder a machine's results go to, named from its hardware so that two
+/// machines never write over each other: a GPU by its name ("NVIDIA H200" ->
+/// "nvidia-h200"), a CPU by its model and logical CPUs ("Intel(R) Xeon(R)
+/// Processor" with 2 -> "intel-xeon-processor-2t"). Trademark signs are dropped
+/// and every other run of non-alphanumerics becomes one '-'.
+pub fn machine_slug(kind: DeviceKind, name: &str, cpu_threads: usize) -> String {
+    let lower = name
+        .to_ascii_lowercase()
+        .replace("(r)", "")
+        .replace("(tm)", "");
+    let dashed: String = lower
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let slug = dashed
+        .split('-')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    match kind {
+        DeviceKind::Cuda => slug,
+        DeviceKind::Cpu => format!("{slug}-{cpu_threads}t"),
     }
 }
 
@@ -197,14 +212,22 @@ mod tests {
     }
 
     #[test]
-    fn slug_names_the_results_folder() {
-        let (_, mut info) = select(DeviceArg::Cpu).unwrap();
-        assert_eq!(info.slug(), "cpu");
-        info.kind = DeviceKind::Cuda;
-        info.name = "NVIDIA H200".into();
-        assert_eq!(info.slug(), "nvidia-h200");
-        info.name = "NVIDIA GeForce RTX 4090 (D)".into();
-        assert_eq!(info.slug(), "nvidia-geforce-rtx-4090-d");
+    fn slug_names_the_machine_folder() {
+        let cpu = |name| machine_slug(DeviceKind::Cpu, name, 2);
+        assert_eq!(cpu("Intel(R) Xeon(R) Processor"), "intel-xeon-processor-2t");
+        assert_eq!(cpu("AMD EPYC"), "amd-epyc-2t");
+        assert_eq!(
+            machine_slug(DeviceKind::Cpu, "AMD EPYC 7763 64-Core Processor", 128),
+            "amd-epyc-7763-64-core-processor-128t"
+        );
+        let gpu = |name| machine_slug(DeviceKind::Cuda, name, 2);
+        assert_eq!(gpu("NVIDIA H200"), "nvidia-h200");
+        assert_eq!(
+            gpu("NVIDIA GeForce RTX 4090 (D)"),
+            "nvidia-geforce-rtx-4090-d"
+        );
+        let (_, info) = select(DeviceArg::Cpu).unwrap();
+        assert!(info.slug().ends_with('t'), "{}", info.slug());
     }
 
     #[cfg(not(feature = "cuda"))]

@@ -4,7 +4,7 @@
 //! correctness and structure, never speed. Device-generic bodies run on the CPU
 //! always and on CUDA when built with the `cuda` feature.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -476,9 +476,20 @@ fn results_dir_files_by_device() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let path: &Path = &dir.path().join("cpu/basics.json");
-    let json: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    // One folder, named after this machine's CPU model and logical CPUs.
+    let folders: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(folders[0].join("basics.json")).unwrap()).unwrap();
     assert_eq!(json["device"]["kind"], "cpu");
+    let threads = json["environment"]["cpu_threads_available"]
+        .as_u64()
+        .unwrap();
+    let name = folders[0].file_name().unwrap().to_str().unwrap();
+    assert!(name.ends_with(&format!("-{threads}t")), "{name}");
     refused("basics", &["--results-dir", "x"], "cannot be used with");
 }
 
