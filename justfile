@@ -1,4 +1,4 @@
-# candle-lab: `just` lists the recipes. Experiments write results/<device>/<name>.json.
+# candle-lab: `just` lists the recipes. Experiments write results/<machine>/<name>.json.
 
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
@@ -33,7 +33,7 @@ bench: _which-build
     {{run}} matmul -- --size 4096 --iters 20 --warmup 5 --results-dir results
     {{run}} cpu_vs_gpu -- --size 4096 --iters 20 --warmup 5 --results-dir results
 
-# All four experiments: regenerates results/<device>/
+# All four experiments: regenerates results/<machine>/
 results: basics precision bench
 
 # Unit and integration tests (CPU; small sizes, no timing asserted)
