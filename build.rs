@@ -15,6 +15,7 @@ fn main() {
         "Cargo.lock",
         "src",
         "experiments",
+        "tools",
     ] {
         // Watching a file that does not exist would rerun this script every build.
         if root.join(watched).exists() {

@@ -28,6 +28,10 @@ matmul *args: _which-build
 cpu-vs-gpu *args: _which-build
     {{run}} cpu_vs_gpu -- --results-dir results {{args}}
 
+# Compare result files with a baseline: compare A.json B.json [C.json ...]
+compare *args:
+    {{run}} compare -- {{args}}
+
 # The reference benchmark: matmul and cpu_vs_gpu at 4096, 20 iters, 5 warm-up
 bench: _which-build
     {{run}} matmul -- --size 4096 --iters 20 --warmup 5 --results-dir results

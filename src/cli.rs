@@ -138,3 +138,22 @@ pub fn finish(outcome: Result<()>) -> ExitCode {
         }
     }
 }
+
+/// Exit code of a check the user asked for that failed (`compare
+/// --fail-if-slower`): 1, as for an error, so that `compare ... || fail` guards
+/// a regression; the stderr line says which of the two it was.
+pub const CHECK_FAILED: u8 = 1;
+
+/// The exit code of a run that can fail a check on purpose: 0 when it passed;
+/// [`CHECK_FAILED`] with the reason on one line when it did not; an error as in
+/// [`finish`].
+pub fn finish_check(outcome: Result<Option<String>>) -> ExitCode {
+    match outcome {
+        Ok(None) => ExitCode::SUCCESS,
+        Ok(Some(failed)) => {
+            eprintln!("{failed}");
+            ExitCode::from(CHECK_FAILED)
+        }
+        Err(e) => finish(Err(e)),
+    }
+}

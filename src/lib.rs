@@ -3,8 +3,10 @@
 //! ([`device`]), computes with Candle tensors, and hands plain `Serialize` results
 //! to [`report`], which prints tables and writes JSON. Measurement lives here too:
 //! the clock ([`timing`]), its statistics ([`stats`]) and peak memory ([`memory`]).
+//! [`compare`] reads result files back and compares them row by row.
 
 pub mod cli;
+pub mod compare;
 #[cfg(feature = "cuda")]
 mod cuda;
 pub mod device;

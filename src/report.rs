@@ -42,6 +42,13 @@ impl Table {
             .add_row(cells.into_iter().map(|c| c.to_string()).collect::<Vec<_>>());
         self
     }
+
+    /// The same table as GitHub Markdown: the title as a heading, then a pipe table.
+    pub fn markdown(&self) -> String {
+        let mut table = self.table.clone();
+        table.load_preset(comfy_table::presets::ASCII_MARKDOWN);
+        format!("### {}\n\n{table}\n", self.title)
+    }
 }
 
 impl std::fmt::Display for Table {

@@ -1,0 +1,369 @@
+//! `compare` run as a user runs it, on schema 2.0 files these tests build by
+//! hand and write to a temporary folder, and on the reference lab's committed
+//! file: the verdicts, the exit codes of `--fail-if-slower`, and one error line
+//! for each kind of bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+fn compare(args: &[&Path]) -> Output {
+    compare_with(args, &[])
+}
+
+fn compare_with(files: &[&Path], flags: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_compare"))
+        .args(files)
+        .args(flags)
+        .output()
+        .expect("compare starts")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Twenty-one wall-time samples around `median` (±2%, `median` in the
+/// middle), in a fixed order.
+fn samples(median: f64) -> Vec<f64> {
+    (0..21)
+        .map(|i| median * (1.0 + 0.002 * f64::from((i * 8) % 21 - 10)))
+        .collect()
+}
+
+fn row(precision: &str, median: f64) -> Value {
+    let mut row = json!({
+        "precision": precision, "dtype": "f32", "element_bytes": 4, "gemm_reduced_precision": false,
+        "memory_source": "test", "status": "ok", "error": null, "gflops": 1.0,
+        "payload_mib": 1.0, "payload_bytes": 1048576, "samples_gpu_ms": [],
+        "accuracy": {"rows_checked": 1, "max_rel_err": 0.0, "mean_rel_err": 0.0},
+    });
+    set_samples(&mut row, samples(median));
+    row
+}
+
+/// Sets a row's samples and the median and summary made from them.
+fn set_samples(row: &mut Value, samples: Vec<f64>) {
+    let summary = candle_lab::stats::summarize(&samples).unwrap();
+    row["median_ms"] = json!(summary.median);
+    row["wall_ms"] = serde_json::to_value(summary).unwrap();
+    row["samples_wall_ms"] = json!(samples);
+}
+
+/// A schema 2.0 matmul file on `device` with `precisions` (name, median ms);
+/// a GPU file also holds its CPU fp32 comparison.
+fn matmul(device: &str, precisions: &[(&str, f64)]) -> Value {
+    let kind = if device.starts_with("NVIDIA") {
+        "cuda"
+    } else {
+        "cpu"
+    };
+    json!({
+        "schema_version": "2.0",
+        "experiment": "matmul",
+        "created_utc": "2026-11-30T06:00:00Z",
+        "command": "matmul --size 4096",
+        "environment": {
+            "framework": "candle", "framework_version": "0.11.1", "suite_version": "0.1.0",
+            "git_commit": null, "os": "Debian", "arch": "x86_64", "cpu_model": "AMD EPYC",
+            "cpu_threads_available": 2, "compute_threads": 2, "build_features": [],
+            "target_features": [], "profile": "release", "cuda_build_version": null,
+        },
+        "device": { "kind": kind, "label": kind, "name": device, "chosen_because": "test" },
+        "matmul": {
+            "size": 4096, "warmup": 5, "iters": 20, "device": kind, "flops_per_matmul": 1.0,
+            "precisions": precisions.iter().map(|(p, ms)| row(p, *ms)).collect::<Vec<_>>(),
+            "cpu_fp32": if kind == "cuda" { row("fp32", 300.0) } else { Value::Null },
+        },
+    })
+}
+
+/// `file` with every time (medians and samples) multiplied by `factor`.
+fn scaled(file: &Value, factor: f64) -> Value {
+    let mut file = file.clone();
+    let scale = |row: &mut Value| {
+        let s: Vec<f64> = row["samples_wall_ms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() * factor)
+            .collect();
+        set_samples(row, s);
+    };
+    for row in file["matmul"]["precisions"].as_array_mut().unwrap() {
+        scale(row);
+    }
+    if file["matmul"]["cpu_fp32"].is_object() {
+        scale(&mut file["matmul"]["cpu_fp32"]);
+    }
+    file
+}
+
+struct Files(tempfile::TempDir);
+
+impl Files {
+    fn new() -> Self {
+        Self(tempfile::tempdir().unwrap())
+    }
+
+    fn write(&self, name: &str, value: &Value) -> PathBuf {
+        let path = self.0.path().join(name);
+        std::fs::write(&path, serde_json::to_vec_pretty(value).unwrap()).unwrap();
+        path
+    }
+}
+
+/// The table's rows as cells, header left out.
+fn rows(stdout: &str) -> Vec<Vec<String>> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with('│') && !l.contains("verdict"))
+        .map(|l| {
+            l.trim_matches('│')
+                .split('┆')
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+fn verdicts(stdout: &str) -> Vec<String> {
+    rows(stdout)
+        .into_iter()
+        .map(|r| r.last().unwrap().clone())
+        .collect()
+}
+
+fn reference() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("results/reference-lab-gb10/week05-results-gb10.json")
+}
+
+const GPU_ROWS: [(&str, f64); 3] = [("fp32", 7.0), ("fp16", 1.5), ("bf16", 1.6)];
+
+#[test]
+fn a_file_against_itself_is_same_on_every_row() {
+    let files = Files::new();
+    let a = files.write("a.json", &matmul("NVIDIA H200", &GPU_ROWS));
+    let out = compare(&[&a, &a]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(verdicts(&stdout(&out)), ["SAME"; 4], "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("percentile-bootstrap"),
+        "the method is printed"
+    );
+    assert!(!stdout(&out).contains("different devices"));
+}
+
+#[test]
+fn thirty_percent_more_time_is_slow_and_can_fail_the_run() {
+    let files = Files::new();
+    let base = matmul("NVIDIA H200", &GPU_ROWS);
+    let a = files.write("a.json", &base);
+    let b = files.write("b.json", &scaled(&base, 1.3));
+    let out = compare(&[&a, &b]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(verdicts(&stdout(&out)), ["SLOW"; 4], "{}", stdout(&out));
+    assert!(rows(&stdout(&out)).iter().all(|r| r[6] == "1.300 (+30.0%)"));
+
+    let out = compare_with(&[&a, &b], &["--fail-if-slower", "10"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("slower than --fail-if-slower 10 allows: matmul 4096 fp32 cuda"),
+        "{err}"
+    );
+    assert_eq!(
+        verdicts(&stdout(&out)).len(),
+        4,
+        "the table is still printed"
+    );
+
+    let out = compare_with(&[&a, &b], &["--fail-if-slower", "50"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // B faster than A: FAST, and never a failure.
+    let out = compare_with(&[&b, &a], &["--fail-if-slower", "0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(verdicts(&stdout(&out)), ["FAST"; 4]);
+}
+
+#[test]
+fn against_the_reference_lab_there_are_ratios_and_no_verdict() {
+    let files = Files::new();
+    let a = files.write("h200.json", &matmul("NVIDIA H200", &GPU_ROWS));
+    let out = compare_with(&[&a, &reference()], &["--fail-if-slower", "0"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let table = rows(&text);
+    assert_eq!(verdicts(&text), ["ratio only"; 4], "{text}");
+    // fp32 on the GPU: 7.44 ms there over 7.0 here.
+    assert_eq!(
+        table[0][2..7],
+        [
+            "fp32",
+            "NVIDIA H200 / NVIDIA GB10",
+            "7.000",
+            "7.440",
+            "1.063 (+6.3%)"
+        ]
+    );
+    assert_eq!(table[3][3], "AMD EPYC / NVIDIA GB10's CPU");
+    assert!(table.iter().all(|r| r[7] == "-"), "no interval");
+    assert!(text.contains("different devices"), "{text}");
+    assert!(
+        text.contains("pytorch 2.13.0+cu130 on NVIDIA GB10"),
+        "{text}"
+    );
+    assert!(
+        stderr(&out).contains("4 row(s) have no verdict"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn rows_on_one_side_only_are_listed() {
+    let files = Files::new();
+    let a = files.write(
+        "a.json",
+        &matmul("AMD EPYC", &[("fp32", 300.0), ("bf16", 400.0)]),
+    );
+    let b = files.write(
+        "b.json",
+        &matmul("AMD EPYC", &[("fp32", 300.0), ("fp64", 600.0)]),
+    );
+    let out = compare(&[&a, &b]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = rows(&stdout(&out));
+    let summary: Vec<_> = table
+        .iter()
+        .map(|r| (r[2].as_str(), r[8].as_str()))
+        .collect();
+    assert_eq!(
+        summary,
+        [("fp32", "SAME"), ("bf16", "A only"), ("fp64", "B only")]
+    );
+    assert_eq!(
+        (table[1][4].as_str(), table[1][5].as_str()),
+        ("400.000", "-")
+    );
+    assert!(stdout(&out).contains("1 row(s) only in A, 1 only in B"));
+}
+
+#[test]
+fn every_further_file_is_compared_with_the_first() {
+    let files = Files::new();
+    let base = matmul("AMD EPYC", &[("fp32", 300.0)]);
+    let a = files.write("a.json", &base);
+    let b = files.write("b.json", &scaled(&base, 1.3));
+    let c = files.write("c.json", &scaled(&base, 0.5));
+    let out = compare(&[&a, &b, &c]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(verdicts(&text), ["SLOW", "FAST"], "{text}");
+    assert!(
+        text.contains("b.json vs ") && text.contains("c.json vs "),
+        "{text}"
+    );
+}
+
+#[test]
+fn markdown_is_a_pipe_table() {
+    let files = Files::new();
+    let a = files.write("a.json", &matmul("AMD EPYC", &[("fp32", 300.0)]));
+    let out = compare_with(&[&a, &a], &["--format", "md"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let table: Vec<&str> = text.lines().filter(|l| l.starts_with('|')).collect();
+    assert_eq!(table.len(), 3, "{text}");
+    assert!(
+        table[2].contains("SAME") && text.starts_with("### "),
+        "{text}"
+    );
+    assert!(!text.contains('│'), "no terminal box drawing in Markdown");
+}
+
+#[test]
+fn bad_inputs_are_one_line_each_and_print_no_table() {
+    let files = Files::new();
+    let good = files.write("good.json", &matmul("AMD EPYC", &[("fp32", 300.0)]));
+    let mut future = matmul("AMD EPYC", &[("fp32", 300.0)]);
+    future["schema_version"] = json!("3.0");
+    let future = files.write("future.json", &future);
+    let not_json = files.0.path().join("notes.txt");
+    std::fs::write(&not_json, "hello").unwrap();
+    let missing = files.0.path().join("missing.json");
+    for (bad, want) in [
+        (
+            &future,
+            "future.json: schema_version \"3.0\": this build reads 2.x (and 1)",
+        ),
+        (&not_json, "notes.txt is not JSON"),
+        (&missing, "cannot read "),
+    ] {
+        for args in [[&good, bad], [bad, &good]] {
+            let out = compare(&[args[0].as_path(), args[1].as_path()]);
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(1), "{err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(
+                err.starts_with("error: ") && err.contains(want),
+                "{want}: {err}"
+            );
+            assert!(out.stdout.is_empty(), "{}", stdout(&out));
+        }
+    }
+    let out = compare(&[&good]);
+    assert_eq!(out.status.code(), Some(2), "one file is not a comparison");
+    let out = compare_with(&[&good, &good], &["--fail-if-slower=-5"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn help_states_the_method_and_the_threshold() {
+    let out = Command::new(env!("CARGO_BIN_EXE_compare"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    for want in [
+        "percentile-bootstrap",
+        "±5%",
+        "SLOW",
+        "--fail-if-slower",
+        "Exit codes",
+    ] {
+        assert!(text.contains(want), "{want} missing in\n{text}");
+    }
+}
+
+/// Every committed result (any machine, any experiment, schema 1 or 2) is
+/// read, against the reference lab's file as the baseline.
+#[test]
+fn reads_every_committed_result() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    let mut files = vec![root.join("reference-lab-gb10/week05-results-gb10.json")];
+    for machine in std::fs::read_dir(&root).unwrap() {
+        let machine = machine.unwrap().path();
+        if !machine.is_dir() || machine.ends_with("reference-lab-gb10") {
+            continue;
+        }
+        for file in std::fs::read_dir(&machine).unwrap() {
+            let file = file.unwrap().path();
+            if file.extension().is_some_and(|e| e == "json") {
+                files.push(file);
+            }
+        }
+    }
+    assert!(files.len() > 1, "{files:?}");
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let out = compare(&paths);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("ratio only"), "{}", stdout(&out));
+}
