@@ -6,7 +6,7 @@
 
 use anyhow::Result;
 use candle_core::{DType, Device, Tensor};
-use candle_lab::cli::{finish, parse, save, Common};
+use candle_lab::cli::{finish, parse, Common};
 use candle_lab::device::{label, select};
 use candle_lab::memory::{CountingAlloc, MemoryMeter};
 use candle_lab::report::{print_tables, Report, Table};
@@ -123,10 +123,12 @@ fn main() -> std::process::ExitCode {
 
 fn run(args: Args) -> Result<()> {
     let (device, info) = select(args.common.device)?;
-    let output = args.common.output_path("basics", &info)?;
+    let output = args.common.output("basics", &info)?;
     let results = compute(&device)?;
-    print_tables(&tables(&results));
-    save(output.as_ref(), &Report::new("basics", info, results))
+    // The transfer table says why a skipped transfer was skipped.
+    let tables = tables(&results);
+    output.save(&Report::new("basics", info, results))?;
+    print_tables(&tables, &[], output.screen())
 }
 
 fn compute(dev: &Device) -> Result<Basics> {
@@ -220,7 +222,6 @@ fn transfer(dev: &Device) -> Result<Transfer> {
         } else {
             "this build has no CUDA support"
         };
-        println!("CUDA device not in use ({reason}): skipping the host-to-device transfer");
         return Ok(Transfer {
             status: "skipped",
             reason: Some(reason.into()),

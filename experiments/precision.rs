@@ -6,7 +6,7 @@
 
 use anyhow::Result;
 use candle_core::{DType, Device, Tensor};
-use candle_lab::cli::{finish, parse, save, Common};
+use candle_lab::cli::{finish, parse, Common};
 use candle_lab::device::select;
 use candle_lab::formats::{sci, Limits, FORMATS};
 use candle_lab::memory::CountingAlloc;
@@ -90,10 +90,11 @@ fn main() -> std::process::ExitCode {
 
 fn run(args: Args) -> Result<()> {
     let (device, info) = select(args.common.device)?;
-    let output = args.common.output_path("precision", &info)?;
+    let output = args.common.output("precision", &info)?;
     let results = compute(&device)?;
-    print_tables(&tables(&results));
-    save(output.as_ref(), &Report::new("precision", info, results))
+    let tables = tables(&results);
+    output.save(&Report::new("precision", info, results))?;
+    print_tables(&tables, &[], output.screen())
 }
 
 fn compute(dev: &Device) -> Result<Precision> {

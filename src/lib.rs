@@ -1,8 +1,9 @@
 //! candle-lab's shared layer: everything the experiment programs in `experiments/`
 //! have in common. Each program parses its flags ([`cli`]), picks a device
 //! ([`device`]), computes with Candle tensors, and hands plain `Serialize` results
-//! to [`report`], which prints tables and writes JSON. Measurement lives here too:
-//! the clock ([`timing`]), its statistics ([`stats`]) and peak memory ([`memory`]).
+//! to [`output`], which writes the JSON, then to [`report`], which prints tables.
+//! Measurement lives here too: the clock ([`timing`]), its statistics ([`stats`])
+//! and peak memory ([`memory`]).
 
 pub mod cli;
 #[cfg(feature = "cuda")]
@@ -12,6 +13,7 @@ pub mod env;
 pub mod formats;
 pub mod matmul;
 pub mod memory;
+pub mod output;
 pub mod peaks;
 pub mod report;
 pub mod stats;
