@@ -6,7 +6,7 @@
 
 use anyhow::Result;
 use candle_core::{DType, Device, Tensor};
-use candle_lab::cli::{finish, parse, save, Common};
+use candle_lab::cli::{finish, parse, result_file, Common};
 use candle_lab::device::{label, select};
 use candle_lab::memory::{CountingAlloc, MemoryMeter};
 use candle_lab::report::{print_tables, Table};
@@ -63,10 +63,12 @@ fn main() -> std::process::ExitCode {
 
 fn run(args: Args) -> Result<()> {
     let (device, info) = select(args.common.device)?;
-    let output = args.common.output_path("basics", &info)?;
+    let output = args.common.output("basics", &info)?;
     let results = compute(&device)?;
-    print_tables(&tables(&results));
-    save(output.as_ref(), info, Body::Basics(results))
+    // The transfer table says why a skipped transfer was skipped.
+    let tables = tables(&results);
+    output.save(&result_file(info, Body::Basics(results)))?;
+    print_tables(&tables, &[], output.screen())
 }
 
 fn compute(dev: &Device) -> Result<Basics> {
@@ -160,7 +162,6 @@ fn transfer(dev: &Device) -> Result<Transfer> {
         } else {
             "this build has no CUDA support"
         };
-        println!("CUDA device not in use ({reason}): skipping the host-to-device transfer");
         return Ok(Transfer {
             status: TransferStatus::Skipped,
             reason: Some(reason.into()),

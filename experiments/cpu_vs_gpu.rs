@@ -6,7 +6,7 @@
 
 use anyhow::Result;
 use candle_core::Device;
-use candle_lab::cli::{finish, parse, save, BenchSize, Common};
+use candle_lab::cli::{finish, parse, result_file, BenchSize, Common};
 use candle_lab::device::select;
 use candle_lab::matmul::{self, check_fits, rows_table, speedup, Config, Inputs, Precision};
 use candle_lab::memory::CountingAlloc;
@@ -47,7 +47,7 @@ fn run(args: Args) -> Result<()> {
     if device.is_cuda() {
         check_fits(&device, &gpu_cfg)?;
     }
-    let output = args.common.output_path("cpu_vs_gpu", &info)?;
+    let output = args.common.output("cpu_vs_gpu", &info)?;
     let inputs = Inputs::random(n, gpu_cfg.accuracy_rows)?;
 
     let (gpu, gpu_skipped) = if device.is_cuda() {
@@ -61,7 +61,6 @@ fn run(args: Args) -> Result<()> {
         )
     } else {
         let why = format!("no CUDA device in use ({})", info.chosen_because);
-        println!("GPU row skipped: {why}");
         (None, Some(why))
     };
     let cpu = matmul::run_cpu_fp32(&gpu_cfg, &inputs)?;
@@ -98,12 +97,17 @@ fn run(args: Args) -> Result<()> {
             std::slice::from_ref(gpu),
         ));
     }
-    print_tables(&tables);
-    match result.gpu_speedup_fp32 {
-        Some(s) => println!(
+    let mut notes: Vec<String> = result
+        .gpu_skipped
+        .iter()
+        .map(|why| format!("GPU row skipped: {why}"))
+        .collect();
+    notes.push(match result.gpu_speedup_fp32 {
+        Some(s) => format!(
             "GPU is {s:.1}x faster than the CPU at fp32 (median wall time, device synchronized)"
         ),
-        None => println!("speedup: n/a (no GPU row)"),
-    }
-    save(output.as_ref(), info, Body::CpuVsGpu(result))
+        None => "speedup: n/a (no GPU row)".to_string(),
+    });
+    output.save(&result_file(info, Body::CpuVsGpu(result)))?;
+    print_tables(&tables, &notes, output.screen())
 }

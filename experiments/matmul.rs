@@ -7,7 +7,7 @@
 
 use anyhow::{bail, Result};
 use candle_core::Device;
-use candle_lab::cli::{finish, parse, save, BenchSize, Common};
+use candle_lab::cli::{finish, parse, result_file, BenchSize, Common};
 use candle_lab::device::select;
 use candle_lab::matmul::{self, check_fits, rows_table, speedup, Config, Inputs, Precision};
 use candle_lab::memory::CountingAlloc;
@@ -31,7 +31,7 @@ struct Args {
     /// Precisions, comma-separated: fp64, fp32, tf32, fp16, fp16-reduced, bf16,
     /// bf16-reduced (f32, f16... also accepted). tf32 and the -reduced modes are
     /// cuBLAS settings and need a CUDA device.
-    #[arg(long, value_delimiter = ',', default_values_t = Precision::DEFAULT)]
+    #[arg(long, value_delimiter = ',', default_value = "fp32,fp16,bf16")]
     dtypes: Vec<Precision>,
 
     /// Rows of the result checked against an f64 reference on the CPU.
@@ -73,7 +73,7 @@ fn run(args: Args) -> Result<()> {
     if compare_cpu {
         check_fits(&Device::Cpu, &cfg.cpu_fp32_comparison())?;
     }
-    let output = args.common.output_path("matmul", &info)?;
+    let output = args.common.output("matmul", &info)?;
     let n = cfg.size;
     eprintln!(
         "matmul {n}x{n}, warmup {}, iters {}, on {}",
@@ -128,11 +128,15 @@ fn run(args: Args) -> Result<()> {
             std::slice::from_ref(cpu),
         ));
     }
-    print_tables(&tables);
-    if let Some(s) = result.gpu_speedup_fp32 {
-        println!(
-            "GPU is {s:.1}x faster than the CPU at fp32 (median wall time, device synchronized)"
-        );
-    }
-    save(output.as_ref(), info, Body::Matmul(result))
+    let notes: Vec<String> = result
+        .gpu_speedup_fp32
+        .iter()
+        .map(|s| {
+            format!(
+                "GPU is {s:.1}x faster than the CPU at fp32 (median wall time, device synchronized)"
+            )
+        })
+        .collect();
+    output.save(&result_file(info, Body::Matmul(result)))?;
+    print_tables(&tables, &notes, output.screen())
 }

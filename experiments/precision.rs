@@ -6,7 +6,7 @@
 
 use anyhow::Result;
 use candle_core::{DType, Device, Tensor};
-use candle_lab::cli::{finish, parse, save, Common};
+use candle_lab::cli::{finish, parse, result_file, Common};
 use candle_lab::device::select;
 use candle_lab::formats::{sci, FORMATS};
 use candle_lab::memory::CountingAlloc;
@@ -42,10 +42,11 @@ fn main() -> std::process::ExitCode {
 
 fn run(args: Args) -> Result<()> {
     let (device, info) = select(args.common.device)?;
-    let output = args.common.output_path("precision", &info)?;
+    let output = args.common.output("precision", &info)?;
     let results = compute(&device)?;
-    print_tables(&tables(&results));
-    save(output.as_ref(), info, Body::Precision(results))
+    let tables = tables(&results);
+    output.save(&result_file(info, Body::Precision(results)))?;
+    print_tables(&tables, &[], output.screen())
 }
 
 fn compute(dev: &Device) -> Result<Precision> {

@@ -1,6 +1,9 @@
-//! Flags every experiment shares, parsed once by clap, and the one place that
-//! turns a run's outcome into an exit code and an error line.
+//! Flags every experiment shares, parsed once by clap, the command line as it
+//! is recorded, and the one place that turns a run's outcome into an exit code
+//! and an error line: 0, 1 for a failed run, 2 for a bad command line, and
+//! 128 + the signal (130, 143) for an interrupted one.
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -8,7 +11,7 @@ use anyhow::Result;
 use clap::{Args, Parser};
 
 use crate::device::DeviceArg;
-use crate::report::{check_writable, write_json_atomic};
+use crate::output::Output;
 use crate::schema::{Body, DeviceInfo, ResultFile, SCHEMA_VERSION};
 
 #[derive(Args, Debug, Clone)]
@@ -18,32 +21,40 @@ pub struct Common {
     #[arg(long, default_value = "auto", value_name = "DEVICE")]
     pub device: DeviceArg,
 
-    /// Write the JSON report to FILE (parent folders are created).
+    /// Write the JSON report to FILE, or to standard output if FILE is "-" (the
+    /// tables then go to standard error). Missing folders are created; an
+    /// existing FILE must be a writable regular file, or a link to one: it is
+    /// replaced whole, keeping its permissions.
     #[arg(long, value_name = "FILE", conflicts_with = "results_dir")]
     pub output: Option<PathBuf>,
 
-    /// Write the JSON report to DIR/<machine>/<experiment>.json, where <machine>
-    /// names the hardware: the GPU ("nvidia-h200") or the CPU model and its
-    /// logical CPUs ("intel-xeon-processor-2t").
+    /// Write the JSON report to DIR/<device>/<experiment>.json, where <device>
+    /// is "cpu" or the GPU's name ("nvidia-h200").
     #[arg(long, value_name = "DIR")]
     pub results_dir: Option<PathBuf>,
 }
 
 impl Common {
-    /// The JSON path this run will write, if any, checked to be writable now.
-    pub fn output_path(&self, experiment: &str, device: &DeviceInfo) -> Result<Option<PathBuf>> {
+    /// Where this run's JSON goes, checked now, before anything is computed.
+    pub fn output(&self, experiment: &str, device: &DeviceInfo) -> Result<Output> {
         let path = match (&self.output, &self.results_dir) {
             (Some(file), _) => file.clone(),
             (None, Some(dir)) => dir.join(device.slug()).join(format!("{experiment}.json")),
-            (None, None) => return Ok(None),
+            (None, None) => return Ok(Output::None),
         };
-        check_writable(&path)?;
-        Ok(Some(path))
+        crate::output::prepare(&path)
     }
 }
 
 /// Largest `--size`: keeps every byte count (3 n^2 x 8 < 2^63) far from overflow.
 pub const MAX_SIZE: u64 = 1_000_000;
+
+/// Largest `--iters`: every sample is kept, and 100,000 runs of even a 64 x 64
+/// matmul is plenty; a larger count is a typo that would run for days.
+pub const MAX_ITERS: u64 = 100_000;
+
+/// Largest `--warmup`: a few runs pay the one-time costs; 10,000 is far beyond.
+pub const MAX_WARMUP: u64 = 10_000;
 
 /// The size and run counts of a matmul benchmark, with the reference lab's
 /// defaults (4096, 20 timed runs, 5 warm-up runs).
@@ -54,12 +65,13 @@ pub struct BenchSize {
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=MAX_SIZE))]
     pub size: u64,
 
-    /// Timed runs per row on the device (the CPU comparison makes max(3, iters/4)).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Timed runs per row on the device, 1 to 100,000 (the CPU comparison makes
+    /// max(3, iters/4)).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=MAX_ITERS))]
     pub iters: u64,
 
-    /// Untimed runs before timing, per row (the CPU comparison makes one).
-    #[arg(long, default_value_t = 5)]
+    /// Untimed runs before timing, per row, 0 to 10,000 (the CPU comparison makes one).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(0..=MAX_WARMUP))]
     pub warmup: u64,
 }
 
@@ -76,46 +88,15 @@ impl BenchSize {
     }
 }
 
-/// Wraps `body` in the envelope every result file shares (schema version,
-/// time, this command line, environment, device).
-pub fn result_file(device: DeviceInfo, body: Body) -> ResultFile {
-    ResultFile {
-        schema_version: SCHEMA_VERSION.into(),
-        experiment: body.experiment().into(),
-        created_utc: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        command: command_line(),
-        environment: crate::env::capture(),
-        device,
-        body,
-    }
-}
-
-/// Writes `body` as a result file to `path` (when there is one) and says where.
-pub fn save(path: Option<&PathBuf>, device: DeviceInfo, body: Body) -> Result<()> {
-    if let Some(path) = path {
-        write_json_atomic(path, &result_file(device, body))?;
-        eprintln!("wrote {}", path.display());
-    }
-    Ok(())
-}
-
-fn command_line() -> String {
-    let quote = |a: String| {
-        if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '\'' || c == '"') {
-            format!("'{}'", a.replace('\'', r"'\''"))
-        } else {
-            a
-        }
-    };
-    std::env::args().map(quote).collect::<Vec<_>>().join(" ")
-}
-
 /// Parses the command line. A bad flag or value is one line on stderr and exit
 /// code 2 (clap's own report adds usage and tips); `--help` and `--version`
 /// print in full.
 pub fn parse<T: Parser>() -> T {
     match T::try_parse() {
-        Ok(args) => args,
+        Ok(args) => {
+            exit_on_signals();
+            args
+        }
         Err(e) if e.use_stderr() => {
             let text = e.render().to_string();
             eprintln!(
@@ -129,10 +110,12 @@ pub fn parse<T: Parser>() -> T {
 }
 
 /// The exit code of a run: 0, or 1 with the error and its causes on one line.
+/// A failed run leaves no temporary file and none of the folders it created.
 pub fn finish(outcome: Result<()>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            drop(crate::output::abandon());
             eprintln!("error: {}", crate::error::error_line(&e));
             ExitCode::FAILURE
         }
@@ -155,5 +138,82 @@ pub fn finish_check(outcome: Result<Option<String>>) -> ExitCode {
             ExitCode::from(CHECK_FAILED)
         }
         Err(e) => finish(Err(e)),
+    }
+}
+
+/// Wraps `body` in the envelope every result file shares (schema version,
+/// time, this command line, environment, device).
+pub fn result_file(device: DeviceInfo, body: Body) -> ResultFile {
+    ResultFile {
+        schema_version: SCHEMA_VERSION.into(),
+        experiment: body.experiment().into(),
+        created_utc: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        command: command_line(),
+        environment: crate::env::capture(),
+        device,
+        body,
+    }
+}
+
+/// On SIGINT or SIGTERM: remove the temporary file being written and the folders
+/// this run created, then exit 128 + the signal (130, 143), as a shell reports
+/// a process killed by it. If the handler cannot be installed, the signals keep
+/// their default action (end the process), which is no worse.
+fn exit_on_signals() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            // Held while exiting: the run cannot start a rename after the cleanup.
+            let _held = crate::output::abandon();
+            std::process::exit(128 + signal);
+        }
+    });
+}
+
+/// The command line as typed, to paste back into bash: read with
+/// `args_os` (so bytes that are not UTF-8 survive) and each argument quoted only
+/// when it needs it.
+pub fn command_line() -> String {
+    std::env::args_os()
+        .map(|a| shell_quote(&a))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `arg` as bash reads it back: as is when it is only letters, digits and
+/// `,._+:@/-`, else ANSI-C quoted (`$'a b'`, `$'\xFF.json'`). Valid UTF-8 stays
+/// readable; other bytes become `\xHH`, so nothing is lost and the result is text.
+pub fn shell_quote(arg: &OsStr) -> String {
+    use shell_quote::Bash;
+    let quoted = match arg.to_str() {
+        Some(text) => Bash::quote_vec(text),
+        None => Bash::quote_vec(arg),
+    };
+    // Always text: UTF-8 kept as is, every other byte escaped as ASCII.
+    String::from_utf8_lossy(&quoted).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn arguments_are_quoted_only_when_they_need_it() {
+        let q = |s: &str| shell_quote(OsStr::new(s));
+        assert_eq!(q("--size"), "--size");
+        assert_eq!(q("/tmp/out.json"), "/tmp/out.json");
+        assert_eq!(q("a b"), "$'a b'");
+        assert_eq!(q("a;b$c`d`*"), "$'a;b$c`d`*'");
+        assert_eq!(q("it's"), r"$'it\'s'");
+        assert_eq!(q(""), "''");
+        assert_eq!(q("été"), "$'été'");
+        assert_eq!(
+            shell_quote(OsStr::from_bytes(b"\xff.json")),
+            r"$'\xFF.json'"
+        );
     }
 }

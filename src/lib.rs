@@ -1,9 +1,10 @@
 //! candle-lab's shared layer: everything the experiment programs in `experiments/`
 //! have in common. Each program parses its flags ([`cli`]), picks a device
 //! ([`device`]), computes with Candle tensors, and hands plain `Serialize` results
-//! to [`report`], which prints tables and writes JSON. Measurement lives here too:
-//! the clock ([`timing`]), its statistics ([`stats`]) and peak memory ([`memory`]).
-//! [`compare`] reads result files back and compares them row by row.
+//! to [`output`], which writes the JSON, then to [`report`], which prints tables.
+//! Result types live in [`schema`]; [`compare`] reads result files back and
+//! compares them row by row. Measurement lives here too: the clock ([`timing`]),
+//! its statistics ([`stats`]) and peak memory ([`memory`]).
 
 pub mod cli;
 pub mod compare;
@@ -15,6 +16,7 @@ pub mod error;
 pub mod formats;
 pub mod matmul;
 pub mod memory;
+pub mod output;
 pub mod peaks;
 pub mod precision;
 pub mod report;

@@ -1,13 +1,10 @@
-//! Exporters: result values shown as terminal tables (comfy-table) and saved as
-//! JSON (serde_json). A JSON file is written whole or not at all: to a temporary
-//! file in the same folder, then renamed over the target.
+//! Exporters: result values shown as terminal tables (comfy-table). Saving
+//! the JSON is [`crate::output`]'s: it owns the output-file policy.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, Table as Comfy};
-use serde::Serialize;
 
 /// A titled table of text cells, for the terminal.
 pub struct Table {
@@ -58,63 +55,39 @@ impl std::fmt::Display for Table {
     }
 }
 
-pub fn print_tables(tables: &[Table]) {
+/// Where the tables go: standard output, or standard error when standard
+/// output carries the JSON (`--output -`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Screen {
+    Stdout,
+    Stderr,
+}
+
+/// Prints the tables, then `notes` one per line: the one place that prints
+/// results. It runs after the JSON is saved, so a closed pipe (`| head`) loses
+/// nothing, and printing then stops quietly, as ripgrep does.
+pub fn print_tables(tables: &[Table], notes: &[String], screen: Screen) -> Result<()> {
+    let mut text = String::new();
     for t in tables {
-        println!("{t}");
+        text.push_str(&format!("{t}\n"));
+    }
+    for n in notes {
+        text.push_str(n);
+        text.push('\n');
+    }
+    let printed = match screen {
+        Screen::Stdout => write_flushed(std::io::stdout().lock(), &text),
+        Screen::Stderr => write_flushed(std::io::stderr().lock(), &text),
+    };
+    match printed {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("printing the tables"),
     }
 }
 
-/// Fails now, with the path and the reason, if `path` cannot be written later;
-/// creates missing parent folders. Run before an experiment starts, so that a
-/// long run does not end in a write error.
-pub fn check_writable(path: &Path) -> Result<()> {
-    if path.is_dir() {
-        anyhow::bail!("cannot write {}: it is a directory", path.display());
-    }
-    temp_file_beside(path).map(drop)
-}
-
-/// Writes `value` as pretty JSON to `path` atomically: a temporary file in the
-/// same folder, flushed and synced, then renamed over `path`. On any error the
-/// target is left as it was and the temporary file is removed.
-pub fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<()> {
-    let mut json = serde_json::to_vec_pretty(value).context("serializing the report")?;
-    json.push(b'\n');
-    let mut tmp = temp_file_beside(path)?;
-    tmp.write_all(&json)
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("writing {}", tmp.path().display()))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
-}
-
-/// A temporary file in `path`'s folder (created if missing), so that a rename
-/// onto `path` stays on one filesystem; deleted when dropped unless persisted.
-fn temp_file_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
-    let dir = parent_dir(path);
-    std::fs::create_dir_all(&dir).with_context(|| {
-        format!(
-            "cannot write {}: creating {}",
-            path.display(),
-            dir.display()
-        )
-    })?;
-    tempfile::NamedTempFile::new_in(&dir).with_context(|| {
-        format!(
-            "cannot write {}: {} is not writable",
-            path.display(),
-            dir.display()
-        )
-    })
-}
-
-fn parent_dir(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
+fn write_flushed(mut to: impl Write, text: &str) -> std::io::Result<()> {
+    to.write_all(text.as_bytes())?;
+    to.flush()
 }
 
 /// Formats a byte count with its binary-prefixed size: "4194304 (4.0 MiB)".
@@ -141,52 +114,6 @@ pub fn mib(bytes: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn writes_json_whole_and_creates_folders() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a/b/out.json");
-        write_json_atomic(&path, &serde_json::json!({"x": 1})).unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        assert_eq!(v["x"], 1);
-        // Nothing but the target is left in the folder.
-        assert_eq!(
-            std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
-            1
-        );
-    }
-
-    #[test]
-    fn failed_write_leaves_no_file_and_names_the_path() {
-        let dir = tempfile::tempdir().unwrap();
-        // The target is an existing directory: the rename must fail.
-        let target = dir.path().join("taken");
-        std::fs::create_dir(&target).unwrap();
-        std::fs::write(target.join("keep"), "x").unwrap();
-        let err = write_json_atomic(&target, &serde_json::json!({})).unwrap_err();
-        assert!(format!("{err:#}").contains("taken"), "{err:#}");
-        let names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, ["taken"], "no temporary file is left behind");
-        assert_eq!(std::fs::read_dir(&target).unwrap().count(), 1);
-    }
-
-    #[test]
-    fn unwritable_paths_are_refused_up_front() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("file");
-        std::fs::write(&file, "x").unwrap();
-        // A path below a regular file can never be created.
-        let err = check_writable(&file.join("out.json")).unwrap_err();
-        assert!(format!("{err:#}").contains("out.json"), "{err:#}");
-        assert!(
-            check_writable(dir.path()).is_err(),
-            "a directory is not a file"
-        );
-        check_writable(&dir.path().join("new/out.json")).unwrap();
-    }
 
     #[test]
     fn byte_formatting() {
