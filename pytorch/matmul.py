@@ -158,8 +158,8 @@ PRECISIONS = {
     for p in [
         Precision("fp64", "f64", 8, False),
         Precision("fp32", "f32", 4, False),
-        # f32 data, TF32 tensor-core math: torch.backends.cuda.matmul.fp32_precision = "tf32"
-        # (allow_tf32 on older torch), as Candle's set_gemm_reduced_precision_f32.
+        # f32 data, TF32 tensor-core math: torch.backends.cuda.matmul.allow_tf32, as
+        # Candle's set_gemm_reduced_precision_f32.
         Precision("tf32", "f32", 4, True),
         Precision("fp16", "f16", 2, False),
         # cuBLAS computes and accumulates in f16 (CUBLAS_COMPUTE_16F) in both:
@@ -205,31 +205,31 @@ def torch_dtype(torch, p: Precision):
 
 
 def gemm_switches(torch) -> set[str]:
-    """The cuBLAS switches this torch has: fp32_precision (torch >= 2.9; it refuses to be
-    mixed with the older allow_tf32), allow_tf32, allow_fp16_accumulation (torch >= 2.7)."""
+    """The cuBLAS switches this torch has: allow_tf32, and allow_fp16_accumulation (2.7+)."""
     m, found = torch.backends.cuda.matmul, set()
-    for name in ["fp32_precision", "allow_tf32", "allow_fp16_accumulation"]:
+    for name in ["allow_tf32", "allow_fp16_accumulation"]:
         try:
             getattr(m, name)
             found.add(name)
         except (AttributeError, RuntimeError):
             pass
-    if "fp32_precision" in found:
-        found.discard("allow_tf32")
     return found
 
 
 class GemmMode:
     """Sets PyTorch's process-wide cuBLAS switches for one row and restores them after, as
     src/matmul.rs GemmMode does Candle's. They change cuBLAS calls only: CPU matmuls
-    ignore them."""
+    ignore them.
+
+    TF32 goes through the older `allow_tf32`, not torch 2.9's `fp32_precision = "tf32"`:
+    the latter leaves the older state at "highest", and torch's cuBLAS calls check that
+    both agree (Context::allowTF32CuBLAS), so an fp32 GEMM would fail. allow_tf32 sets
+    both; its deprecation warning is silenced in import_torch."""
 
     def __init__(self, torch, p: Precision):
         self.m = torch.backends.cuda.matmul
-        tf32 = p.name == "tf32"
         values = {
-            "fp32_precision": "tf32" if tf32 else "ieee",
-            "allow_tf32": tf32,
+            "allow_tf32": p.name == "tf32",
             "allow_fp16_accumulation": p.name == "fp16-reduced",
         }
         self.wanted = {k: v for k, v in values.items() if k in gemm_switches(torch)}
@@ -987,8 +987,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def import_torch():
-    # torch warns at import when numpy is missing; nothing here uses numpy.
+    # torch warns at import when numpy is missing; nothing here uses numpy. And torch >= 2.9
+    # calls allow_tf32 deprecated: see GemmMode for why it is still the one to use.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    warnings.filterwarnings("ignore", message=".*new API settings to control TF32")
     try:
         import torch
     except Exception as e:

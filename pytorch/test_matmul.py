@@ -189,13 +189,19 @@ class Modes(unittest.TestCase):
         torch = torch_or_skip()
         cublas = torch.backends.cuda.matmul
         switches = m.gemm_switches(torch)
+        self.assertIn("allow_tf32", switches)
         before = {k: getattr(cublas, k) for k in switches}
+        # _get_cublas_allow_tf32 is Context::allowTF32CuBLAS, what every cuBLAS fp32 GEMM
+        # asks: it raises when torch's two TF32 settings disagree, so this checks on the
+        # CPU that a tf32 row on a GPU will not fail.
         with m.GemmMode(torch, m.PRECISIONS["tf32"]):
-            tf32 = "fp32_precision" if "fp32_precision" in switches else "allow_tf32"
-            self.assertIn(getattr(cublas, tf32), ["tf32", True])
+            self.assertTrue(torch._C._get_cublas_allow_tf32())
+        with m.GemmMode(torch, m.PRECISIONS["fp32"]):
+            self.assertFalse(torch._C._get_cublas_allow_tf32())
         with m.GemmMode(torch, m.PRECISIONS["fp16-reduced"]):
             if "allow_fp16_accumulation" in switches:
                 self.assertTrue(cublas.allow_fp16_accumulation)
+            self.assertFalse(torch._C._get_cublas_allow_tf32())
         self.assertEqual({k: getattr(cublas, k) for k in switches}, before)
 
 
