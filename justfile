@@ -37,12 +37,31 @@ bench: _which-build
     {{run}} matmul -- --size 4096 --iters 20 --warmup 5 --results-dir results
     {{run}} cpu_vs_gpu -- --size 4096 --iters 20 --warmup 5 --results-dir results
 
+# The PyTorch reference (pytorch/matmul.py, same flags; --experiment matmul|cpu_vs_gpu)
+pytorch *args:
+    "$(scripts/pytorch-env.sh)" pytorch/matmul.py {{args}}
+
+# Candle's matmul, then PyTorch's at the same settings, then `compare` on the two files
+vs-pytorch *args: _which-build
+    #!/usr/bin/env bash
+    set -euo pipefail
+    py=$(scripts/pytorch-env.sh)
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/vs-pytorch.XXXXXX")
+    echo "vs-pytorch: result files in $dir" >&2
+    {{run}} matmul -- --output "$dir/candle.json" {{args}}
+    "$py" pytorch/matmul.py --output "$dir/pytorch.json" {{args}}
+    {{run}} compare -- "$dir/candle.json" "$dir/pytorch.json"
+
 # All four experiments: regenerates results/<machine>/
 results: basics precision bench
 
 # Unit and integration tests (CPU; small sizes, no timing asserted)
 test:
     cargo test --all-targets
+
+# The PyTorch reference's tests (CPU, n = 64; makes its venv the first time)
+test-pytorch:
+    "$(scripts/pytorch-env.sh)" -m unittest discover -s pytorch -p 'test_*.py'
 
 # The tests with CUDA variants, on a machine with an NVIDIA GPU and CUDA toolkit
 test-cuda:
@@ -75,8 +94,8 @@ pack-gpu: cuda-check
     tar -cJf {{bundle}} -C "$stage" .
     ls -l {{bundle}}
 
-# Everything CI runs: lint, tests, the CUDA compile check
-ci: lint test cuda-check
+# Everything CI runs: lint, tests, the PyTorch reference's tests, the CUDA compile check
+ci: lint test test-pytorch cuda-check
 
 _which-build:
     @echo "build: {{ if features == "" { "CPU-only (no nvcc on PATH; see README, On a GPU)" } else { features } }}" >&2
