@@ -13,6 +13,7 @@ pub mod formats;
 pub mod matmul;
 pub mod memory;
 pub mod peaks;
+pub mod plot;
 pub mod report;
 pub mod stats;
 pub mod timing;
