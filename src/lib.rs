@@ -18,6 +18,7 @@ pub mod matmul;
 pub mod memory;
 pub mod output;
 pub mod peaks;
+pub mod plot;
 pub mod precision;
 pub mod report;
 pub mod schema;

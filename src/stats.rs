@@ -86,6 +86,48 @@ pub fn stddev(samples: &[f64]) -> f64 {
     (ss / (samples.len() - 1) as f64).sqrt()
 }
 
+/// z of a two-sided 95% interval of the standard normal distribution.
+const Z95: f64 = 1.959_963_984_540_054;
+
+/// How tightly `samples` pin down their median: the half-width of a
+/// distribution-free 95% confidence interval of the median, over the median.
+/// The adaptive clock stops sampling when this falls to its target.
+///
+/// Exactly: sort the n samples, x(1) <= ... <= x(n); take the 1-based ranks
+/// j = round(n/2 - z sqrt(n)/2) and k = round(1 + n/2 + z sqrt(n)/2), z = 1.96,
+/// each clamped to 1..=n (the normal approximation of the binomial interval for
+/// a median, as in Conover, "Practical Nonparametric Statistics"); the result
+/// is (x(k) - x(j)) / (2 median). No distribution is assumed, an outlier moves
+/// it by at most one rank, and it shrinks like 1/sqrt(n) on steady samples,
+/// whereas IQR/median (PyTorch's `adaptive_autorange` test) and stddev/mean
+/// (nvbench's `stdrel`) describe the samples and do not shrink with more of
+/// them. Up to about n = 6 the ranks clamp to the whole range.
+/// `None` for fewer than two samples, a non-finite sample, or a median <= 0.
+pub fn median_ci95_rel(samples: &[f64]) -> Option<f64> {
+    if samples.len() < 2 || samples.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    median_ci95_rel_sorted(&sorted)
+}
+
+/// [`median_ci95_rel`] of samples already in ascending order (finite).
+pub fn median_ci95_rel_sorted(sorted: &[f64]) -> Option<f64> {
+    let n = sorted.len();
+    let median = quantile_sorted(sorted, 0.5);
+    if n < 2 || median <= 0.0 {
+        return None;
+    }
+    let half = Z95 * (n as f64).sqrt() / 2.0;
+    let rank = |r: f64| (r.round().clamp(1.0, n as f64) as usize) - 1;
+    let (j, k) = (
+        rank(n as f64 / 2.0 - half),
+        rank(1.0 + n as f64 / 2.0 + half),
+    );
+    Some((sorted[k] - sorted[j]) / (2.0 * median))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,5 +179,41 @@ mod tests {
         let a = summarize(&[5.0, 1.0, 4.0, 2.0, 3.0]).unwrap();
         let b = summarize(&[1.0, 2.0, 3.0, 4.0, 5.0]).unwrap();
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn median_ci_uses_the_binomial_ranks() {
+        // n = 10: ranks 2 and 9 (the exact binomial table's 97.9% interval).
+        let x: Vec<f64> = (1..=10).map(f64::from).collect();
+        let got = median_ci95_rel(&x).unwrap();
+        assert!((got - (9.0 - 2.0) / (2.0 * 5.5)).abs() < 1e-12, "{got}");
+        // n = 100: ranks round(50 - 9.8) = 40 and round(1 + 50 + 9.8) = 61.
+        let x: Vec<f64> = (1..=100).map(f64::from).collect();
+        let got = median_ci95_rel(&x).unwrap();
+        assert!((got - (61.0 - 40.0) / (2.0 * 50.5)).abs() < 1e-12, "{got}");
+        // Small n: the interval is the whole range.
+        let got = median_ci95_rel(&[3.0, 1.0, 2.0]).unwrap();
+        assert!((got - (3.0 - 1.0) / 4.0).abs() < 1e-12, "{got}");
+    }
+
+    #[test]
+    fn median_ci_shrinks_with_more_samples_but_not_an_outlier() {
+        // The same spread of values, repeated: more samples, tighter median.
+        let base = [9.0, 9.5, 10.0, 10.5, 11.0];
+        let few: Vec<f64> = base.repeat(2);
+        let many: Vec<f64> = base.repeat(40);
+        assert!(median_ci95_rel(&many).unwrap() < median_ci95_rel(&few).unwrap());
+        // One wild sample among 100 steady ones leaves it at zero.
+        let mut x = vec![10.0; 100];
+        x[7] = 1000.0;
+        assert_eq!(median_ci95_rel(&x), Some(0.0));
+    }
+
+    #[test]
+    fn median_ci_needs_two_positive_finite_samples() {
+        assert_eq!(median_ci95_rel(&[]), None);
+        assert_eq!(median_ci95_rel(&[5.0]), None);
+        assert_eq!(median_ci95_rel(&[1.0, f64::NAN]), None);
+        assert_eq!(median_ci95_rel(&[0.0, 0.0, 0.0]), None);
     }
 }

@@ -1,0 +1,487 @@
+//! Charts as SVG text, from plain data: [`sweep_svg`] draws GFLOP/s against
+//! matrix size (log2 axis, one line per precision, dashed datasheet peaks) and
+//! [`bars_svg`] draws one bar per precision for one or more machines. Pure
+//! functions: data in, an SVG string out; the caller writes the file. The SVG
+//! backend of `plotters` emits `<text>` elements that the viewer renders with
+//! its own fonts, so no font files or system libraries are needed; text widths
+//! for layout are plotters' estimate, hence the generous margins.
+
+use anyhow::{bail, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// Canvas size in pixels: wide enough for a legend beside short lines.
+const SIZE: (u32, u32) = (960, 560);
+const FONT: &str = "sans-serif";
+
+/// Okabe-Ito colours: distinguishable with the common colour-vision
+/// deficiencies; sweep lines also differ by marker, for grayscale print.
+const COLOURS: [RGBColor; 7] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(0, 0, 0),
+];
+
+fn colour(i: usize) -> RGBColor {
+    COLOURS[i % COLOURS.len()]
+}
+
+/// The unit an axis shows throughput in: GFLOP/s, or TFLOP/s once values reach
+/// 10,000 GFLOP/s (a GPU), so tick labels stay short. Returns (divisor, unit).
+fn throughput_unit(max_gflops: f64) -> (f64, &'static str) {
+    if max_gflops >= 1e4 {
+        (1e3, "TFLOP/s")
+    } else {
+        (1.0, "GFLOP/s")
+    }
+}
+
+/// One line of a sweep chart: a precision's throughput at each size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepSeries {
+    /// Legend entry, e.g. "fp16".
+    pub label: String,
+    /// (n, GFLOP/s) per measured size; missing sizes are simply absent.
+    pub points: Vec<(usize, f64)>,
+    /// The datasheet peak for this precision on this GPU, drawn as a dashed
+    /// line in the series' colour.
+    pub peak_gflops: Option<f64>,
+}
+
+/// Throughput against n, as an SVG document: GFLOP/s (TFLOP/s from 10,000
+/// GFLOP/s, so a GPU's ticks stay short). The x axis is log2 (sizes double),
+/// labelled at powers of two; sizes between them (1000, 1023, 3000) sit where
+/// they fall. Points that are not finite and positive are left out.
+pub fn sweep_svg(title: &str, series: &[SweepSeries]) -> Result<String> {
+    let points = |s: &SweepSeries| -> Vec<(f64, f64)> {
+        s.points
+            .iter()
+            .filter(|&&(n, g)| n > 0 && g.is_finite() && g > 0.0)
+            .map(|&(n, g)| (n as f64, g))
+            .collect()
+    };
+    let all: Vec<(f64, f64)> = series.iter().flat_map(points).collect();
+    if all.is_empty() {
+        bail!("nothing to plot: no series has a finite, positive point");
+    }
+    let (n_lo, n_hi) = all
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), &(n, _)| {
+            (lo.min(n), hi.max(n))
+        });
+    let peaks = series.iter().filter_map(|s| s.peak_gflops);
+    let y_hi = all.iter().map(|p| p.1).chain(peaks).fold(0.0, f64::max);
+    let (div, unit) = throughput_unit(y_hi);
+    // Half a doubling of room either side, so end markers are not clipped.
+    let x_range = (n_lo / 2f64.sqrt())..(n_hi * 2f64.sqrt());
+
+    let mut svg = String::new();
+    {
+        let root = canvas(&mut svg)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 24))
+            .margin(16)
+            .x_label_area_size(56)
+            .y_label_area_size(84)
+            .build_cartesian_2d(x_range.clone().log_scale().base(2.0), 0.0..y_hi / div * 1.1)
+            .map_err(draw_error)?;
+        chart
+            .configure_mesh()
+            .x_desc("matrix size n (n x n matrices), log2 scale")
+            .y_desc(format!("throughput ({unit})"))
+            .x_label_formatter(&|n| format!("{}", n.round()))
+            .y_label_formatter(&|g| format!("{g:.0}"))
+            .axis_desc_style((FONT, 18))
+            .label_style((FONT, 15))
+            .light_line_style(WHITE)
+            .draw()
+            .map_err(draw_error)?;
+
+        for (i, s) in series.iter().enumerate() {
+            let c = colour(i);
+            let line: Vec<(f64, f64)> = points(s).iter().map(|&(n, g)| (n, g / div)).collect();
+            // The line, its legend entry and its markers; `$p => $shape` is the
+            // marker at point `$p` (data coordinates, or pixels in the legend).
+            macro_rules! draw_with_marker {
+                ($p:ident => $shape:expr) => {{
+                    chart
+                        .draw_series(LineSeries::new(line.clone(), c.stroke_width(2)))
+                        .map_err(draw_error)?
+                        .label(&s.label)
+                        .legend(move |at| {
+                            let $p = (12, 0);
+                            EmptyElement::at(at)
+                                + PathElement::new(vec![(0, 0), (24, 0)], c.stroke_width(2))
+                                + $shape
+                        });
+                    chart
+                        .draw_series(line.iter().map(|&$p| $shape))
+                        .map_err(draw_error)?;
+                }};
+            }
+            // Lines also differ by marker, for grayscale print.
+            match i % 4 {
+                0 => draw_with_marker!(p => Circle::new(p, 4, c.filled())),
+                1 => draw_with_marker!(p => TriangleMarker::new(p, 6, c.filled())),
+                2 => draw_with_marker!(p => EmptyElement::at(p)
+                    + Rectangle::new([(-4, -4), (4, 4)], c.filled())),
+                _ => draw_with_marker!(p => Cross::new(p, 5, c.stroke_width(2))),
+            }
+        }
+        for (i, s) in series.iter().enumerate() {
+            let Some(peak) = s.peak_gflops.filter(|p| p.is_finite() && *p > 0.0) else {
+                continue;
+            };
+            let c = colour(i);
+            let ends = [(x_range.start, peak / div), (x_range.end, peak / div)];
+            chart
+                .draw_series(DashedLineSeries::new(ends, 10, 6, c.stroke_width(2)))
+                .map_err(draw_error)?
+                .label(format!("{} datasheet peak", s.label))
+                .legend(move |at| {
+                    EmptyElement::at(at)
+                        + PathElement::new(vec![(0, 0), (9, 0)], c.stroke_width(2))
+                        + PathElement::new(vec![(15, 0), (24, 0)], c.stroke_width(2))
+                });
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        root.present().map_err(draw_error)?;
+    }
+    Ok(svg)
+}
+
+/// One set of bars: a machine (or run), one value per category.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BarSeries {
+    /// Legend entry, e.g. "NVIDIA H200" or "reference (GB10)".
+    pub label: String,
+    /// GFLOP/s per category, in the order of the chart's categories; `None`
+    /// where this machine has no such row (no bar is drawn).
+    pub values: Vec<Option<f64>>,
+}
+
+/// One group of bars per category (precision), one bar per series in it, with
+/// its value printed on top ("n/a" where a series has none); the y axis starts
+/// at zero, in GFLOP/s (TFLOP/s from 10,000 GFLOP/s).
+pub fn bars_svg(title: &str, categories: &[String], series: &[BarSeries]) -> Result<String> {
+    if categories.is_empty() || series.is_empty() {
+        bail!("nothing to plot: no categories or no series");
+    }
+    if let Some(s) = series.iter().find(|s| s.values.len() != categories.len()) {
+        bail!(
+            "series '{}' has {} values for {} categories",
+            s.label,
+            s.values.len(),
+            categories.len()
+        );
+    }
+    let valid = |v: &Option<f64>| v.filter(|g| g.is_finite() && *g >= 0.0);
+    let y_hi = series
+        .iter()
+        .flat_map(|s| s.values.iter().filter_map(valid))
+        .fold(0.0, f64::max);
+    if y_hi <= 0.0 {
+        bail!("nothing to plot: no finite, positive value");
+    }
+    let (div, unit) = throughput_unit(y_hi);
+    let ncat = categories.len();
+    // Category i is centred on x = i; its bars share 80% of a unit.
+    let width = 0.8 / series.len() as f64;
+    let mut svg = String::new();
+    {
+        let root = canvas(&mut svg)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 24))
+            .margin(16)
+            .x_label_area_size(56)
+            .y_label_area_size(84)
+            // Headroom for the value labels and the legend.
+            .build_cartesian_2d(-0.5..ncat as f64 - 0.5, 0.0..y_hi / div * 1.25)
+            .map_err(draw_error)?;
+        let category = |x: &f64| -> String {
+            let i = x.round();
+            let on_centre = (x - i).abs() < 1e-9 && i >= 0.0;
+            (on_centre)
+                .then(|| categories.get(i as usize).cloned())
+                .flatten()
+                .unwrap_or_default()
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(ncat + 1)
+            .x_label_formatter(&category)
+            .y_label_formatter(&|g| format!("{g:.0}"))
+            .x_desc("precision")
+            .y_desc(format!("throughput ({unit})"))
+            .axis_desc_style((FONT, 18))
+            .label_style((FONT, 15))
+            .light_line_style(WHITE)
+            .draw()
+            .map_err(draw_error)?;
+
+        let value_style = TextStyle::from((FONT, 13).into_font())
+            .pos(Pos::new(HPos::Center, VPos::Bottom))
+            .color(&BLACK);
+        let missing_style = TextStyle::from((FONT, 13).into_font())
+            .pos(Pos::new(HPos::Center, VPos::Bottom))
+            .color(&RGBColor(120, 120, 120));
+        for (j, s) in series.iter().enumerate() {
+            let c = colour(j);
+            let left = |i: usize| i as f64 - 0.4 + width * j as f64;
+            let bars: Vec<(f64, f64)> = s
+                .values
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| valid(v).map(|g| (left(i), g / div)))
+                .collect();
+            chart
+                .draw_series(
+                    bars.iter()
+                        .map(|&(x, g)| Rectangle::new([(x, 0.0), (x + width, g)], c.filled())),
+                )
+                .map_err(draw_error)?
+                .label(&s.label)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()));
+            chart
+                .draw_series(bars.iter().map(|&(x, g)| {
+                    Text::new(value_label(g), (x + width / 2.0, g), value_style.clone())
+                }))
+                .map_err(draw_error)?;
+            // A missing row is not a zero: say so where its bar would stand.
+            let missing = (0..ncat).filter(|&i| valid(&s.values[i]).is_none());
+            chart
+                .draw_series(
+                    missing.map(|i| {
+                        Text::new("n/a", (left(i) + width / 2.0, 0.0), missing_style.clone())
+                    }),
+                )
+                .map_err(draw_error)?;
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        root.present().map_err(draw_error)?;
+    }
+    Ok(svg)
+}
+
+/// A bar's value, to about three significant digits.
+fn value_label(g: f64) -> String {
+    if g >= 100.0 {
+        format!("{g:.0}")
+    } else if g >= 10.0 {
+        format!("{g:.1}")
+    } else {
+        format!("{g:.2}")
+    }
+}
+
+fn canvas(svg: &mut String) -> Result<DrawingArea<SVGBackend<'_>, Shift>> {
+    let root = SVGBackend::with_string(svg, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(draw_error)?;
+    Ok(root)
+}
+
+fn legend<'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    position: SeriesLabelPosition,
+) -> Result<()>
+where
+    X: Ranged,
+    Y: Ranged,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font((FONT, 15))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK.mix(0.4))
+        .margin(12)
+        .draw()
+        .map_err(draw_error)
+}
+
+/// plotters' errors borrow the backend's error type; one line is enough.
+fn draw_error<E: std::error::Error + Send + Sync>(
+    e: plotters::drawing::DrawingAreaErrorKind<E>,
+) -> anyhow::Error {
+    anyhow::anyhow!("drawing a chart: {e}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sweep() -> Vec<SweepSeries> {
+        let sizes = [64, 128, 256, 512, 1000, 1023, 1024, 1025, 2048, 3000, 4096];
+        let line = |scale: f64| {
+            sizes
+                .iter()
+                .map(|&n| (n, scale * (n as f64).ln()))
+                .collect::<Vec<_>>()
+        };
+        vec![
+            SweepSeries {
+                label: "fp32".into(),
+                points: line(40.0),
+                peak_gflops: Some(600.0),
+            },
+            SweepSeries {
+                label: "bf16".into(),
+                points: line(25.0),
+                peak_gflops: None,
+            },
+        ]
+    }
+
+    /// Checks the document is well-formed enough to parse: one root, every
+    /// element closed.
+    fn assert_svg(svg: &str) {
+        assert!(svg.trim_start().starts_with("<svg"), "{}", &svg[..80]);
+        assert!(svg.trim_end().ends_with("</svg>"));
+        let opens = svg.matches("<text").count();
+        assert_eq!(opens, svg.matches("</text>").count(), "unbalanced <text>");
+        assert!(
+            !svg.contains("NaN") && !svg.contains("inf"),
+            "non-finite coordinate"
+        );
+    }
+
+    /// The text nodes of `svg`, in order.
+    fn texts(svg: &str) -> Vec<&str> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.trim()))
+            .collect()
+    }
+
+    #[test]
+    fn sweep_has_title_axes_units_legend_and_power_of_two_ticks() {
+        let svg = sweep_svg("matmul sweep, CPU", &sweep()).unwrap();
+        assert_svg(&svg);
+        let t = texts(&svg);
+        for want in [
+            "matmul sweep, CPU",
+            "throughput (GFLOP/s)",
+            "matrix size n (n x n matrices), log2 scale",
+            "fp32",
+            "bf16",
+            "fp32 datasheet peak",
+            "64",
+            "1024",
+            "4096",
+        ] {
+            assert!(t.contains(&want), "no text {want:?} in {t:?}");
+        }
+        assert!(!t.contains(&"bf16 datasheet peak"), "bf16 has no peak");
+        assert!(
+            !t.iter().any(|x| x.contains("TFLOP/s")),
+            "CPU values stay in GFLOP/s"
+        );
+        // fp32's markers are circles: one per measured size, one in the legend.
+        assert_eq!(svg.matches("<circle").count(), 11 + 1);
+        assert!(svg.contains("<polyline"), "lines are drawn");
+    }
+
+    #[test]
+    fn sweep_skips_points_it_cannot_place() {
+        let mut s = sweep();
+        s[0].points.push((8192, f64::NAN));
+        s[1].points.push((0, 10.0));
+        let svg = sweep_svg("t", &s).unwrap();
+        assert_svg(&svg);
+        assert_eq!(svg.matches("<circle").count(), 11 + 1);
+        let empty = [SweepSeries {
+            label: "fp32".into(),
+            points: vec![(64, f64::INFINITY)],
+            peak_gflops: None,
+        }];
+        assert!(sweep_svg("t", &empty).is_err());
+    }
+
+    #[test]
+    fn a_gpu_sweep_is_drawn_in_tflops_with_its_peak() {
+        let gpu = [SweepSeries {
+            label: "bf16".into(),
+            points: vec![(1024, 150_000.0), (4096, 600_000.0)],
+            peak_gflops: Some(989_400.0),
+        }];
+        let svg = sweep_svg("H200", &gpu).unwrap();
+        assert_svg(&svg);
+        let t = texts(&svg);
+        assert!(t.contains(&"throughput (TFLOP/s)"), "{t:?}");
+        assert!(t.contains(&"bf16 datasheet peak"), "{t:?}");
+        // The y axis reaches past the peak (989 TFLOP/s): a tick at 1000.
+        assert!(t.contains(&"1000"), "{t:?}");
+    }
+
+    #[test]
+    fn bars_label_every_category_series_and_value() {
+        let cats: Vec<String> = ["fp32", "fp16", "bf16"].map(String::from).into();
+        let series = [
+            BarSeries {
+                label: "NVIDIA H200".into(),
+                values: vec![Some(51234.5), Some(612345.0), None],
+            },
+            BarSeries {
+                label: "reference (GB10)".into(),
+                values: vec![Some(7250.0), Some(55500.0), Some(48000.0)],
+            },
+        ];
+        let svg = bars_svg("matmul 4096", &cats, &series).unwrap();
+        assert_svg(&svg);
+        let t = texts(&svg);
+        // GPU-sized values: the axis and labels switch to TFLOP/s.
+        for want in [
+            "matmul 4096",
+            "precision",
+            "throughput (TFLOP/s)",
+            "fp32",
+            "fp16",
+            "bf16",
+            "NVIDIA H200",
+            "reference (GB10)",
+            "51.2",
+            "612",
+            "7.25",
+            "55.5",
+            "48.0",
+        ] {
+            assert!(t.contains(&want), "no text {want:?} in {t:?}");
+        }
+        assert_eq!(t.iter().filter(|&&x| x == "n/a").count(), 1, "{t:?}");
+        // Five bars, two legend swatches and the background are <rect>s.
+        let (bars, swatches, background) = (5, 2, 1);
+        assert!(svg.matches("<rect").count() >= bars + swatches + background);
+
+        let cpu = [BarSeries {
+            label: "cpu".into(),
+            values: vec![Some(393.2), Some(7.8), Some(48.1)],
+        }];
+        let t_svg = bars_svg("cpu", &cats, &cpu).unwrap();
+        let t = texts(&t_svg);
+        for want in ["throughput (GFLOP/s)", "393", "7.80", "48.1"] {
+            assert!(t.contains(&want), "no text {want:?} in {t:?}");
+        }
+    }
+
+    #[test]
+    fn bars_refuse_mismatched_or_empty_data() {
+        let cats = vec!["fp32".to_string()];
+        let two = [BarSeries {
+            label: "x".into(),
+            values: vec![Some(1.0), Some(2.0)],
+        }];
+        assert!(bars_svg("t", &cats, &two).is_err());
+        assert!(bars_svg("t", &[], &two).is_err());
+        let none = [BarSeries {
+            label: "x".into(),
+            values: vec![None],
+        }];
+        assert!(bars_svg("t", &cats, &none).is_err());
+    }
+}
