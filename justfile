@@ -37,8 +37,12 @@ bench: _which-build
     {{run}} matmul -- --size 4096 --iters 20 --warmup 5 --results-dir results
     {{run}} cpu_vs_gpu -- --size 4096 --iters 20 --warmup 5 --results-dir results
 
-# All four experiments: regenerates results/<machine>/
-results: basics precision bench
+# The reference lab's table beside this machine's results; writes results/<machine>/summary.md
+summary *args: _which-build
+    {{run}} summary -- --results-dir results {{args}}
+
+# All four experiments: regenerates results/<machine>/, then prints the summary
+results: basics precision bench summary
 
 # Unit and integration tests (CPU; small sizes, no timing asserted)
 test:

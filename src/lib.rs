@@ -3,7 +3,8 @@
 //! ([`device`]), computes with Candle tensors, and hands plain `Serialize` results
 //! to [`report`], which prints tables and writes JSON. Measurement lives here too:
 //! the clock ([`timing`]), its statistics ([`stats`]) and peak memory ([`memory`]).
-//! [`compare`] reads result files back and compares them row by row.
+//! [`compare`] reads result files back and compares them row by row;
+//! [`summary`] sets this machine's results beside the reference lab's.
 
 pub mod cli;
 pub mod compare;
@@ -20,4 +21,5 @@ pub mod precision;
 pub mod report;
 pub mod schema;
 pub mod stats;
+pub mod summary;
 pub mod timing;

@@ -1,6 +1,6 @@
 //! Exporters: result values shown as terminal tables (comfy-table) and saved as
-//! JSON (serde_json). A JSON file is written whole or not at all: to a temporary
-//! file in the same folder, then renamed over the target.
+//! JSON (serde_json) or Markdown. A file is written whole or not at all: to a
+//! temporary file in the same folder, then renamed over the target.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -31,6 +31,16 @@ impl Table {
             title: title.into(),
             table,
         }
+    }
+
+    /// Left-aligns the given columns (0-based): those that hold text.
+    pub fn align_left(&mut self, columns: &[usize]) -> &mut Self {
+        for &i in columns {
+            if let Some(col) = self.table.column_mut(i) {
+                col.set_cell_alignment(CellAlignment::Left);
+            }
+        }
+        self
     }
 
     pub fn row<I, S>(&mut self, cells: I) -> &mut Self
@@ -80,8 +90,13 @@ pub fn check_writable(path: &Path) -> Result<()> {
 pub fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<()> {
     let mut json = serde_json::to_vec_pretty(value).context("serializing the report")?;
     json.push(b'\n');
+    write_atomic(path, &json)
+}
+
+/// Writes `bytes` to `path` as [`write_json_atomic`] does: whole or not at all.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut tmp = temp_file_beside(path)?;
-    tmp.write_all(&json)
+    tmp.write_all(bytes)
         .and_then(|()| tmp.as_file().sync_all())
         .with_context(|| format!("writing {}", tmp.path().display()))?;
     tmp.persist(path)
