@@ -52,8 +52,12 @@ vs-pytorch *args: _which-build
     "$py" pytorch/matmul.py --output "$dir/pytorch.json" {{args}}
     {{run}} compare -- "$dir/candle.json" "$dir/pytorch.json"
 
-# All four experiments: regenerates results/<machine>/
-results: basics precision bench
+# The reference lab's table beside this machine's results; writes results/<machine>/summary.md
+summary *args: _which-build
+    {{run}} summary -- --results-dir results {{args}}
+
+# All four experiments: regenerates results/<machine>/, then prints the summary
+results: basics precision bench summary
 
 # Unit and integration tests (CPU; small sizes, no timing asserted)
 test:

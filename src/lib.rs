@@ -4,7 +4,8 @@
 //! to [`output`], which writes the JSON, then to [`report`], which prints tables.
 //! Result types live in [`schema`]; [`compare`] reads result files back and
 //! compares them row by row. Measurement lives here too: the clock ([`timing`]),
-//! its statistics ([`stats`]) and peak memory ([`memory`]).
+//! its statistics ([`stats`]) and peak memory ([`memory`]). [`summary`] sets
+//! this machine's results beside the reference lab's.
 
 pub mod cli;
 pub mod compare;
@@ -23,4 +24,5 @@ pub mod precision;
 pub mod report;
 pub mod schema;
 pub mod stats;
+pub mod summary;
 pub mod timing;

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::memory::MemoryMeter;
 pub use crate::precision::Precision;
 use crate::report::{mib, Table};
-use crate::schema::{Accuracy, Measured, Row, RowStatus};
+use crate::schema::{fill_vs_fp32, Accuracy, Measured, Row, RowStatus};
 use crate::stats::summarize;
 use crate::timing::{time_on_device, Plan};
 
@@ -254,6 +254,7 @@ pub fn run(
             measured,
         });
     }
+    fill_vs_fp32(&mut rows);
     Ok(rows)
 }
 
@@ -278,16 +279,21 @@ pub fn rows_table(title: &str, rows: &[Row]) -> Table {
             "precision",
             "median ms",
             "GFLOP/s",
+            "x fp32",
             "IQR/median",
             "GPU ms",
+            "GPU x fp32",
             "% datasheet",
             "peak MiB",
+            "peak x fp32",
             "payload MiB",
             "max rel err",
         ],
     );
     let opt =
         |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+    // Against the fp32 row: speed (2.00x is twice as fast), peak (0.50x is half).
+    let times = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}x"));
     for r in rows {
         let Some(m) = &r.measured else {
             t.row([
@@ -305,10 +311,13 @@ pub fn rows_table(title: &str, rows: &[Row]) -> Table {
             r.precision.to_string(),
             format!("{:.3}", m.median_ms),
             format!("{:.1}", m.gflops),
+            times(m.speedup_vs_fp32_wall),
             spread,
             opt(m.gpu_median_ms, 3),
+            times(m.speedup_vs_fp32_gpu),
             opt(m.pct_of_datasheet, 1),
             opt(m.peak_mib, 1),
+            times(m.peak_vs_fp32),
             format!("{:.1}", m.payload_mib),
             crate::formats::sci(m.accuracy.max_rel_err, 2),
         ]);
@@ -384,6 +393,10 @@ fn measure(
         pct_of_datasheet: datasheet_tflops
             .zip(gpu_gflops)
             .map(|(t, g)| 100.0 * g / (t * 1e3)),
+        // Relative to the fp32 row: filled by `run` once every row ran.
+        speedup_vs_fp32_wall: None,
+        speedup_vs_fp32_gpu: None,
+        peak_vs_fp32: None,
         wall_ms,
         gpu_ms,
         samples_wall_ms: samples.wall_ms,

@@ -70,18 +70,22 @@ impl Output {
     /// Writes `value` as pretty JSON where this output goes, and says where on
     /// standard error. A closed standard output (`| head`) ends the JSON quietly.
     pub fn save(&self, value: &impl Serialize) -> Result<()> {
+        self.save_bytes(&to_json(value)?)
+    }
+
+    /// Writes `bytes` (JSON, Markdown) where this output goes, as [`Self::save`].
+    pub fn save_bytes(&self, bytes: &[u8]) -> Result<()> {
         match self {
             Output::None => Ok(()),
             Output::Stdout => {
-                let json = to_json(value)?;
                 let mut out = io::stdout().lock();
-                match out.write_all(&json).and_then(|()| out.flush()) {
+                match out.write_all(bytes).and_then(|()| out.flush()) {
                     Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-                    other => other.context("writing the JSON to standard output"),
+                    other => other.context("writing to standard output"),
                 }
             }
             Output::File(target) => {
-                target.write(&to_json(value)?)?;
+                target.write(bytes)?;
                 // A closed standard error must not fail a run whose file is written.
                 let _ = writeln!(io::stderr(), "wrote {}", shown(&target.given));
                 Ok(())

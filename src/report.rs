@@ -30,6 +30,16 @@ impl Table {
         }
     }
 
+    /// Left-aligns the given columns (0-based): those that hold text.
+    pub fn align_left(&mut self, columns: &[usize]) -> &mut Self {
+        for &i in columns {
+            if let Some(col) = self.table.column_mut(i) {
+                col.set_cell_alignment(CellAlignment::Left);
+            }
+        }
+        self
+    }
+
     pub fn row<I, S>(&mut self, cells: I) -> &mut Self
     where
         I: IntoIterator<Item = S>,

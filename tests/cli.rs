@@ -298,6 +298,22 @@ mod bench_tests {
             assert!(r["accuracy"]["max_rel_err"].as_f64().unwrap() < 0.1);
             assert_eq!(r["gpu_ms"].is_null(), device == "cpu");
         }
+        // "x fp32": each row's ratios to the fp32 row, of the medians and peaks.
+        let fp32 = &rows[1];
+        let ratio = |r: &Value, key: &str| r[key].as_f64().unwrap() / fp32[key].as_f64().unwrap();
+        for r in rows {
+            let wall = fp32["median_ms"].as_f64().unwrap() / r["median_ms"].as_f64().unwrap();
+            assert_eq!(r["speedup_vs_fp32_wall"].as_f64(), Some(wall));
+            assert_eq!(r["peak_vs_fp32"].as_f64(), Some(ratio(r, "peak_bytes")));
+            if device == "cpu" {
+                assert!(r["speedup_vs_fp32_gpu"].is_null());
+            } else {
+                let gpu =
+                    fp32["gpu_median_ms"].as_f64().unwrap() / r["gpu_median_ms"].as_f64().unwrap();
+                assert_eq!(r["speedup_vs_fp32_gpu"].as_f64(), Some(gpu));
+            }
+        }
+        assert_eq!(fp32["speedup_vs_fp32_wall"].as_f64(), Some(1.0));
         if device == "cpu" {
             assert_eq!(m["cpu_fp32_ms"], rows[1]["median_ms"]);
             assert!(m["gpu_speedup_fp32"].is_null());

@@ -123,11 +123,44 @@ pub struct Measured {
     pub datasheet_tflops: Option<f64>,
     /// GPU-event GFLOP/s as a percentage of `datasheet_tflops`.
     pub pct_of_datasheet: Option<f64>,
+    /// How many times faster than the plain fp32 row of the same run, from
+    /// wall medians: fp32's median_ms over this row's (above 1 is faster).
+    /// Null when no fp32 row ran.
+    pub speedup_vs_fp32_wall: Option<f64>,
+    /// The same from GPU-event medians (gpu_median_ms); null on the CPU.
+    pub speedup_vs_fp32_gpu: Option<f64>,
+    /// This row's peak_bytes over the fp32 row's (below 1 is smaller); null
+    /// when either has no peak.
+    pub peak_vs_fp32: Option<f64>,
     pub wall_ms: Summary,
     pub gpu_ms: Option<Summary>,
     pub samples_wall_ms: Vec<f64>,
     pub samples_gpu_ms: Vec<f64>,
     pub accuracy: Accuracy,
+}
+
+/// Fills each measured row's `speedup_vs_fp32_*` and `peak_vs_fp32` from the
+/// plain fp32 row among `rows` (the same run, so the same size and inputs);
+/// sets them to null when there is no measured fp32 row.
+pub fn fill_vs_fp32(rows: &mut [Row]) {
+    let fp32 = rows
+        .iter()
+        .find(|r| r.precision == Precision::F32)
+        .and_then(|r| r.measured.as_ref())
+        .map(|m| (m.median_ms, m.gpu_median_ms, m.peak_bytes));
+    let (wall, gpu, peak) = match fp32 {
+        Some((wall, gpu, peak)) => (Some(wall), gpu, peak.map(|p| p as f64)),
+        None => (None, None, None),
+    };
+    // num / den where both exist and den is positive.
+    let ratio = |num: Option<f64>, den: Option<f64>| {
+        num.zip(den).filter(|&(_, d)| d > 0.0).map(|(n, d)| n / d)
+    };
+    for m in rows.iter_mut().filter_map(|r| r.measured.as_mut()) {
+        m.speedup_vs_fp32_wall = ratio(wall, Some(m.median_ms));
+        m.speedup_vs_fp32_gpu = ratio(gpu, m.gpu_median_ms);
+        m.peak_vs_fp32 = ratio(m.peak_bytes.map(|p| p as f64), peak);
+    }
 }
 
 /// How accurate one precision's C is, on the sampled rows.
@@ -137,4 +170,97 @@ pub struct Accuracy {
     /// Largest |C - C_f64| / rms(C_f64) over the checked rows.
     pub max_rel_err: f64,
     pub mean_rel_err: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::summarize;
+
+    fn row(precision: Precision, wall_ms: f64, gpu_ms: Option<f64>, peak: Option<u64>) -> Row {
+        let wall = summarize(&[wall_ms]).unwrap();
+        Row {
+            precision,
+            dtype: precision.dtype().as_str().into(),
+            element_bytes: precision.dtype().size_in_bytes(),
+            gemm_reduced_precision: precision.reduced_gemm(),
+            memory_source: "test".into(),
+            status: RowStatus::Ok,
+            error: None,
+            measured: Some(Measured {
+                median_ms: wall_ms,
+                gflops: 1.0,
+                peak_mib: None,
+                peak_bytes: peak,
+                payload_mib: 1.0,
+                payload_bytes: 1,
+                gpu_median_ms: gpu_ms,
+                gpu_gflops: None,
+                datasheet_tflops: None,
+                pct_of_datasheet: None,
+                speedup_vs_fp32_wall: Some(-1.0),
+                speedup_vs_fp32_gpu: Some(-1.0),
+                peak_vs_fp32: Some(-1.0),
+                wall_ms: wall,
+                gpu_ms: gpu_ms.and_then(|g| summarize(&[g])),
+                samples_wall_ms: vec![wall_ms],
+                samples_gpu_ms: gpu_ms.into_iter().collect(),
+                accuracy: Accuracy {
+                    rows_checked: 1,
+                    max_rel_err: 0.0,
+                    mean_rel_err: 0.0,
+                },
+            }),
+        }
+    }
+
+    fn ratios(r: &Row) -> (Option<f64>, Option<f64>, Option<f64>) {
+        let m = r.measured.as_ref().unwrap();
+        (
+            m.speedup_vs_fp32_wall,
+            m.speedup_vs_fp32_gpu,
+            m.peak_vs_fp32,
+        )
+    }
+
+    #[test]
+    fn ratios_to_fp32_are_ratios_of_the_medians_and_peaks() {
+        // The reference lab's GB10 medians and peaks (ms, bytes), wall and event.
+        let mib = 1 << 20;
+        let mut rows = vec![
+            row(Precision::F16, 1.548, Some(1.5), Some(128 * mib)),
+            row(Precision::F32, 7.44, Some(7.2), Some(224 * mib)),
+            row(Precision::Bf16, 1.576, None, None),
+        ];
+        fill_vs_fp32(&mut rows);
+        assert_eq!(
+            ratios(&rows[0]),
+            (Some(7.44 / 1.548), Some(7.2 / 1.5), Some(128.0 / 224.0))
+        );
+        assert_eq!(ratios(&rows[1]), (Some(1.0), Some(1.0), Some(1.0)));
+        // No event time or peak on this row: only the wall ratio.
+        assert_eq!(ratios(&rows[2]), (Some(7.44 / 1.576), None, None));
+        assert!(
+            (ratios(&rows[0]).0.unwrap() - 4.806).abs() < 1e-3,
+            "the lab's 4.8x"
+        );
+    }
+
+    #[test]
+    fn without_a_measured_fp32_row_every_ratio_is_null() {
+        let mut failed = row(Precision::F32, 1.0, None, None);
+        failed.status = RowStatus::Error;
+        failed.error = Some("out of memory".into());
+        failed.measured = None;
+        // tf32 is f32 data but not the plain fp32 row.
+        let mut rows = vec![
+            failed,
+            row(Precision::Tf32, 2.0, Some(2.0), Some(4)),
+            row(Precision::F16, 1.0, Some(1.0), Some(2)),
+        ];
+        fill_vs_fp32(&mut rows);
+        assert_eq!(ratios(&rows[1]), (None, None, None));
+        assert_eq!(ratios(&rows[2]), (None, None, None));
+        assert!(rows[0].measured.is_none());
+    }
 }

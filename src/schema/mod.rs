@@ -9,10 +9,11 @@
 //! ([`json_schema`]) and a test keeps it up to date.
 //!
 //! Versioning: `schema_version` is "major.minor". A minor bump adds fields
-//! (readers ignore fields they do not know); a major bump changes or removes
-//! one. Files of schema 1 (the first release: a bare integer, bodies other than
-//! `matmul` at the top level, Candle-only environment names) are upgraded on
-//! read, so committed results stay readable.
+//! (readers ignore fields they do not know; 2.1 added each matmul row's speed
+//! and peak relative to fp32, null in files of 2.0); a major bump changes or
+//! removes one. Files of schema 1 (the first release: a bare integer, bodies
+//! other than `matmul` at the top level, Candle-only environment names) are
+//! upgraded on read, so committed results stay readable.
 
 mod basics;
 mod matmul;
@@ -28,11 +29,13 @@ use serde_json::{Map, Value};
 pub use basics::{
     BasicsResults, Broadcast, Described, Elementwise, Transfer, TransferStatus, View,
 };
-pub use matmul::{Accuracy, CpuVsGpuResults, MatmulResults, Measured, Row, RowStatus};
+pub use matmul::{
+    fill_vs_fp32, Accuracy, CpuVsGpuResults, MatmulResults, Measured, Row, RowStatus,
+};
 pub use precision::{Accumulation, FormatLimits, PointOne, PrecisionResults, RoundTrip};
 
 /// The version this build writes.
-pub const SCHEMA_VERSION: &str = "2.0";
+pub const SCHEMA_VERSION: &str = "2.1";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
 

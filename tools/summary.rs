@@ -1,0 +1,94 @@
+//! Summary: the reference lab's closing table, measured on this machine. Reads
+//! this machine's result files (results/<machine>/basics.json, matmul.json,
+//! cpu_vs_gpu.json) and the lab's results file, prints each value beside the
+//! lab's GB10 value with their ratio, and the CUDA versions of the driver and
+//! the build; writes the same as Markdown to results/<machine>/summary.md.
+//! The table itself is built in `candle_lab::summary`.
+
+use std::path::PathBuf;
+
+use std::io::Write;
+
+use anyhow::{bail, Context, Result};
+use candle_lab::cli::{finish, parse};
+use candle_lab::device::{select, DeviceArg};
+use candle_lab::error::error_line;
+use candle_lab::schema::{self, ResultFile};
+use candle_lab::summary::{self, MachineFiles, Side};
+use clap::Parser;
+
+/// The reference lab's "in one place" table with this machine's values beside
+/// the lab's and their ratio, and the CUDA driver and build versions.
+#[derive(Parser, Debug)]
+#[command(version)]
+struct Args {
+    /// Whose results: the machine folder the experiments write for this
+    /// device (auto: the GPU if this build has CUDA and one answers, else the
+    /// CPU; cpu; cuda; cuda:N).
+    #[arg(long, default_value = "auto", value_name = "DEVICE")]
+    device: DeviceArg,
+
+    /// The folder of machine folders: reads DIR/<machine>/.
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    results_dir: PathBuf,
+
+    /// Read this machine folder instead of one under --results-dir (another
+    /// machine's results, say).
+    #[arg(long, value_name = "DIR", conflicts_with = "device")]
+    machine_dir: Option<PathBuf>,
+
+    /// The reference lab's results file.
+    #[arg(
+        long,
+        default_value = "results/reference-lab-gb10/week05-results-gb10.json",
+        value_name = "FILE"
+    )]
+    reference: PathBuf,
+}
+
+fn main() -> std::process::ExitCode {
+    finish(run(parse()))
+}
+
+fn run(args: Args) -> Result<()> {
+    let path = &args.reference;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the reference lab's file {}", path.display()))?;
+    let lab = summary::parse_lab(&text).with_context(|| format!("{}", path.display()))?;
+
+    let dir = match args.machine_dir {
+        Some(dir) => dir,
+        None => args.results_dir.join(select(args.device)?.1.slug()),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "no results folder {}: run `just results` first",
+            dir.display()
+        );
+    }
+    let load = |name: &str, recipe: &str| -> Result<ResultFile, String> {
+        let file = dir.join(format!("{name}.json"));
+        if !file.exists() {
+            return Err(format!("no {name}.json yet (run `just {recipe}`)"));
+        }
+        schema::read(&file).map_err(|e| error_line(&e))
+    };
+    let files = MachineFiles {
+        basics: load("basics", "basics"),
+        matmul: load("matmul", "matmul"),
+        cpu_vs_gpu: load("cpu_vs_gpu", "cpu-vs-gpu"),
+    };
+    if let (Err(a), Err(b), Err(c)) = (&files.basics, &files.matmul, &files.cpu_vs_gpu) {
+        bail!("nothing to summarize in {}: {a}; {b}; {c}", dir.display());
+    }
+
+    let result = summary::build(&Side::from_results(&files), &Side::from_lab(&lab));
+    // Saved first, then shown: a closed standard output loses nothing.
+    candle_lab::output::prepare(&dir.join("summary.md"))?
+        .save_bytes(result.markdown().as_bytes())?;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(result.text().as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing to standard output"),
+    }
+}
