@@ -7,7 +7,7 @@
 
 use anyhow::{bail, Result};
 use candle_core::Device;
-use candle_lab::cli::{finish, parse, save, BenchSize, Common};
+use candle_lab::cli::{finish, parse, save, BenchSize, Common, Completion};
 use candle_lab::device::select;
 use candle_lab::matmul::{self, check_fits, rows_table, speedup, Config, Inputs, Precision, Row};
 use candle_lab::memory::CountingAlloc;
@@ -75,7 +75,9 @@ fn main() -> std::process::ExitCode {
     finish(run(parse()))
 }
 
-fn run(args: Args) -> Result<()> {
+/// A failed row does not end the run: its error is in its row, the report is
+/// written, and the exit code says that rows failed.
+fn run(args: Args) -> Result<Completion> {
     let (device, info) = select(args.common.device)?;
     let mut precisions: Vec<Precision> = Vec::new();
     for p in &args.dtypes {
@@ -97,9 +99,10 @@ fn run(args: Args) -> Result<()> {
     };
     // On a GPU, the reference lab also times fp32 on the CPU.
     let compare_cpu = device.is_cuda() && !args.no_cpu;
-    check_fits(&device, &cfg)?;
+    let host = args.bench.host_check();
+    check_fits(&device, &cfg, host)?;
     if compare_cpu {
-        check_fits(&Device::Cpu, &cfg.cpu_fp32_comparison())?;
+        check_fits(&Device::Cpu, &cfg.cpu_fp32_comparison(), host)?;
     }
     let output = args.common.output_path("matmul", &info)?;
     let n = cfg.size;
@@ -162,8 +165,10 @@ fn run(args: Args) -> Result<()> {
             "GPU is {s:.1}x faster than the CPU at fp32 (median wall time, device synchronized)"
         );
     }
+    let done = matmul::completion(result.precisions.iter().chain(&result.cpu_fp32));
     save(
         output.as_ref(),
         &Report::new("matmul", info, MatmulFile { matmul: result }),
-    )
+    )?;
+    Ok(done)
 }
