@@ -175,7 +175,7 @@ for exe in "$bin"/experiments/*; do
   name=$(basename "$exe")
   args=(--device "$device" --output "$work/$name.json")
   if [[ $mode == cpu ]]; then
-    help=$(timeout 10 "$exe" --help 2>/dev/null || true)
+    help=$(timeout 5 "$exe" --help 2>/dev/null || true)
     [[ $help == *--size* ]] && args+=(--size 128)
     [[ $help == *--iters* ]] && args+=(--iters 3)
     [[ $help == *--warmup* ]] && args+=(--warmup 1)
