@@ -6,7 +6,6 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 # Override with CANDLE_LAB_FEATURES="--features cuda" (or "" for CPU-only).
 features := if env("CANDLE_LAB_FEATURES", "auto") != "auto" { env("CANDLE_LAB_FEATURES") } else if `command -v nvcc >/dev/null 2>&1 && echo yes || echo no` == "yes" { "--features cuda" } else { "" }
 run := "cargo run --release --quiet " + features + " --bin"
-bundle := ".gpu-bundle/candle-lab-cuda.tar.xz"
 
 # List the recipes
 default:
@@ -83,23 +82,53 @@ cuda-check:
       cargo build --release --features cuda --bins
     @echo "cuda-check: the cuda feature compiles, lints clean and links"
 
-# Pack the CUDA release binaries and CUDA tests for scripts/gpu-run.sh
-pack-gpu: cuda-check
+# Pack the CUDA programs and tests for scripts/gpu-run.sh, for compute capability CAP (90: H100/H200)
+pack-gpu cap="90":
+    scripts/pack.sh cuda {{cap}}
+
+# The same bundle without CUDA, for `scripts/gpu-run.sh --cpu` (CI)
+pack-cpu:
+    scripts/pack.sh cpu
+
+# The one-call GPU run's own logic, on the CPU: steps, timeouts, archive, summary, failure accounting
+gpu-run-cpu: pack-cpu
     #!/usr/bin/env bash
     set -euo pipefail
-    source "$(scripts/cuda-toolchain.sh)"
-    stage=$(mktemp -d)
-    cp target/release/{basics,precision,matmul,cpu_vs_gpu} "$stage/"
-    # Test binaries that need no source tree: the library's unit tests and the pool test.
-    cargo test --release --features cuda --lib --test cuda_pool --no-run --message-format=json \
-      | python3 -c 'import json,sys; [print(m["target"]["name"], m["executable"]) for m in map(json.loads, sys.stdin) if m.get("executable")]' \
-      | while read -r name exe; do cp "$exe" "$stage/test-$name"; done
-    mkdir -p "$(dirname {{bundle}})"
-    tar -cJf {{bundle}} -C "$stage" .
-    ls -l {{bundle}}
+    out=$(mktemp -d)
+    trap 'rm -rf "$out"' EXIT
+    scripts/gpu-run.sh --cpu "$out/run" > /dev/null
+    echo "gpu-run-cpu: $(ls "$out/run" | tr '\n' ' ')"
+    [[ $(ls "$out/run") == $'results.tar.gz\nrun.log\nsummary.md' ]]
+    cat "$out/run/summary.md"
+    archive=$(tar -tzf "$out/run/results.tar.gz")
+    for name in $(tar -tJf .gpu-bundle/candle-lab-cpu.tar.xz | sed -n 's|^\./experiments/||p'); do
+      grep -qx "results/$name.json" <<<"$archive" || { echo "no $name.json in the archive"; exit 1; }
+      grep -q "^| $name | 0 |" "$out/run/summary.md" || { echo "no passing $name step in summary.md"; exit 1; }
+    done
+    grep -q '^| test-cli | 0 |' "$out/run/summary.md"
+    # A hang costs its step only: a bundle with one more "experiment" that never
+    # ends; under 10-second timeouts the run ends, fails, names it, keeps the rest.
+    mkdir "$out/hang"
+    tar -xJf .gpu-bundle/candle-lab-cpu.tar.xz -C "$out/hang"
+    printf '#!/bin/sh\nexec sleep 600\n' > "$out/hang/experiments/hang"
+    chmod +x "$out/hang/experiments/hang"
+    tar -cf "$out/hang.tar" -C "$out/hang" .
+    if CANDLE_LAB_STEP_TIMEOUT_S=10 scripts/gpu-run.sh --cpu "$out/short" "$out/hang.tar" > /dev/null; then
+      echo "gpu-run-cpu: a run with a hanging step passed"; exit 1
+    fi
+    grep -q '^| hang | 124 | .* | timed out after 10 s |' "$out/short/summary.md"
+    grep -q '^| matmul | 0 |' "$out/short/summary.md"
+    grep -q 'failed: hang (exit 124)$' "$out/short/summary.md"
+    [[ $(ls "$out/short" | wc -l) == 3 ]]
+    echo "gpu-run-cpu: passed (and a run with a hanging program lost that step only)"
 
-# Everything CI runs: lint, tests, the PyTorch reference's tests, the CUDA compile check
-ci: lint test test-pytorch cuda-check
+# Everything CI runs: lint, tests, the PyTorch reference's tests and a Candle-vs-PyTorch
+# comparison at a small size, the one-call run on the CPU, the CUDA compile check
+ci: lint test test-pytorch vs-pytorch-smoke gpu-run-cpu cuda-check
+
+# Candle and PyTorch at a small size on the CPU, compared: the whole path CI can run
+vs-pytorch-smoke:
+    just vs-pytorch --device cpu --size 128 --iters 5 --warmup 1
 
 _which-build:
     @echo "build: {{ if features == "" { "CPU-only (no nvcc on PATH; see README, On a GPU)" } else { features } }}" >&2

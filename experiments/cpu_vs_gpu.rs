@@ -6,7 +6,7 @@
 
 use anyhow::Result;
 use candle_core::Device;
-use candle_lab::cli::{finish, parse, result_file, BenchSize, Common};
+use candle_lab::cli::{finish, parse, result_file, BenchSize, Common, Completion};
 use candle_lab::device::select;
 use candle_lab::matmul::{self, check_fits, rows_table, speedup, Config, Inputs, Precision};
 use candle_lab::memory::CountingAlloc;
@@ -33,7 +33,8 @@ fn main() -> std::process::ExitCode {
     finish(run(parse()))
 }
 
-fn run(args: Args) -> Result<()> {
+/// A failed row (CPU or GPU) is kept with its error; the exit code says so.
+fn run(args: Args) -> Result<Completion> {
     let (device, info) = select(args.common.device)?;
     let n = args.bench.n();
     let gpu_cfg = Config {
@@ -43,9 +44,10 @@ fn run(args: Args) -> Result<()> {
         accuracy_rows: 16,
     };
     let cpu_cfg = gpu_cfg.cpu_fp32_comparison();
-    check_fits(&Device::Cpu, &cpu_cfg)?;
+    let host = args.bench.host_check();
+    check_fits(&Device::Cpu, &cpu_cfg, host)?;
     if device.is_cuda() {
-        check_fits(&device, &gpu_cfg)?;
+        check_fits(&device, &gpu_cfg, host)?;
     }
     let output = args.common.output("cpu_vs_gpu", &info)?;
     let inputs = Inputs::random(n, gpu_cfg.accuracy_rows)?;
@@ -108,6 +110,8 @@ fn run(args: Args) -> Result<()> {
         ),
         None => "speedup: n/a (no GPU row)".to_string(),
     });
+    let done = matmul::completion(std::iter::once(&result.cpu).chain(&result.gpu));
     output.save(&result_file(info, Body::CpuVsGpu(result)))?;
-    print_tables(&tables, &notes, output.screen())
+    print_tables(&tables, &notes, output.screen())?;
+    Ok(done)
 }

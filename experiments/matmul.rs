@@ -7,7 +7,7 @@
 
 use anyhow::{bail, Result};
 use candle_core::Device;
-use candle_lab::cli::{finish, parse, result_file, BenchSize, Common};
+use candle_lab::cli::{finish, parse, result_file, BenchSize, Common, Completion};
 use candle_lab::device::select;
 use candle_lab::matmul::{self, check_fits, rows_table, speedup, Config, Inputs, Precision};
 use candle_lab::memory::CountingAlloc;
@@ -47,7 +47,9 @@ fn main() -> std::process::ExitCode {
     finish(run(parse()))
 }
 
-fn run(args: Args) -> Result<()> {
+/// A failed row does not end the run: its error is in its row, the report is
+/// written, and the exit code says that rows failed.
+fn run(args: Args) -> Result<Completion> {
     let (device, info) = select(args.common.device)?;
     let mut precisions: Vec<Precision> = Vec::new();
     for p in &args.dtypes {
@@ -69,9 +71,10 @@ fn run(args: Args) -> Result<()> {
     };
     // On a GPU, the reference lab also times fp32 on the CPU.
     let compare_cpu = device.is_cuda() && !args.no_cpu;
-    check_fits(&device, &cfg)?;
+    let host = args.bench.host_check();
+    check_fits(&device, &cfg, host)?;
     if compare_cpu {
-        check_fits(&Device::Cpu, &cfg.cpu_fp32_comparison())?;
+        check_fits(&Device::Cpu, &cfg.cpu_fp32_comparison(), host)?;
     }
     let output = args.common.output("matmul", &info)?;
     let n = cfg.size;
@@ -137,6 +140,8 @@ fn run(args: Args) -> Result<()> {
             )
         })
         .collect();
+    let done = matmul::completion(result.precisions.iter().chain(&result.cpu_fp32));
     output.save(&result_file(info, Body::Matmul(result)))?;
-    print_tables(&tables, &notes, output.screen())
+    print_tables(&tables, &notes, output.screen())?;
+    Ok(done)
 }

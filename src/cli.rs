@@ -1,7 +1,9 @@
 //! Flags every experiment shares, parsed once by clap, the command line as it
 //! is recorded, and the one place that turns a run's outcome into an exit code
-//! and an error line: 0, 1 for a failed run, 2 for a bad command line, and
-//! 128 + the signal (130, 143) for an interrupted one.
+//! and an error line: 0 when everything ran, [`EXIT_ERROR`] when the run failed
+//! (no report), [`EXIT_USAGE`] for a bad command line, [`EXIT_ROWS_FAILED`] when
+//! the report was written but some of its benchmark rows failed, and 128 + the
+//! signal (130, 143) for an interrupted run.
 
 use std::ffi::OsStr;
 use std::path::PathBuf;
@@ -73,6 +75,12 @@ pub struct BenchSize {
     /// Untimed runs before timing, per row, 0 to 10,000 (the CPU comparison makes one).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(0..=MAX_WARMUP))]
     pub warmup: u64,
+
+    /// Do not check host memory before allocating. For machines whose memory
+    /// grows on demand, where what the kernel reports at start understates what
+    /// a run can have; a size that does not fit then aborts the process.
+    #[arg(long)]
+    pub skip_host_memory_check: bool,
 }
 
 impl BenchSize {
@@ -85,6 +93,36 @@ impl BenchSize {
             warmup: self.warmup as usize,
             iters: self.iters as usize,
         }
+    }
+
+    pub fn host_check(&self) -> crate::matmul::HostCheck {
+        if self.skip_host_memory_check {
+            crate::matmul::HostCheck::Skip
+        } else {
+            crate::matmul::HostCheck::Enforce
+        }
+    }
+}
+
+/// The run failed before its report was written.
+pub const EXIT_ERROR: u8 = 1;
+/// The command line was refused (clap's own code for usage errors).
+pub const EXIT_USAGE: u8 = 2;
+/// The report was written, but some benchmark rows failed: each holds its error.
+pub const EXIT_ROWS_FAILED: u8 = 3;
+
+/// How a run that wrote its report (or had none to write) ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Completion {
+    /// Everything it set out to measure was measured.
+    Complete,
+    /// These rows (by name) failed; the others, and the report, are kept.
+    RowsFailed { failed: Vec<String>, total: usize },
+}
+
+impl From<()> for Completion {
+    fn from(_: ()) -> Self {
+        Self::Complete
     }
 }
 
@@ -109,17 +147,36 @@ pub fn parse<T: Parser>() -> T {
     }
 }
 
-/// The exit code of a run: 0, or 1 with the error and its causes on one line.
-/// A failed run leaves no temporary file and none of the folders it created.
-pub fn finish(outcome: Result<()>) -> ExitCode {
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
+/// The exit code of a run, and the one line that explains a non-zero one.
+pub fn exit_code<T: Into<Completion>>(outcome: Result<T>) -> (u8, Option<String>) {
+    match outcome.map(Into::into) {
+        Ok(Completion::Complete) => (0, None),
+        Ok(Completion::RowsFailed { failed, total }) => (
+            EXIT_ROWS_FAILED,
+            Some(format!(
+                "error: {} of {total} rows failed ({}); the other rows and the report were kept",
+                failed.len(),
+                failed.join(", ")
+            )),
+        ),
         Err(e) => {
+            // A failed run leaves no temporary file and none of the folders it created.
             drop(crate::output::abandon());
-            eprintln!("error: {}", crate::error::error_line(&e));
-            ExitCode::FAILURE
+            (
+                EXIT_ERROR,
+                Some(format!("error: {}", crate::error::error_line(&e))),
+            )
         }
     }
+}
+
+/// Ends a run: prints the line [`exit_code`] gives, if any, and returns the code.
+pub fn finish<T: Into<Completion>>(outcome: Result<T>) -> ExitCode {
+    let (code, line) = exit_code(outcome);
+    if let Some(line) = line {
+        eprintln!("{line}");
+    }
+    ExitCode::from(code)
 }
 
 /// Exit code of a check the user asked for that failed (`compare
@@ -137,7 +194,7 @@ pub fn finish_check(outcome: Result<Option<String>>) -> ExitCode {
             eprintln!("{failed}");
             ExitCode::from(CHECK_FAILED)
         }
-        Err(e) => finish(Err(e)),
+        Err(e) => finish::<()>(Err(e)),
     }
 }
 
@@ -200,6 +257,22 @@ pub fn shell_quote(arg: &OsStr) -> String {
 mod tests {
     use super::*;
     use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn each_outcome_has_its_exit_code() {
+        assert_eq!(exit_code(Ok(())), (0, None));
+        let (code, line) = exit_code::<()>(Err(anyhow::anyhow!("disk full")));
+        assert_eq!((code, line.as_deref()), (1, Some("error: disk full")));
+        let partial = Completion::RowsFailed {
+            failed: vec!["bf16-reduced".into()],
+            total: 7,
+        };
+        let (code, line) = exit_code(Ok(partial));
+        assert_eq!(code, EXIT_ROWS_FAILED);
+        assert!(line.unwrap().contains("1 of 7 rows failed (bf16-reduced)"));
+        // Distinct from every other outcome, clap's usage code included.
+        assert!(![0, EXIT_ERROR, EXIT_USAGE].contains(&EXIT_ROWS_FAILED));
+    }
 
     #[test]
     fn arguments_are_quoted_only_when_they_need_it() {

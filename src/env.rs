@@ -86,13 +86,36 @@ fn os_name() -> String {
         .unwrap_or_else(|| std::env::consts::OS.to_string())
 }
 
-/// Memory the kernel says a new allocation can have without swapping
-/// (`MemAvailable` in `/proc/meminfo`); `None` where that file does not exist.
-pub fn host_memory_available_bytes() -> Option<u64> {
+/// The host's memory as `/proc/meminfo` gives it, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostMemory {
+    /// `MemTotal`: RAM the kernel manages now. On a machine whose memory grows
+    /// on demand (a VM that is given more as it uses it) this starts far below
+    /// what it can reach, so it bounds nothing there.
+    pub total_bytes: u64,
+    /// `SwapTotal`.
+    pub swap_bytes: u64,
+    /// `MemAvailable`: what a new allocation can have now without swapping.
+    pub available_bytes: u64,
+}
+
+/// `None` where `/proc/meminfo` does not exist or lacks a field.
+pub fn host_memory() -> Option<HostMemory> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    parse_meminfo(&text)
+}
+
+fn parse_meminfo(text: &str) -> Option<HostMemory> {
+    let field = |name: &str| -> Option<u64> {
+        let line = text.lines().find(|l| l.starts_with(name))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    };
+    Some(HostMemory {
+        total_bytes: field("MemTotal:")?,
+        swap_bytes: field("SwapTotal:")?,
+        available_bytes: field("MemAvailable:")?,
+    })
 }
 
 #[cfg(test)]
@@ -111,10 +134,22 @@ mod tests {
         assert_eq!(env.cuda_build_version.is_some(), cfg!(feature = "cuda"));
     }
 
+    #[test]
+    fn meminfo_fields_are_read_in_bytes() {
+        let text = "MemTotal:  2048 kB\nMemFree: 10 kB\nMemAvailable: 1024 kB\nSwapTotal: 0 kB\n";
+        let mem = parse_meminfo(text).unwrap();
+        assert_eq!(
+            (mem.total_bytes, mem.available_bytes, mem.swap_bytes),
+            (2048 * 1024, 1024 * 1024, 0)
+        );
+        assert_eq!(parse_meminfo("MemTotal: 2048 kB\n"), None);
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
-    fn available_memory_is_read_on_linux() {
-        let bytes = host_memory_available_bytes().unwrap();
-        assert!(bytes > 1 << 20);
+    fn host_memory_is_read_on_linux() {
+        let mem = host_memory().unwrap();
+        assert!(mem.available_bytes > 1 << 20);
+        assert!(mem.total_bytes >= mem.available_bytes);
     }
 }

@@ -3,10 +3,13 @@
 //! [`crate::timing::time_on_device`], with peak memory from
 //! [`crate::memory::MemoryMeter`] and accuracy against an f64 reference.
 
+use std::sync::{Mutex, MutexGuard};
+
 use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::cli::Completion;
 use crate::memory::MemoryMeter;
 pub use crate::precision::Precision;
 use crate::report::{mib, Table};
@@ -14,32 +17,68 @@ use crate::schema::{fill_vs_fp32, Accuracy, Measured, Row, RowStatus};
 use crate::stats::summarize;
 use crate::timing::{time_on_device, Plan};
 
+/// Candle's three reduced-precision GEMM switches (f32 as TF32, f16, bf16), in
+/// that order, as a row of precision `p` wants them: only its own mode on.
+pub fn flags_for(p: Precision) -> [bool; 3] {
+    [
+        p == Precision::Tf32,
+        p == Precision::F16Reduced,
+        p == Precision::Bf16Reduced,
+    ]
+}
+
+/// Guards Candle's GEMM switches: they are process-wide, so two threads (two
+/// tests under cargo's parallel runner) setting them for their own rows would
+/// make each other's GEMMs use the wrong mode.
+static GEMM_SWITCHES: Mutex<()> = Mutex::new(());
+
 /// Sets Candle's process-wide reduced-precision GEMM switches for one row and
-/// puts them back when dropped. They only change cuBLAS calls: CPU GEMMs ignore them.
-struct GemmMode([bool; 3]);
+/// puts them back when dropped, holding [`GEMM_SWITCHES`] all the while, so rows
+/// that set the switches run one at a time. The switches change cuBLAS calls
+/// only: CPU GEMMs ignore them (and Candle's CPU-build stubs always read true).
+struct GemmMode {
+    saved: [bool; 3],
+    _lock: MutexGuard<'static, ()>,
+}
 
 impl GemmMode {
     fn set(precision: Precision) -> Self {
-        use candle_core::cuda as c;
-        let saved = [
-            c::gemm_reduced_precision_f32(),
-            c::gemm_reduced_precision_f16(),
-            c::gemm_reduced_precision_bf16(),
-        ];
-        c::set_gemm_reduced_precision_f32(precision == Precision::Tf32);
-        c::set_gemm_reduced_precision_f16(precision == Precision::F16Reduced);
-        c::set_gemm_reduced_precision_bf16(precision == Precision::Bf16Reduced);
-        Self(saved)
+        // A test that panicked while holding the lock leaves the switches in a
+        // state the next row overwrites anyway: poisoning is not an error here.
+        let lock = GEMM_SWITCHES.lock().unwrap_or_else(|e| e.into_inner());
+        let saved = read_switches();
+        write_switches(flags_for(precision));
+        Self { saved, _lock: lock }
+    }
+
+    /// Puts the switches back as they were before [`Self::set`].
+    fn restore(&self) {
+        write_switches(self.saved);
     }
 }
 
 impl Drop for GemmMode {
+    // Runs before the fields are dropped: the switches are restored while the
+    // lock is still held.
     fn drop(&mut self) {
-        use candle_core::cuda as c;
-        c::set_gemm_reduced_precision_f32(self.0[0]);
-        c::set_gemm_reduced_precision_f16(self.0[1]);
-        c::set_gemm_reduced_precision_bf16(self.0[2]);
+        self.restore();
     }
+}
+
+fn read_switches() -> [bool; 3] {
+    use candle_core::cuda as c;
+    [
+        c::gemm_reduced_precision_f32(),
+        c::gemm_reduced_precision_f16(),
+        c::gemm_reduced_precision_bf16(),
+    ]
+}
+
+fn write_switches([tf32, f16_reduced, bf16_reduced]: [bool; 3]) {
+    use candle_core::cuda as c;
+    c::set_gemm_reduced_precision_f32(tf32);
+    c::set_gemm_reduced_precision_f16(f16_reduced);
+    c::set_gemm_reduced_precision_bf16(bf16_reduced);
 }
 
 /// Floating-point operations of one n x n by n x n matmul: each of the n^2
@@ -170,9 +209,17 @@ pub fn device_bytes(device: &Device, p: Precision, n: usize) -> u64 {
     payload_bytes(n, elem) + widened
 }
 
-/// Refuses a size the device cannot hold before anything is allocated: a
-/// failed CPU allocation aborts the process instead of returning an error.
-pub fn check_fits(device: &Device, cfg: &Config) -> Result<()> {
+/// Whether [`check_fits`] checks host memory (`--skip-host-memory-check` turns it off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostCheck {
+    Enforce,
+    Skip,
+}
+
+/// Refuses a size the host or the device cannot hold before anything is
+/// allocated: a failed host allocation aborts the process instead of returning
+/// an error, so it has to be caught here.
+pub fn check_fits(device: &Device, cfg: &Config, host: HostCheck) -> Result<()> {
     let n = cfg.size;
     let on_device = cfg
         .precisions
@@ -184,13 +231,10 @@ pub fn check_fits(device: &Device, cfg: &Config) -> Result<()> {
     if device.is_cpu() {
         host_needed += on_device;
     }
-    if let Some(free) = crate::env::host_memory_available_bytes() {
-        if host_needed > free {
-            bail!(
-                "--size {n}: needs {} of host memory, {} available; choose a smaller --size",
-                crate::report::bytes(host_needed),
-                crate::report::bytes(free)
-            );
+    if host == HostCheck::Enforce {
+        let reserved = try_reserve_host(host_needed);
+        if let Some(note) = host_verdict(n, host_needed, crate::env::host_memory(), reserved)? {
+            eprintln!("note: {note}");
         }
     }
     #[cfg(feature = "cuda")]
@@ -207,6 +251,57 @@ pub fn check_fits(device: &Device, cfg: &Config) -> Result<()> {
     Ok(())
 }
 
+/// Asks the allocator for `bytes` at once and gives them back untouched (no
+/// page is written, so nothing is used). It fails where the real allocations
+/// would: under a process limit (`ulimit -v`) or beyond what the kernel agrees
+/// to commit.
+fn try_reserve_host(bytes: u64) -> bool {
+    let Ok(bytes) = usize::try_from(bytes) else {
+        return false;
+    };
+    Vec::<u8>::new().try_reserve_exact(bytes).is_ok()
+}
+
+/// The host-memory decision, from what was measured: `needed` bytes for
+/// `--size n`, `/proc/meminfo` (when there is one) and whether a trial
+/// reservation of `needed` succeeded. Refuses what cannot fit: a reservation the
+/// system refused, or more than the machine's memory and swap. Less
+/// `MemAvailable` than needed is a note, not a refusal: the kernel can free
+/// caches, and a VM whose memory grows on demand can take more than it reports.
+pub fn host_verdict(
+    n: usize,
+    needed: u64,
+    memory: Option<crate::env::HostMemory>,
+    reserved: bool,
+) -> Result<Option<String>> {
+    let need = crate::report::bytes(needed);
+    if !reserved {
+        bail!(
+            "--size {n}: needs {need} of host memory and the allocator refused to reserve it \
+             (a process limit such as `ulimit -v`, or more than the system will commit); \
+             choose a smaller --size"
+        );
+    }
+    let Some(mem) = memory else {
+        return Ok(None);
+    };
+    let most = mem.total_bytes.saturating_add(mem.swap_bytes);
+    if needed > most {
+        bail!(
+            "--size {n}: needs {need} of host memory, more than this machine's {} of memory \
+             and swap; choose a smaller --size (or, where memory grows on demand, \
+             --skip-host-memory-check)",
+            crate::report::bytes(most)
+        );
+    }
+    Ok((needed > mem.available_bytes).then(|| {
+        format!(
+            "--size {n} needs {need} of host memory and {} is available now; trying anyway",
+            crate::report::bytes(mem.available_bytes)
+        )
+    }))
+}
+
 /// A progress bar on stderr for `runs` runs of one row; hidden when stderr is
 /// not a terminal.
 pub fn progress(runs: usize, label: &str) -> ProgressBar {
@@ -220,8 +315,10 @@ pub fn progress(runs: usize, label: &str) -> ProgressBar {
 }
 
 /// Runs every precision of `cfg` on `device`. `gpu_name` (the driver's name of
-/// the GPU, `None` on the CPU) looks up the datasheet peak. A CUDA out-of-memory
-/// error ends that row only; any other error ends the run.
+/// the GPU, `None` on the CPU) looks up the datasheet peak. A row that fails
+/// (out of memory, a GEMM mode cuBLAS refuses, anything) is recorded with its
+/// error and the next row runs; only a failure before any row (no memory
+/// meter) is an error of the run.
 pub fn run(
     device: &Device,
     gpu_name: Option<&str>,
@@ -229,33 +326,63 @@ pub fn run(
     inputs: &Inputs,
 ) -> Result<Vec<Row>> {
     let meter = MemoryMeter::for_device(device)?;
-    let mut rows = Vec::new();
-    for &p in &cfg.precisions {
+    let mut rows = run_rows(&cfg.precisions, meter.source(), |p| {
         let bar = progress(cfg.plan.warmup + cfg.plan.iters, p.name());
         let outcome = measure(device, gpu_name, cfg, inputs, &meter, p, &bar);
         bar.finish_and_clear();
-        let (status, error, measured) = match outcome {
+        outcome
+    });
+    fill_vs_fp32(&mut rows);
+    Ok(rows)
+}
+
+/// One row per precision, each from `measure_row`: a row whose measurement
+/// fails gets status "error" and the error's line, and the loop goes on, so one
+/// failure costs one row, never the others or the report.
+pub fn run_rows(
+    precisions: &[Precision],
+    memory_source: &'static str,
+    mut measure_row: impl FnMut(Precision) -> Result<Measured>,
+) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for &p in precisions {
+        let (status, error, measured) = match measure_row(p) {
             Ok(m) => (RowStatus::Ok, None, Some(m)),
-            Err(e) if is_out_of_memory(&e) => {
+            Err(e) => {
                 let why = crate::error::error_line(&e);
-                eprintln!("{}: out of device memory, skipped ({why})", p.name());
+                eprintln!("{}: row failed, recorded with its error ({why})", p.name());
                 (RowStatus::Error, Some(why), None)
             }
-            Err(e) => return Err(e.context(format!("{} matmul", p.name()))),
         };
         rows.push(Row {
             precision: p,
             dtype: p.dtype().as_str().to_string(),
             element_bytes: p.dtype().size_in_bytes(),
             gemm_reduced_precision: p.reduced_gemm(),
-            memory_source: meter.source().to_string(),
+            memory_source: memory_source.to_string(),
             status,
             error,
             measured,
         });
     }
-    fill_vs_fp32(&mut rows);
-    Ok(rows)
+    rows
+}
+
+/// [`Completion::RowsFailed`] naming every row that failed, else complete.
+pub fn completion<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Completion {
+    let mut total = 0;
+    let mut failed = Vec::new();
+    for row in rows {
+        total += 1;
+        if row.measured.is_none() {
+            failed.push(row.precision.to_string());
+        }
+    }
+    if failed.is_empty() {
+        Completion::Complete
+    } else {
+        Completion::RowsFailed { failed, total }
+    }
 }
 
 /// Runs [`Config::cpu_fp32_comparison`] of `cfg` on the CPU: its one row.
@@ -323,11 +450,6 @@ pub fn rows_table(title: &str, rows: &[Row]) -> Table {
         ]);
     }
     t
-}
-
-fn is_out_of_memory(e: &anyhow::Error) -> bool {
-    let text = format!("{e:#}").to_ascii_uppercase();
-    text.contains("OUT_OF_MEMORY") || text.contains("OUT OF MEMORY")
 }
 
 /// `host` as `dtype` on `device`, in storage of its own, so the peak counts it
@@ -461,23 +583,40 @@ mod tests {
     }
 
     #[test]
-    fn gemm_mode_is_set_for_one_row_then_restored() {
-        use candle_core::cuda as c;
-        let flags = || {
-            [
-                c::gemm_reduced_precision_f32(),
-                c::gemm_reduced_precision_f16(),
-                c::gemm_reduced_precision_bf16(),
-            ]
-        };
-        let before = flags();
-        {
-            let _mode = GemmMode::set(Precision::Tf32);
-            // Without the `cuda` feature Candle's switches are stubs that read true.
-            #[cfg(feature = "cuda")]
-            assert_eq!(flags(), [true, false, false]);
+    fn each_row_turns_on_only_its_own_gemm_switch() {
+        assert_eq!(flags_for(Precision::Tf32), [true, false, false]);
+        assert_eq!(flags_for(Precision::F16Reduced), [false, true, false]);
+        assert_eq!(flags_for(Precision::Bf16Reduced), [false, false, true]);
+        for p in Precision::ALL {
+            let on = flags_for(p).iter().filter(|&&f| f).count();
+            assert_eq!(on, usize::from(p.reduced_gemm()), "{p}");
         }
-        assert_eq!(flags(), before);
+    }
+
+    #[test]
+    fn gemm_mode_holds_the_switches_lock_while_it_lives() {
+        let mode = GemmMode::set(Precision::F32);
+        assert!(
+            GEMM_SWITCHES.try_lock().is_err(),
+            "no other row or test can set the switches meanwhile"
+        );
+        drop(mode);
+    }
+
+    // Candle's CPU-build switches are stubs (they read true, set nothing), so
+    // what the switches hold is checked on CUDA builds only.
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn gemm_mode_is_set_for_one_row_then_restored() {
+        let mode = GemmMode::set(Precision::Tf32);
+        assert_eq!(read_switches(), [true, false, false]);
+        assert_eq!(
+            mode.saved, [false; 3],
+            "rows leave Candle's defaults behind"
+        );
+        // Restored while the lock is still held, so no other test interferes.
+        mode.restore();
+        assert_eq!(read_switches(), mode.saved);
     }
 
     fn small(precisions: Vec<Precision>) -> Config {
@@ -500,7 +639,7 @@ mod tests {
             Precision::Bf16,
         ]);
         let inputs = Inputs::random(cfg.size, cfg.accuracy_rows).unwrap();
-        check_fits(device, &cfg).unwrap();
+        check_fits(device, &cfg, HostCheck::Enforce).unwrap();
         let rows = run(device, None, &cfg, &inputs).unwrap();
         assert_eq!(rows.len(), 4);
         let err = |i: usize| rows[i].measured.as_ref().unwrap().accuracy.max_rel_err;
@@ -537,10 +676,126 @@ mod tests {
             size: 200_000,
             ..cfg
         };
-        let err = check_fits(&Device::Cpu, &huge).unwrap_err().to_string();
+        let err = check_fits(&Device::Cpu, &huge, HostCheck::Enforce)
+            .unwrap_err()
+            .to_string();
         assert!(
-            err.contains("--size 200000") && err.contains("available"),
+            err.contains("--size 200000") && err.contains("host memory"),
             "{err}"
         );
+        // Skipped on request (nothing is allocated by the check itself).
+        check_fits(&Device::Cpu, &huge, HostCheck::Skip).unwrap();
+    }
+
+    #[test]
+    fn host_memory_refuses_what_cannot_fit_not_what_is_not_free_now() {
+        use crate::env::HostMemory;
+        const GIB: u64 = 1 << 30;
+        let mem = HostMemory {
+            total_bytes: 16 * GIB,
+            swap_bytes: 4 * GIB,
+            available_bytes: 2 * GIB,
+        };
+        // Within what is available: nothing to say.
+        assert_eq!(host_verdict(8192, GIB, Some(mem), true).unwrap(), None);
+        // More than is available now (a VM that grows, caches to free): a note.
+        let note = host_verdict(8192, 3 * GIB, Some(mem), true)
+            .unwrap()
+            .unwrap();
+        assert!(note.contains("trying anyway"), "{note}");
+        // More than memory and swap together: refused.
+        let err = host_verdict(8192, 21 * GIB, Some(mem), true).unwrap_err();
+        assert!(err.to_string().contains("memory and swap"), "{err}");
+        // A refused reservation (a process limit) is refused whatever meminfo says.
+        let err = host_verdict(8192, GIB, Some(mem), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("ulimit -v") && err.contains("--size 8192"),
+            "{err}"
+        );
+        // No /proc/meminfo: only the reservation decides.
+        assert_eq!(host_verdict(8192, 100 * GIB, None, true).unwrap(), None);
+    }
+
+    #[test]
+    fn a_reservation_beyond_the_address_space_fails() {
+        assert!(try_reserve_host(1 << 20));
+        assert!(!try_reserve_host(u64::MAX));
+    }
+
+    #[test]
+    fn a_failed_row_keeps_the_others_and_the_report() {
+        let cfg = small(vec![Precision::F32, Precision::F16, Precision::Bf16]);
+        let inputs = Inputs::random(cfg.size, cfg.accuracy_rows).unwrap();
+        let meter = MemoryMeter::for_device(&Device::Cpu).unwrap();
+        let bar = ProgressBar::hidden();
+        // The middle row fails as cuBLAS refusing a mode would: not out of memory.
+        let rows = run_rows(&cfg.precisions, meter.source(), |p| {
+            if p == Precision::F16 {
+                bail!("cuBLAS: CUBLAS_STATUS_NOT_SUPPORTED (injected)");
+            }
+            measure(&Device::Cpu, None, &cfg, &inputs, &meter, p, &bar)
+        });
+        let status: Vec<_> = rows.iter().map(|r| (r.precision, r.status)).collect();
+        use crate::schema::RowStatus::{Error, Ok as Ran};
+        assert_eq!(
+            status,
+            [
+                (Precision::F32, Ran),
+                (Precision::F16, Error),
+                (Precision::Bf16, Ran)
+            ]
+        );
+        assert!(rows[1].measured.is_none());
+        assert!(rows[1]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("CUBLAS_STATUS_NOT_SUPPORTED"));
+        assert_eq!(rows[2].measured.as_ref().unwrap().samples_wall_ms.len(), 3);
+
+        // The report is written with every row and reads back whole.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("matmul.json");
+        let (_, info) = crate::device::select(crate::device::DeviceArg::Cpu).unwrap();
+        let body = crate::schema::MatmulResults {
+            size: cfg.size,
+            warmup: 1,
+            iters: 3,
+            gpu_iters: None,
+            cpu_iters: None,
+            device: crate::schema::DeviceKind::Cpu,
+            precisions: rows.clone(),
+            cpu_fp32_ms: None,
+            gpu_speedup_fp32: None,
+            cpu_fp32: None,
+            flops_per_matmul: matmul_flops(cfg.size),
+        };
+        crate::output::prepare(&path)
+            .unwrap()
+            .save(&crate::cli::result_file(
+                info,
+                crate::schema::Body::Matmul(body),
+            ))
+            .unwrap();
+        let back = crate::schema::read(&path).unwrap();
+        let crate::schema::Body::Matmul(back) = back.body else {
+            panic!("not a matmul file")
+        };
+        assert_eq!(back.precisions, rows);
+        let done = completion(&rows);
+        assert_eq!(
+            done,
+            Completion::RowsFailed {
+                failed: vec!["fp16".into()],
+                total: 3
+            }
+        );
+        assert_eq!(
+            crate::cli::exit_code(Ok(done)).0,
+            crate::cli::EXIT_ROWS_FAILED
+        );
+        assert_eq!(completion(&rows[..1]), Completion::Complete);
     }
 }

@@ -4,12 +4,18 @@
 //! correctness and structure, never speed. Device-generic bodies run on the CPU
 //! always and on CUDA when built with the `cuda` feature.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// The program `name`: from `CANDLE_LAB_BIN_DIR` when set (a packed bundle's
+/// `experiments/` folder, where cargo's build paths do not exist), else the one
+/// cargo built for this test.
 fn bin(name: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os("CANDLE_LAB_BIN_DIR") {
+        return Path::new(&dir).join(name);
+    }
     match name {
         "basics" => env!("CARGO_BIN_EXE_basics"),
         "precision" => env!("CARGO_BIN_EXE_precision"),
@@ -445,11 +451,37 @@ fn a_size_beyond_memory_is_refused_before_it_is_tried() {
     refused(
         "matmul",
         &["--device", "cpu", "--size", "200000"],
-        "available",
+        "host memory",
     );
-    refused("cpu_vs_gpu", &["--size", "200000"], "available");
+    refused("cpu_vs_gpu", &["--size", "200000"], "host memory");
     // Past the cap, clap refuses it before any arithmetic could overflow.
     refused("matmul", &["--size", "4294967296"], "1..=1000000");
+}
+
+/// A process limit on memory is one `error:` line too, not an allocation
+/// abort (exit 134): `ulimit -v` at ~680 MiB against the ~2 GiB that an 8192
+/// CPU matmul needs. CPU builds only: a CUDA build maps cuBLAS's libraries at
+/// start, several hundred MiB of address space before `main` runs.
+#[cfg(all(unix, not(feature = "cuda")))]
+#[test]
+fn a_process_memory_limit_is_one_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.json");
+    let script = format!(
+        "ulimit -v 700000 && exec '{}' --device cpu --size 8192 --iters 1 --warmup 0 --output '{}'",
+        bin("matmul").display(),
+        path.display()
+    );
+    let out = Command::new("sh").args(["-c", &script]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert_ne!(out.status.code(), Some(134), "aborted: {stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].contains("ulimit -v"), "{stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("memory allocation of"));
+    assert!(!path.exists(), "no file is written");
 }
 
 #[test]
@@ -527,6 +559,7 @@ fn help_explains_every_flag() {
         "--dtypes",
         "--accuracy-rows",
         "--no-cpu",
+        "--skip-host-memory-check",
     ] {
         assert!(help.contains(flag), "matmul --help lacks {flag}");
     }

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""summary.md of one gpu-run.sh run, from its work folder: what the run was,
+each step's exit code and seconds, then every benchmark row of every JSON
+report (precision, median ms, GFLOP/s, peak MiB, error). Standard library only:
+the GPU machine has python3 but no jq. Rows are found by shape (an object with
+"precision" and "status" or "median_ms"), wherever a report nests them.
+
+Usage: summary.py WORK_DIR [ELAPSED_S] > summary.md
+"""
+import csv
+import json
+import sys
+from pathlib import Path
+
+
+def cell(value):
+    text = "" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def number(value, digits):
+    return "-" if not isinstance(value, (int, float)) else f"{value:.{digits}f}"
+
+
+def rows_in(value, path=()):
+    """Every benchmark row in a JSON value, with the keys that lead to it."""
+    if isinstance(value, dict):
+        if "precision" in value and ("status" in value or "median_ms" in value):
+            yield path, value
+            return
+        for key, child in value.items():
+            yield from rows_in(child, path + (key,))
+    elif isinstance(value, list):
+        for child in value:
+            yield from rows_in(child, path)
+
+
+def device_name(value):
+    if isinstance(value, dict):
+        device = value.get("device")
+        if isinstance(device, dict) and device.get("name"):
+            return device["name"]
+        for child in value.values():
+            found = device_name(child)
+            if found:
+                return found
+    return None
+
+
+def main(work, elapsed=None):
+    work = Path(work)
+    bundle = (work / "BUNDLE").read_text().split() if (work / "BUNDLE").exists() else []
+    with open(work / "steps.tsv", newline="") as f:
+        steps = list(csv.DictReader(f, delimiter="\t"))
+    reports = {}
+    for path in sorted(work.glob("*.json")):
+        try:
+            reports[path.name] = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            reports[path.name] = {"unreadable": str(e)}
+
+    kind = next((b.split("=", 1)[1] for b in bundle if b.startswith("kind=")), "?")
+    device = next(filter(None, map(device_name, reports.values())), None)
+    failed = [s for s in steps if s["exit"] not in ("0",) and "not counted" not in s["note"]]
+    seconds = sum(float(s["seconds"]) for s in steps)
+
+    out = [f"# candle-lab run: {kind} bundle" + (f" on {device}" if device else ""), ""]
+    out.append(f"- bundle: {' '.join(bundle) or 'unknown'}")
+    verdict = "every step passed" if not failed else "failed: " + ", ".join(
+        f"{s['step']} (exit {s['exit']})" for s in failed)
+    wall = f", {elapsed} s since the run began" if elapsed else ""
+    out.append(f"- {len(steps)} steps, {seconds:.1f} s in steps{wall}; {verdict}")
+    out += ["", "| step | exit | seconds | note |", "| --- | ---: | ---: | --- |"]
+    for s in steps:
+        out.append(f"| {cell(s['step'])} | {cell(s['exit'])} | {cell(s['seconds'])} | {cell(s['note'])} |")
+
+    out += ["", "## Benchmark rows", "",
+            "| file | row | precision | median ms | GFLOP/s | peak MiB | error |",
+            "| --- | --- | --- | ---: | ---: | ---: | --- |"]
+    for name, report in reports.items():
+        for path, row in rows_in(report):
+            where = ".".join(str(k) for k in path)
+            out.append("| " + " | ".join([
+                cell(name), cell(where), cell(row.get("precision")),
+                number(row.get("median_ms"), 3), number(row.get("gflops"), 1),
+                number(row.get("peak_mib"), 1), cell(row.get("error")),
+            ]) + " |")
+    unreadable = [n for n, r in reports.items() if "unreadable" in r]
+    if unreadable:
+        out += ["", "Unreadable reports: " + ", ".join(unreadable)]
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) not in (2, 3):
+        sys.exit("usage: summary.py WORK_DIR [ELAPSED_S]")
+    main(*sys.argv[1:])
