@@ -28,13 +28,21 @@ matmul *args: _which-build
 cpu-vs-gpu *args: _which-build
     {{run}} cpu_vs_gpu -- --results-dir results {{args}}
 
+# Transfers, Candle's memory-bound ops against the copy ceiling, out of memory, roofline points
+memory *args: _which-build
+    {{run}} memory -- --results-dir results {{args}}
+
+# First call vs warm, launch overhead of the smallest ops, cold vs hot cache
+overhead *args: _which-build
+    {{run}} overhead -- --results-dir results {{args}}
+
 # The reference benchmark: matmul and cpu_vs_gpu at 4096, 20 iters, 5 warm-up
 bench: _which-build
     {{run}} matmul -- --size 4096 --iters 20 --warmup 5 --results-dir results
     {{run}} cpu_vs_gpu -- --size 4096 --iters 20 --warmup 5 --results-dir results
 
-# All four experiments: regenerates results/<device>/
-results: basics precision bench
+# All six experiments: regenerates results/<device>/
+results: basics precision bench memory overhead
 
 # Unit and integration tests (CPU; small sizes, no timing asserted)
 test:
@@ -62,7 +70,7 @@ pack-gpu: cuda-check
     set -euo pipefail
     source "$(scripts/cuda-toolchain.sh)"
     stage=$(mktemp -d)
-    cp target/release/{basics,precision,matmul,cpu_vs_gpu} "$stage/"
+    cp target/release/{basics,precision,matmul,cpu_vs_gpu,memory,overhead} "$stage/"
     # Test binaries that need no source tree: the library's unit tests and the pool test.
     cargo test --release --features cuda --lib --test cuda_pool --no-run --message-format=json \
       | python3 -c 'import json,sys; [print(m["target"]["name"], m["executable"]) for m in map(json.loads, sys.stdin) if m.get("executable")]' \

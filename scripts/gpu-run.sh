@@ -9,7 +9,8 @@
 #   BUNDLE defaults to .gpu-bundle/candle-lab-cuda.tar.xz
 #   CANDLE_LAB_CUDA_LIB=/path/to/cu13/lib overrides the library search.
 # Takes a few minutes on an H100/H200: the reference defaults (4096, 20 iters,
-# 5 warm-up) for every experiment, then matmul and cpu_vs_gpu at 8192.
+# 5 warm-up) for every experiment, then matmul and cpu_vs_gpu at 8192, then
+# memory and overhead at their GPU defaults.
 set -euo pipefail
 
 out=${1:?usage: scripts/gpu-run.sh OUT_DIR [BUNDLE]}
@@ -65,6 +66,9 @@ run "$bin/cpu_vs_gpu" --device cuda --size 4096 --iters 20 --warmup 5 --output "
 run "$bin/matmul" --device cuda --size 8192 --iters 20 --warmup 5 --no-cpu \
   --dtypes fp32,tf32,fp16,fp16-reduced,bf16,bf16-reduced --output "$out/matmul-8192.json"
 run "$bin/cpu_vs_gpu" --device cuda --size 8192 --iters 20 --warmup 5 --output "$out/cpu_vs_gpu-8192.json"
+# Each in its own fresh process: overhead's first calls must be the process's first.
+run "$bin/memory" --device cuda --output "$out/memory.json"
+run "$bin/overhead" --device cuda --output "$out/overhead.json"
 
 # The tests packed with the binaries (library unit tests with their CUDA
 # variants, the memory-pool test), one thread so they do not share the GPU.

@@ -3,19 +3,26 @@
 //! ([`device`]), computes with Candle tensors, and hands plain `Serialize` results
 //! to [`report`], which prints tables and writes JSON. Measurement lives here too:
 //! the clock ([`timing`]), its statistics ([`stats`]) and peak memory ([`memory`]).
+//! The cores of the `memory` and `overhead` programs are [`bandwidth`] and
+//! [`overhead`]; [`telemetry`] reads the GPU's state around their rows.
 
+pub mod bandwidth;
 pub mod cli;
 #[cfg(feature = "cuda")]
 mod cuda;
+#[cfg(feature = "cuda")]
+mod cuda_bench;
 pub mod device;
 pub mod env;
 pub mod error;
 pub mod formats;
 pub mod matmul;
 pub mod memory;
+pub mod overhead;
 pub mod peaks;
 pub mod precision;
 pub mod report;
 pub mod schema;
 pub mod stats;
+pub mod telemetry;
 pub mod timing;
