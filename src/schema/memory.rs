@@ -63,7 +63,8 @@ pub struct BandwidthRow {
     pub elements_per_s: f64,
     /// flops / time_ms, in 10^9 per second (null when flops is 0).
     pub gflop_per_s: Option<f64>,
-    /// gb_per_s as a percentage of the measured ceiling's.
+    /// gb_per_s as a percentage of the measured ceiling's. The ceiling is a
+    /// copy's: an operation that only reads (sum) can pass 100.
     pub pct_of_ceiling: f64,
     /// gb_per_s as a percentage of the datasheet bandwidth, when known.
     pub pct_of_datasheet: Option<f64>,

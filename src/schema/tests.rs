@@ -205,3 +205,12 @@ fn schema_1_files_are_upgraded() {
     // Bodies at the top level (cpu_vs_gpu, basics, precision) moving under
     // their key: the committed schema-1 files in results/ cover that.
 }
+
+#[test]
+fn a_skipped_section_says_why_and_has_no_rows() {
+    assert!(section(SectionStatus::Skipped, Some("no GPU"), 0).is_ok());
+    assert!(section(SectionStatus::Ok, None, 3).is_ok());
+    assert!(section(SectionStatus::Skipped, None, 0).is_err());
+    assert!(section(SectionStatus::Skipped, Some("no GPU"), 2).is_err());
+    assert!(section(SectionStatus::Ok, Some("why?"), 0).is_err());
+}
