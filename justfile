@@ -31,6 +31,14 @@ cpu-vs-gpu *args: _which-build
 compare *args:
     {{run}} compare -- {{args}}
 
+# Transfers, Candle's memory-bound ops against the copy ceiling, out of memory, roofline points
+memory *args: _which-build
+    {{run}} memory -- --results-dir results {{args}}
+
+# First call vs warm, launch overhead of the smallest ops, cold vs hot cache
+overhead *args: _which-build
+    {{run}} overhead -- --results-dir results {{args}}
+
 # The reference benchmark: matmul and cpu_vs_gpu at 4096, 20 iters, 5 warm-up
 bench: _which-build
     {{run}} matmul -- --size 4096 --iters 20 --warmup 5 --results-dir results
@@ -55,8 +63,8 @@ vs-pytorch *args: _which-build
 summary *args: _which-build
     {{run}} summary -- --results-dir results {{args}}
 
-# All four experiments: regenerates results/<machine>/, then prints the summary
-results: basics precision bench summary
+# All six experiments: regenerates results/<machine>/, then prints the summary
+results: basics precision bench memory overhead summary
 
 # Unit and integration tests (CPU; small sizes, no timing asserted)
 test:

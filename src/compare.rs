@@ -445,7 +445,7 @@ pub fn entries(file: &ResultFile) -> Vec<Entry> {
                     .filter_map(|row| entry(c.size, row, DeviceKind::Cuda)),
             )
             .collect(),
-        Body::Basics(_) | Body::Precision(_) => Vec::new(),
+        Body::Basics(_) | Body::Precision(_) | Body::Memory(_) | Body::Overhead(_) => Vec::new(),
     }
 }
 

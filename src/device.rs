@@ -184,6 +184,34 @@ pub fn sync(device: &Device) -> Result<()> {
     Ok(())
 }
 
+/// The largest cache in front of a device's memory: what a working set must
+/// exceed for a benchmark to measure memory rather than cache.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cache {
+    /// "L3 (CPU, last level)", "L2 (GPU)".
+    pub name: String,
+    pub bytes: u64,
+}
+
+/// The CPU's last-level cache (from sysfs) or the GPU's L2 (from the driver);
+/// `None` where it cannot be read.
+pub fn largest_cache(device: &Device) -> Result<Option<Cache>> {
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(dev) = device {
+        return Ok(Some(Cache {
+            name: "L2 (GPU)".into(),
+            bytes: crate::cuda_bench::l2_cache_bytes(dev)?,
+        }));
+    }
+    let _ = device;
+    Ok(
+        crate::env::cpu_last_level_cache().map(|(level, bytes)| Cache {
+            name: format!("L{level} (CPU, last level)"),
+            bytes,
+        }),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

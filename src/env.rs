@@ -118,6 +118,36 @@ fn parse_meminfo(text: &str) -> Option<HostMemory> {
     })
 }
 
+/// The CPU's largest cache as (level, bytes), from
+/// `/sys/devices/system/cpu/cpu0/cache/index*/{level,type,size}` (data and
+/// unified caches only); `None` where sysfs does not say.
+pub fn cpu_last_level_cache() -> Option<(u32, u64)> {
+    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    let read = |p: &std::path::Path, f: &str| std::fs::read_to_string(p.join(f)).ok();
+    dir.filter_map(|entry| {
+        let path = entry.ok()?.path();
+        let kind = read(&path, "type")?;
+        if kind.trim() == "Instruction" {
+            return None;
+        }
+        let level: u32 = read(&path, "level")?.trim().parse().ok()?;
+        Some((level, parse_cache_size(&read(&path, "size")?)?))
+    })
+    .max()
+}
+
+/// sysfs cache sizes: "48K", "2048K", "300M", or plain bytes.
+pub fn parse_cache_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (digits, scale) = match t.chars().last()? {
+        'K' => (&t[..t.len() - 1], 1 << 10),
+        'M' => (&t[..t.len() - 1], 1 << 20),
+        'G' => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    digits.parse::<u64>().ok().map(|n| n * scale)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,6 +173,16 @@ mod tests {
             (2048 * 1024, 1024 * 1024, 0)
         );
         assert_eq!(parse_meminfo("MemTotal: 2048 kB\n"), None);
+    }
+
+    #[test]
+    fn cache_sizes_parse_as_sysfs_writes_them() {
+        assert_eq!(parse_cache_size("48K\n"), Some(48 * 1024));
+        assert_eq!(parse_cache_size("307200K"), Some(300 << 20));
+        assert_eq!(parse_cache_size("32M"), Some(32 << 20));
+        assert_eq!(parse_cache_size("512"), Some(512));
+        assert_eq!(parse_cache_size("lots"), None);
+        assert_eq!(parse_cache_size(""), None);
     }
 
     #[cfg(target_os = "linux")]

@@ -5,12 +5,17 @@
 //! Result types live in [`schema`]; [`compare`] reads result files back and
 //! compares them row by row. Measurement lives here too: the clock ([`timing`]),
 //! its statistics ([`stats`]) and peak memory ([`memory`]). [`summary`] sets
-//! this machine's results beside the reference lab's.
+//! this machine's results beside the reference lab's. The cores of the `memory`
+//! and `overhead` programs are [`bandwidth`] and [`overhead`]; [`telemetry`]
+//! reads the GPU's state around their rows.
 
+pub mod bandwidth;
 pub mod cli;
 pub mod compare;
 #[cfg(feature = "cuda")]
 mod cuda;
+#[cfg(feature = "cuda")]
+mod cuda_bench;
 pub mod device;
 pub mod env;
 pub mod error;
@@ -18,6 +23,7 @@ pub mod formats;
 pub mod matmul;
 pub mod memory;
 pub mod output;
+pub mod overhead;
 pub mod peaks;
 pub mod plot;
 pub mod precision;
@@ -25,4 +31,5 @@ pub mod report;
 pub mod schema;
 pub mod stats;
 pub mod summary;
+pub mod telemetry;
 pub mod timing;

@@ -4,8 +4,9 @@
 //! (2024), "H100 Tensor Core GPU" (2023), "A100 Tensor Core GPU" (2021),
 //! "L40S GPU" (2023), "L4 Tensor Core GPU" (2023), and the "Ada Lovelace GPU
 //! Architecture" whitepaper v2.02 (RTX 4090). Datasheets list tensor-core
-//! figures with sparsity; the dense figure is half of that. A GPU not listed gets
-//! no percentage rather than a guess.
+//! figures with sparsity; the dense figure is half of that. Memory bandwidth
+//! ([`datasheet_memory_gb_per_s`]) comes from the same datasheets. A GPU not
+//! listed gets no percentage rather than a guess.
 
 use crate::precision::Precision;
 
@@ -92,9 +93,8 @@ const TABLE: [Peaks; 7] = [
 /// The datasheet's dense peak, in TFLOP/s, for `precision` on the GPU called
 /// `device_name`; `None` for an unlisted GPU or precision.
 pub fn datasheet_tflops(device_name: &str, precision: Precision) -> Option<f64> {
-    let name = device_name.trim().to_ascii_lowercase();
-    let name = name.strip_prefix("nvidia ").unwrap_or(&name);
-    let p = TABLE.iter().find(|p| p.names.contains(&name))?;
+    let name = short_name(device_name);
+    let p = TABLE.iter().find(|p| p.names.contains(&name.as_str()))?;
     match precision {
         Precision::F64 => p.fp64,
         Precision::F32 => Some(p.fp32),
@@ -102,6 +102,36 @@ pub fn datasheet_tflops(device_name: &str, precision: Precision) -> Option<f64> 
         Precision::F16 | Precision::Bf16 | Precision::Bf16Reduced => Some(p.fp16_bf16),
         Precision::F16Reduced => Some(p.fp16_acc16.unwrap_or(p.fp16_bf16)),
     }
+}
+
+/// Datasheet memory bandwidth in GB/s (10^9 bytes per second), by the same
+/// driver names as [`TABLE`].
+const MEMORY_GB_PER_S: [(&[&str], f64); 9] = [
+    (&["h200"], 4800.0),
+    (&["h100 80gb hbm3", "h100 sxm5 80gb"], 3350.0),
+    (&["h100 pcie"], 2000.0),
+    (&["a100-sxm4-80gb"], 2039.0),
+    (&["a100 80gb pcie"], 1935.0),
+    (&["a100-sxm4-40gb", "a100-pcie-40gb"], 1555.0),
+    (&["l40s"], 864.0),
+    (&["l4"], 300.0),
+    (&["geforce rtx 4090"], 1008.0),
+];
+
+/// The datasheet's memory bandwidth, in GB/s, of the GPU called `device_name`;
+/// `None` for an unlisted GPU.
+pub fn datasheet_memory_gb_per_s(device_name: &str) -> Option<f64> {
+    let name = short_name(device_name);
+    MEMORY_GB_PER_S
+        .iter()
+        .find(|(names, _)| names.contains(&name.as_str()))
+        .map(|(_, gb_per_s)| *gb_per_s)
+}
+
+/// The driver's device name, lower case, without the "nvidia " prefix.
+fn short_name(device_name: &str) -> String {
+    let name = device_name.trim().to_ascii_lowercase();
+    name.strip_prefix("nvidia ").unwrap_or(&name).to_string()
 }
 
 #[cfg(test)]
@@ -134,5 +164,20 @@ mod tests {
         assert_eq!(datasheet_tflops("NVIDIA H200 NVL", Precision::F32), None);
         assert_eq!(datasheet_tflops("AMD EPYC 9B14", Precision::F32), None);
         assert_eq!(datasheet_tflops("NVIDIA L4", Precision::F64), None);
+        assert_eq!(datasheet_memory_gb_per_s("NVIDIA GB10"), None);
+        assert_eq!(
+            datasheet_memory_gb_per_s("Intel(R) Xeon(R) Processor"),
+            None
+        );
+    }
+
+    #[test]
+    fn memory_bandwidth_by_driver_name() {
+        assert_eq!(datasheet_memory_gb_per_s("NVIDIA H200"), Some(4800.0));
+        assert_eq!(datasheet_memory_gb_per_s(" nvidia l4 "), Some(300.0));
+        assert_eq!(
+            datasheet_memory_gb_per_s("NVIDIA A100-SXM4-40GB"),
+            Some(1555.0)
+        );
     }
 }

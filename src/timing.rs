@@ -191,6 +191,20 @@ pub struct Samples {
     pub elapsed_s: f64,
 }
 
+#[cfg(test)]
+impl Samples {
+    /// Samples as a fixed plan of `wall_ms.len()` runs would leave them, for
+    /// tests of what is built from samples.
+    pub(crate) fn from_ms(wall_ms: Vec<f64>, gpu_ms: Vec<f64>) -> Self {
+        Self {
+            wall_ms,
+            gpu_ms,
+            stopped_by: StopRule::FixedCount,
+            elapsed_s: 0.0,
+        }
+    }
+}
+
 /// A monotonic time source. [`WallClock`] is the real one; tests pass a fake
 /// one to drive the sampling rules deterministically.
 pub trait Clock {

@@ -17,7 +17,10 @@
 
 mod basics;
 mod matmul;
+mod memory;
+mod overhead;
 mod precision;
+mod timed;
 
 use std::path::Path;
 
@@ -32,7 +35,13 @@ pub use basics::{
 pub use matmul::{
     fill_vs_fp32, Accuracy, CpuVsGpuResults, MatmulResults, Measured, Row, RowStatus,
 };
+pub use memory::{
+    BandwidthRow, Direction, HostMemory, MemoryResults, OomAttempt, OutOfMemory, Refusal, Roofline,
+    RooflinePoint, TransferRow, Transfers,
+};
+pub use overhead::{CacheRow, CacheSection, FirstCall, LaunchMode, LaunchRow, OverheadResults};
 pub use precision::{Accumulation, FormatLimits, PointOne, PrecisionResults, RoundTrip};
+pub use timed::{GpuState, SectionStatus, TelemetrySource, TimeSource, Timed};
 
 /// The version this build writes.
 pub const SCHEMA_VERSION: &str = "2.1";
@@ -66,6 +75,8 @@ pub enum Body {
     Precision(PrecisionResults),
     Matmul(MatmulResults),
     CpuVsGpu(CpuVsGpuResults),
+    Memory(MemoryResults),
+    Overhead(OverheadResults),
 }
 
 impl Body {
@@ -76,6 +87,8 @@ impl Body {
             Self::Precision(_) => "precision",
             Self::Matmul(_) => "matmul",
             Self::CpuVsGpu(_) => "cpu_vs_gpu",
+            Self::Memory(_) => "memory",
+            Self::Overhead(_) => "overhead",
         }
     }
 }
@@ -216,6 +229,16 @@ impl ResultFile {
         let rows: Vec<&Row> = match &self.body {
             Body::Matmul(m) => m.precisions.iter().chain(&m.cpu_fp32).collect(),
             Body::CpuVsGpu(c) => std::iter::once(&c.cpu).chain(&c.gpu).collect(),
+            Body::Memory(m) => {
+                let t = &m.transfers;
+                section(t.status, t.reason.as_deref(), t.rows.len())?;
+                Vec::new()
+            }
+            Body::Overhead(o) => {
+                let c = &o.cache;
+                section(c.status, c.reason.as_deref(), c.rows.len())?;
+                Vec::new()
+            }
             Body::Basics(_) | Body::Precision(_) => Vec::new(),
         };
         for row in rows {
@@ -223,6 +246,18 @@ impl ResultFile {
         }
         Ok(())
     }
+}
+
+/// A skipped section says why and has no rows; a section that ran has no reason.
+fn section(status: SectionStatus, reason: Option<&str>, rows: usize) -> Result<()> {
+    let consistent = match status {
+        SectionStatus::Ok => reason.is_none(),
+        SectionStatus::Skipped => reason.is_some() && rows == 0,
+    };
+    if !consistent {
+        bail!("a section with status {status:?} has {rows} rows and reason {reason:?}");
+    }
+    Ok(())
 }
 
 /// Reads a result file, checking its schema version first.

@@ -42,7 +42,7 @@ fn every_committed_result_reads_back() {
     assert!(!files.is_empty(), "no committed results found");
     for path in files {
         let file = read(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
-        assert_eq!(file.schema_version, SCHEMA_VERSION);
+        assert_eq!(major(&file.schema_version), Some(MAJOR), "{}", path.display());
     }
 }
 
@@ -204,4 +204,13 @@ fn schema_1_files_are_upgraded() {
     assert!(matches!(upgraded.body, Body::Matmul(ref m) if m.size == 64));
     // Bodies at the top level (cpu_vs_gpu, basics, precision) moving under
     // their key: the committed schema-1 files in results/ cover that.
+}
+
+#[test]
+fn a_skipped_section_says_why_and_has_no_rows() {
+    assert!(section(SectionStatus::Skipped, Some("no GPU"), 0).is_ok());
+    assert!(section(SectionStatus::Ok, None, 3).is_ok());
+    assert!(section(SectionStatus::Skipped, None, 0).is_err());
+    assert!(section(SectionStatus::Skipped, Some("no GPU"), 2).is_err());
+    assert!(section(SectionStatus::Ok, Some("why?"), 0).is_err());
 }

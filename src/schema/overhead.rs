@@ -1,0 +1,97 @@
+//! The body of `overhead`: what a call costs beyond its arithmetic. The first
+//! call in a fresh process against the warm median, the smallest operations'
+//! time per call and calls per second, and matmuls with a cold cache against
+//! back-to-back ones.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::timed::{SectionStatus, TelemetrySource, Timed};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OverheadResults {
+    pub warmup: usize,
+    pub iters: usize,
+    pub telemetry: TelemetrySource,
+    /// Wall time to open the device, timed once, first thing in the process.
+    pub device_open_ms: f64,
+    /// What opening the device did.
+    pub device_open_includes: String,
+    pub first_calls: Vec<FirstCall>,
+    pub launch: Vec<LaunchRow>,
+    pub cache: CacheSection,
+}
+
+/// One operation's first call in this process against its warm median.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FirstCall {
+    pub op: String,
+    pub call: String,
+    /// Side n of the n x n f32 inputs.
+    pub size: usize,
+    /// Wall time of the first call, device synchronized.
+    pub first_ms: f64,
+    /// CUDA-event time of the first call (null on the CPU).
+    pub first_gpu_ms: Option<f64>,
+    /// The same call afterwards, warmed up.
+    pub warm: Timed,
+    /// first_ms / warm.median_ms.
+    pub first_over_warm: f64,
+}
+
+/// How the calls of a launch row were issued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LaunchMode {
+    /// One call per sample, the device synchronized around it: the latency a
+    /// caller who waits for each result sees.
+    Synchronized,
+    /// `calls_per_sample` calls queued back to back, one synchronization at
+    /// the end: the rate at which calls can be issued.
+    Queued,
+}
+
+/// One of the smallest operations, where the time is all overhead.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LaunchRow {
+    pub op: String,
+    pub call: String,
+    pub mode: LaunchMode,
+    pub calls_per_sample: usize,
+    /// Median sample wall time / calls_per_sample, in microseconds.
+    pub per_call_us: f64,
+    /// The same from CUDA events (null on the CPU).
+    pub per_call_gpu_us: Option<f64>,
+    /// 10^6 / per_call_us.
+    pub calls_per_s: f64,
+    #[serde(flatten)]
+    pub timed: Timed,
+}
+
+/// Matmuls after the cache was flushed, against back-to-back ones, or why not.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CacheSection {
+    pub status: SectionStatus,
+    pub reason: Option<String>,
+    /// "L3 (CPU, last level)" or "L2 (GPU)".
+    pub cache: Option<String>,
+    pub cache_bytes: Option<u64>,
+    /// Bytes written before each cold sample, evicting the matmul's inputs.
+    pub flush_bytes: Option<u64>,
+    pub rows: Vec<CacheRow>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CacheRow {
+    /// Side n of the n x n f32 matmul.
+    pub size: usize,
+    /// A, B and C: 3 n^2 x 4 bytes.
+    pub working_set_bytes: u64,
+    pub fits_in_cache: bool,
+    /// Samples back to back: the inputs stay in cache when they fit.
+    pub hot: Timed,
+    /// One sample after each flush.
+    pub cold: Timed,
+    /// cold.median_ms / hot.median_ms.
+    pub cold_over_hot: f64,
+}

@@ -1,0 +1,81 @@
+//! What `memory` and `overhead` share: one timed measurement ([`Timed`]: the
+//! clock's samples, their summaries, and the GPU's state read just before and
+//! just after them), the GPU state itself ([`GpuState`], from NVML), where that
+//! state came from or why there is none ([`TelemetrySource`]), and whether an
+//! optional section ran ([`SectionStatus`]).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::stats::Summary;
+
+/// One row's samples from the clock (`timing::time_on_device`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Timed {
+    /// Median wall time per sample, device synchronized.
+    pub median_ms: f64,
+    /// Median CUDA-event time per sample (null on the CPU).
+    pub gpu_median_ms: Option<f64>,
+    pub wall_ms: Summary,
+    pub gpu_ms: Option<Summary>,
+    pub samples_wall_ms: Vec<f64>,
+    pub samples_gpu_ms: Vec<f64>,
+    /// The GPU's clocks, power, temperature and throttle reasons just before the
+    /// first sample (warm-up included) and just after the last; null where they
+    /// are not read (see the body's `telemetry`).
+    pub gpu_before: Option<GpuState>,
+    pub gpu_after: Option<GpuState>,
+}
+
+impl Timed {
+    /// The time rates are computed from: the CUDA-event median on a GPU (the
+    /// device's own time for the work), else the wall median.
+    pub fn rate_ms(&self) -> (f64, TimeSource) {
+        match self.gpu_median_ms {
+            Some(ms) => (ms, TimeSource::GpuMedianMs),
+            None => (self.median_ms, TimeSource::MedianMs),
+        }
+    }
+}
+
+/// Which median a row's rates divide by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeSource {
+    /// `gpu_median_ms`: CUDA events (GPU runs).
+    GpuMedianMs,
+    /// `median_ms`: the wall clock (CPU runs).
+    MedianMs,
+}
+
+/// A GPU's state at one moment, as NVML reports it. A field the GPU or driver
+/// does not report is null.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GpuState {
+    pub sm_clock_mhz: Option<u32>,
+    pub memory_clock_mhz: Option<u32>,
+    /// Board power draw (NVML reports milliwatts).
+    pub power_w: Option<f64>,
+    pub temperature_c: Option<u32>,
+    /// Why clocks are below their maximum right now (NVML's clock throttle
+    /// reasons: "GPU_IDLE", "SW_POWER_CAP", "HW_THERMAL_SLOWDOWN", ...); empty
+    /// when nothing holds them back.
+    pub throttle_reasons: Option<Vec<String>>,
+}
+
+/// Where the `gpu_before` / `gpu_after` states come from, or why there are none.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TelemetrySource {
+    /// E.g. "NVML (libnvidia-ml, via nvml-wrapper), GPU-<uuid>"; null when not read.
+    pub source: Option<String>,
+    /// Why no state was read: the device is the CPU, or NVML could not be loaded.
+    pub unavailable_reason: Option<String>,
+}
+
+/// Whether an optional section ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SectionStatus {
+    Ok,
+    Skipped,
+}
