@@ -28,6 +28,14 @@ matmul *args: _which-build
 cpu-vs-gpu *args: _which-build
     {{run}} cpu_vs_gpu -- --results-dir results {{args}}
 
+# Matmul GFLOP/s across sizes x precisions, sampled adaptively: JSON, CSV and SVG
+sweep *args: _which-build
+    {{run}} sweep -- --results-dir results {{args}}
+
+# Regenerate results/README.md and its charts from every machine folder
+report:
+    {{run}} report -- --results-dir results
+
 # Compare result files with a baseline: compare A.json B.json [C.json ...]
 compare *args:
     {{run}} compare -- {{args}}
@@ -52,8 +60,8 @@ vs-pytorch *args: _which-build
     "$py" pytorch/matmul.py --output "$dir/pytorch.json" {{args}}
     {{run}} compare -- "$dir/candle.json" "$dir/pytorch.json"
 
-# All four experiments: regenerates results/<machine>/
-results: basics precision bench
+# All four experiments: regenerates results/<machine>/, then results/README.md
+results: basics precision bench report
 
 # Unit and integration tests (CPU; small sizes, no timing asserted)
 test:

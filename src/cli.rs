@@ -7,11 +7,12 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::{Args, Parser};
 
 use crate::device::DeviceArg;
 use crate::output::Output;
+use crate::precision::Precision;
 use crate::schema::{Body, DeviceInfo, ResultFile, SCHEMA_VERSION};
 
 #[derive(Args, Debug, Clone)]
@@ -85,6 +86,36 @@ impl BenchSize {
             warmup: self.warmup as usize,
             iters: self.iters as usize,
         }
+    }
+}
+
+/// The precisions a matmul benchmark runs (`matmul`, `sweep`).
+#[derive(Args, Debug, Clone)]
+pub struct Dtypes {
+    /// Precisions, comma-separated: fp64, fp32, tf32, fp16, fp16-reduced, bf16,
+    /// bf16-reduced (f32, f16... also accepted). tf32 and the -reduced modes are
+    /// cuBLAS settings and need a CUDA device.
+    #[arg(long, value_delimiter = ',', default_value = "fp32,fp16,bf16")]
+    pub dtypes: Vec<Precision>,
+}
+
+impl Dtypes {
+    /// The precisions in the order given, each once; a cuBLAS mode is refused
+    /// on a device that is not a GPU (there it would be a plain row in disguise).
+    pub fn for_device(&self, on_cuda: bool) -> Result<Vec<Precision>> {
+        let mut precisions: Vec<Precision> = Vec::new();
+        for p in &self.dtypes {
+            if !precisions.contains(p) {
+                precisions.push(*p);
+            }
+        }
+        if let Some(p) = precisions.iter().find(|p| p.reduced_gemm() && !on_cuda) {
+            bail!(
+                "--dtypes {p}: a cuBLAS GEMM mode, it needs a CUDA device (on the CPU it would be a plain {} row)",
+                p.dtype().as_str()
+            );
+        }
+        Ok(precisions)
     }
 }
 

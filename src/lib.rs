@@ -3,7 +3,8 @@
 //! ([`device`]), computes with Candle tensors, and hands plain `Serialize` results
 //! to [`output`], which writes the JSON, then to [`report`], which prints tables.
 //! Result types live in [`schema`]; [`compare`] reads result files back and
-//! compares them row by row. Measurement lives here too: the clock ([`timing`]),
+//! compares them row by row, and [`readme`] builds `results/README.md` from
+//! them. [`sweep`] runs the matmul benchmark across sizes and precisions. Measurement lives here too: the clock ([`timing`]),
 //! its statistics ([`stats`]) and peak memory ([`memory`]).
 
 pub mod cli;
@@ -20,7 +21,9 @@ pub mod output;
 pub mod peaks;
 pub mod plot;
 pub mod precision;
+pub mod readme;
 pub mod report;
 pub mod schema;
 pub mod stats;
+pub mod sweep;
 pub mod timing;

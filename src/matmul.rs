@@ -5,14 +5,14 @@
 
 use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
 use crate::memory::MemoryMeter;
 pub use crate::precision::Precision;
 use crate::report::{mib, Table};
 use crate::schema::{Accuracy, Measured, Row, RowStatus};
 use crate::stats::summarize;
-use crate::timing::{time_on_device, Plan};
+use crate::timing::{progress_bar, time_on_device, Plan, Sampling, StopRule};
 
 /// Sets Candle's process-wide reduced-precision GEMM switches for one row and
 /// puts them back when dropped. They only change cuBLAS calls: CPU GEMMs ignore them.
@@ -117,6 +117,7 @@ pub struct Config {
 /// Random inputs and the f64 reference for some rows of their product, made
 /// once on the host so every precision multiplies the same numbers.
 pub struct Inputs {
+    n: usize,
     a: Tensor,
     b: Tensor,
     rows: Vec<u32>,
@@ -142,11 +143,17 @@ impl Inputs {
             .flatten_all()?
             .to_vec1::<f64>()?;
         Ok(Self {
+            n,
             a,
             b,
             rows,
             reference,
         })
+    }
+
+    /// Side n of the n x n matrices.
+    pub fn size(&self) -> usize {
+        self.n
     }
 
     /// Host bytes this holds (A and B in f32) plus the f64 copy of B the
@@ -207,18 +214,6 @@ pub fn check_fits(device: &Device, cfg: &Config) -> Result<()> {
     Ok(())
 }
 
-/// A progress bar on stderr for `runs` runs of one row; hidden when stderr is
-/// not a terminal.
-pub fn progress(runs: usize, label: &str) -> ProgressBar {
-    let bar = ProgressBar::new(runs as u64).with_prefix(label.to_string());
-    if let Ok(style) =
-        ProgressStyle::with_template("{prefix:>14} [{bar:30}] {pos}/{len} runs, {elapsed}")
-    {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar
-}
-
 /// Runs every precision of `cfg` on `device`. `gpu_name` (the driver's name of
 /// the GPU, `None` on the CPU) looks up the datasheet peak. A CUDA out-of-memory
 /// error ends that row only; any other error ends the run.
@@ -229,21 +224,51 @@ pub fn run(
     inputs: &Inputs,
 ) -> Result<Vec<Row>> {
     let meter = MemoryMeter::for_device(device)?;
+    let sampling = Sampling::Fixed(cfg.plan);
     let mut rows = Vec::new();
     for &p in &cfg.precisions {
-        let bar = progress(cfg.plan.warmup + cfg.plan.iters, p.name());
-        let outcome = measure(device, gpu_name, cfg, inputs, &meter, p, &bar);
-        bar.finish_and_clear();
-        let (status, error, measured) = match outcome {
-            Ok(m) => (RowStatus::Ok, None, Some(m)),
-            Err(e) if is_out_of_memory(&e) => {
-                let why = crate::error::error_line(&e);
-                eprintln!("{}: out of device memory, skipped ({why})", p.name());
-                (RowStatus::Error, Some(why), None)
-            }
-            Err(e) => return Err(e.context(format!("{} matmul", p.name()))),
-        };
-        rows.push(Row {
+        let ran = measure_row(device, gpu_name, &sampling, inputs, &meter, p, p.name())?;
+        rows.push(ran.row);
+    }
+    Ok(rows)
+}
+
+/// A row, and how its sampling ended (`None` when the row failed).
+pub struct RowRun {
+    pub row: Row,
+    pub stopped_by: Option<StopRule>,
+    /// Wall-clock seconds of the sampling, warm-up included.
+    pub sampling_s: Option<f64>,
+}
+
+/// Measures one precision on `inputs` (their size) under `sampling`, with a
+/// progress bar labelled `label`: the one row-measuring path of `matmul`,
+/// `cpu_vs_gpu` and `sweep`. A CUDA out-of-memory error ends that row only (the
+/// row says why); any other error ends the run. `meter` reads peak memory on
+/// `device`.
+pub fn measure_row(
+    device: &Device,
+    gpu_name: Option<&str>,
+    sampling: &Sampling,
+    inputs: &Inputs,
+    meter: &MemoryMeter,
+    p: Precision,
+    label: &str,
+) -> Result<RowRun> {
+    let bar = progress_bar(sampling, label);
+    let outcome = measure(device, gpu_name, sampling, inputs, meter, p, &bar);
+    bar.finish_and_clear();
+    let (status, error, measured, sampled) = match outcome {
+        Ok((m, sampled)) => (RowStatus::Ok, None, Some(m), Some(sampled)),
+        Err(e) if is_out_of_memory(&e) => {
+            let why = crate::error::error_line(&e);
+            eprintln!("{label}: out of device memory, skipped ({why})");
+            (RowStatus::Error, Some(why), None, None)
+        }
+        Err(e) => return Err(e.context(format!("{label} matmul"))),
+    };
+    Ok(RowRun {
+        row: Row {
             precision: p,
             dtype: p.dtype().as_str().to_string(),
             element_bytes: p.dtype().size_in_bytes(),
@@ -252,9 +277,10 @@ pub fn run(
             status,
             error,
             measured,
-        });
-    }
-    Ok(rows)
+        },
+        stopped_by: sampled.map(|s| s.0),
+        sampling_s: sampled.map(|s| s.1),
+    })
 }
 
 /// Runs [`Config::cpu_fp32_comparison`] of `cfg` on the CPU: its one row.
@@ -329,16 +355,18 @@ fn owned_on(host: &Tensor, dtype: DType, device: &Device) -> Result<Tensor> {
     Ok(if shares { t.copy()? } else { t })
 }
 
+/// One precision's measurements, with the rule that ended sampling and the
+/// seconds it took.
 fn measure(
     device: &Device,
     gpu_name: Option<&str>,
-    cfg: &Config,
+    sampling: &Sampling,
     inputs: &Inputs,
     meter: &MemoryMeter,
     p: Precision,
     bar: &ProgressBar,
-) -> Result<Measured> {
-    let n = cfg.size;
+) -> Result<(Measured, (StopRule, f64))> {
+    let n = inputs.size();
     let dtype = p.dtype();
     let _mode = GemmMode::set(p);
 
@@ -349,7 +377,7 @@ fn measure(
     let b = owned_on(&inputs.b, dtype, device).context("moving B to the device")?;
     meter.reset_peak()?;
 
-    let samples = time_on_device(device, cfg.plan, bar, || Ok(a.matmul(&b)?))?;
+    let samples = time_on_device(device, *sampling, bar, || Ok(a.matmul(&b)?))?;
     let peak_bytes = match (base, meter.peak_bytes()?) {
         (Some(base), Some(peak)) => Some(peak.saturating_sub(base)),
         _ => None,
@@ -371,7 +399,8 @@ fn measure(
     let gpu_gflops = gpu_ms.as_ref().map(|s| gflops(n, s.median));
     let datasheet_tflops = gpu_name.and_then(|name| crate::peaks::datasheet_tflops(name, p));
     let payload = payload_bytes(n, dtype.size_in_bytes());
-    Ok(Measured {
+    let sampled = (samples.stopped_by, samples.elapsed_s);
+    let measured = Measured {
         median_ms: wall_ms.median,
         gflops: gflops(n, wall_ms.median),
         peak_mib: peak_bytes.map(mib),
@@ -393,7 +422,8 @@ fn measure(
             max_rel_err,
             mean_rel_err,
         },
-    })
+    };
+    Ok((measured, sampled))
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@
 mod basics;
 mod matmul;
 mod precision;
+mod sweep;
 
 use std::path::Path;
 
@@ -30,9 +31,11 @@ pub use basics::{
 };
 pub use matmul::{Accuracy, CpuVsGpuResults, MatmulResults, Measured, Row, RowStatus};
 pub use precision::{Accumulation, FormatLimits, PointOne, PrecisionResults, RoundTrip};
+pub use sweep::{SweepPoint, SweepResults};
 
-/// The version this build writes.
-pub const SCHEMA_VERSION: &str = "2.0";
+/// The version this build writes. 2.1 added the `sweep` body (and the sampling
+/// plan, stop rule and clock overhead types it holds).
+pub const SCHEMA_VERSION: &str = "2.1";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
 
@@ -63,6 +66,7 @@ pub enum Body {
     Precision(PrecisionResults),
     Matmul(MatmulResults),
     CpuVsGpu(CpuVsGpuResults),
+    Sweep(SweepResults),
 }
 
 impl Body {
@@ -73,6 +77,7 @@ impl Body {
             Self::Precision(_) => "precision",
             Self::Matmul(_) => "matmul",
             Self::CpuVsGpu(_) => "cpu_vs_gpu",
+            Self::Sweep(_) => "sweep",
         }
     }
 }
@@ -213,6 +218,12 @@ impl ResultFile {
         let rows: Vec<&Row> = match &self.body {
             Body::Matmul(m) => m.precisions.iter().chain(&m.cpu_fp32).collect(),
             Body::CpuVsGpu(c) => std::iter::once(&c.cpu).chain(&c.gpu).collect(),
+            Body::Sweep(s) => {
+                for point in &s.points {
+                    point.validate()?;
+                }
+                Vec::new()
+            }
             Body::Basics(_) | Body::Precision(_) => Vec::new(),
         };
         for row in rows {
