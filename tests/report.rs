@@ -95,3 +95,19 @@ fn a_missing_results_folder_is_one_error_line() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.starts_with("error: cannot list"), "{stderr}");
 }
+
+/// The committed results/README.md and its charts are what `report` makes of
+/// the committed JSON: a new result file needs `just report` (as `just results`
+/// runs it).
+#[test]
+fn committed_readme_is_up_to_date() {
+    let results = repo().join("results");
+    let built = candle_lab::readme::build(&candle_lab::readme::load(&results).unwrap()).unwrap();
+    let stale = "results/README.md is stale: run `just report` and commit what it writes";
+    let committed = fs::read_to_string(results.join("README.md")).unwrap_or_default();
+    assert!(committed == built.readme, "{stale}");
+    for (path, text) in &built.files {
+        let committed = fs::read_to_string(results.join(path)).unwrap_or_default();
+        assert!(&committed == text, "{path}: {stale}");
+    }
+}
