@@ -29,8 +29,9 @@ pub struct Common {
     #[arg(long, value_name = "FILE", conflicts_with = "results_dir")]
     pub output: Option<PathBuf>,
 
-    /// Write the JSON report to DIR/<device>/<experiment>.json, where <device>
-    /// is "cpu" or the GPU's name ("nvidia-h200").
+    /// Write the JSON report to DIR/<machine>/<experiment>.json, where <machine>
+    /// names the hardware: the GPU ("nvidia-h200"), or the CPU model and its
+    /// logical CPUs ("intel-xeon-processor-2t").
     #[arg(long, value_name = "DIR")]
     pub results_dir: Option<PathBuf>,
 }

@@ -226,3 +226,13 @@ fn bad_flags_are_refused_before_computing() {
     assert_eq!(ran.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&ran.stderr).contains("must not end in .csv"));
 }
+
+#[test]
+fn help_lists_the_default_cpu_sizes() {
+    let help = String::from_utf8_lossy(&sweep(&["--help"]).stdout).into_owned();
+    let sizes: Vec<String> = candle_lab::sweep::CPU_SIZES
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    assert!(help.contains(&sizes.join(",")), "{help}");
+}
