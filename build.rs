@@ -8,18 +8,18 @@ use std::process::Command;
 fn main() {
     let root = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
     let root = Path::new(&root);
+    // A commit rewrites HEAD or the index of the git folder, which in a linked
+    // worktree is not `.git/` (there `.git` is a file naming it): ask git where.
+    let git_dir = git(root, &["rev-parse", "--absolute-git-dir"]).map(std::path::PathBuf::from);
+    let git_files = git_dir
+        .iter()
+        .flat_map(|d| [d.join("HEAD"), d.join("index")]);
     // Sources too: an edit makes the tree "-dirty" without touching the index.
-    for watched in [
-        ".git/HEAD",
-        ".git/index",
-        "Cargo.lock",
-        "src",
-        "experiments",
-        "tools",
-    ] {
+    let sources = ["Cargo.lock", "src", "experiments", "tools"].map(|s| root.join(s));
+    for watched in git_files.chain(sources) {
         // Watching a file that does not exist would rerun this script every build.
-        if root.join(watched).exists() {
-            println!("cargo:rerun-if-changed={watched}");
+        if watched.exists() {
+            println!("cargo:rerun-if-changed={}", watched.display());
         }
     }
     let commit = git(root, &["rev-parse", "--short=12", "HEAD"]).map(|sha| {

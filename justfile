@@ -27,6 +27,14 @@ matmul *args: _which-build
 cpu-vs-gpu *args: _which-build
     {{run}} cpu_vs_gpu -- --results-dir results {{args}}
 
+# Matmul GFLOP/s across sizes x precisions, sampled adaptively: JSON, CSV and SVG
+sweep *args: _which-build
+    {{run}} sweep -- --results-dir results {{args}}
+
+# Regenerate results/README.md and its charts from every machine folder
+report:
+    {{run}} report -- --results-dir results
+
 # Compare result files with a baseline: compare A.json B.json [C.json ...]
 compare *args:
     {{run}} compare -- {{args}}
@@ -63,8 +71,9 @@ vs-pytorch *args: _which-build
 summary *args: _which-build
     {{run}} summary -- --results-dir results {{args}}
 
-# All six experiments: regenerates results/<machine>/, then prints the summary
-results: basics precision bench memory overhead summary
+# All six experiments: regenerates results/<machine>/, prints the summary, then
+# rebuilds results/README.md
+results: basics precision bench memory overhead summary report
 
 # Unit and integration tests (CPU; small sizes, no timing asserted)
 test:

@@ -5,11 +5,11 @@
 //! fp32 on the CPU, as the reference lab does, for the speedup. The JSON keeps
 //! the reference's field names.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use candle_core::Device;
-use candle_lab::cli::{finish, parse, result_file, BenchSize, Common, Completion};
+use candle_lab::cli::{finish, parse, result_file, BenchSize, Common, Completion, Dtypes};
 use candle_lab::device::select;
-use candle_lab::matmul::{self, check_fits, rows_table, speedup, Config, Inputs, Precision};
+use candle_lab::matmul::{self, check_fits, rows_table, speedup, Config, Inputs};
 use candle_lab::memory::CountingAlloc;
 use candle_lab::report::print_tables;
 use candle_lab::schema::{Body, MatmulResults, Row};
@@ -28,11 +28,8 @@ struct Args {
     #[command(flatten)]
     bench: BenchSize,
 
-    /// Precisions, comma-separated: fp64, fp32, tf32, fp16, fp16-reduced, bf16,
-    /// bf16-reduced (f32, f16... also accepted). tf32 and the -reduced modes are
-    /// cuBLAS settings and need a CUDA device.
-    #[arg(long, value_delimiter = ',', default_value = "fp32,fp16,bf16")]
-    dtypes: Vec<Precision>,
+    #[command(flatten)]
+    dtypes: Dtypes,
 
     /// Rows of the result checked against an f64 reference on the CPU.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
@@ -51,18 +48,7 @@ fn main() -> std::process::ExitCode {
 /// written, and the exit code says that rows failed.
 fn run(args: Args) -> Result<Completion> {
     let (device, info) = select(args.common.device)?;
-    let mut precisions: Vec<Precision> = Vec::new();
-    for p in &args.dtypes {
-        if !precisions.contains(p) {
-            precisions.push(*p);
-        }
-    }
-    if let Some(p) = precisions
-        .iter()
-        .find(|p| p.reduced_gemm() && !device.is_cuda())
-    {
-        bail!("--dtypes {p}: a cuBLAS GEMM mode, it needs a CUDA device (on the CPU it would be a plain {} row)", p.dtype().as_str());
-    }
+    let precisions = args.dtypes.for_device(device.is_cuda())?;
     let cfg = Config {
         size: args.bench.n(),
         plan: args.bench.plan(),

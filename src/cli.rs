@@ -9,11 +9,12 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::{Args, Parser};
 
 use crate::device::DeviceArg;
 use crate::output::Output;
+use crate::precision::Precision;
 use crate::schema::{Body, DeviceInfo, ResultFile, SCHEMA_VERSION};
 
 #[derive(Args, Debug, Clone)]
@@ -30,8 +31,9 @@ pub struct Common {
     #[arg(long, value_name = "FILE", conflicts_with = "results_dir")]
     pub output: Option<PathBuf>,
 
-    /// Write the JSON report to DIR/<device>/<experiment>.json, where <device>
-    /// is "cpu" or the GPU's name ("nvidia-h200").
+    /// Write the JSON report to DIR/<machine>/<experiment>.json, where <machine>
+    /// names the hardware: the GPU ("nvidia-h200"), or the CPU model and its
+    /// logical CPUs ("intel-xeon-processor-2t").
     #[arg(long, value_name = "DIR")]
     pub results_dir: Option<PathBuf>,
 }
@@ -123,6 +125,36 @@ pub enum Completion {
 impl From<()> for Completion {
     fn from(_: ()) -> Self {
         Self::Complete
+    }
+}
+
+/// The precisions a matmul benchmark runs (`matmul`, `sweep`).
+#[derive(Args, Debug, Clone)]
+pub struct Dtypes {
+    /// Precisions, comma-separated: fp64, fp32, tf32, fp16, fp16-reduced, bf16,
+    /// bf16-reduced (f32, f16... also accepted). tf32 and the -reduced modes are
+    /// cuBLAS settings and need a CUDA device.
+    #[arg(long, value_delimiter = ',', default_value = "fp32,fp16,bf16")]
+    pub dtypes: Vec<Precision>,
+}
+
+impl Dtypes {
+    /// The precisions in the order given, each once; a cuBLAS mode is refused
+    /// on a device that is not a GPU (there it would be a plain row in disguise).
+    pub fn for_device(&self, on_cuda: bool) -> Result<Vec<Precision>> {
+        let mut precisions: Vec<Precision> = Vec::new();
+        for p in &self.dtypes {
+            if !precisions.contains(p) {
+                precisions.push(*p);
+            }
+        }
+        if let Some(p) = precisions.iter().find(|p| p.reduced_gemm() && !on_cuda) {
+            bail!(
+                "--dtypes {p}: a cuBLAS GEMM mode, it needs a CUDA device (on the CPU it would be a plain {} row)",
+                p.dtype().as_str()
+            );
+        }
+        Ok(precisions)
     }
 }
 

@@ -389,7 +389,7 @@ fn escape(text: &str) -> String {
     text.replace('|', "\\|")
 }
 
-/// The entries of one result file: the `matmul` or `cpu_vs_gpu` rows that ran
+/// The entries of one result file: the `matmul`, `cpu_vs_gpu` or `sweep` rows that ran
 /// ("status": "ok") of a candle-lab file, read through the typed schema (which
 /// checks its version), or the reference lab's medians. Other experiments hold
 /// no timed rows and give none.
@@ -445,13 +445,18 @@ pub fn entries(file: &ResultFile) -> Vec<Entry> {
                     .filter_map(|row| entry(c.size, row, DeviceKind::Cuda)),
             )
             .collect(),
+        Body::Sweep(s) => s
+            .points
+            .iter()
+            .filter_map(|p| entry(p.size, &p.row, s.device))
+            .collect(),
         Body::Basics(_) | Body::Precision(_) | Body::Memory(_) | Body::Overhead(_) => Vec::new(),
     }
 }
 
 /// The reference lab's `week05-results-gb10.json`: no schema version, a
 /// `hardware` object and a `matmul` object with medians only.
-fn reference_lab_entries(file: &Value) -> Result<Vec<Entry>> {
+pub fn reference_lab_entries(file: &Value) -> Result<Vec<Entry>> {
     let hardware = |key: &str| file.pointer(&format!("/hardware/{key}"))?.as_str();
     let (Some(gpu), Some(torch)) = (hardware("device"), hardware("torch")) else {
         bail!("no schema_version, and not the reference lab's file: not a result compare reads");

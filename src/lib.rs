@@ -7,7 +7,8 @@
 //! its statistics ([`stats`]) and peak memory ([`memory`]). [`summary`] sets
 //! this machine's results beside the reference lab's. The cores of the `memory`
 //! and `overhead` programs are [`bandwidth`] and [`overhead`]; [`telemetry`]
-//! reads the GPU's state around their rows.
+//! reads the GPU's state around their rows. [`sweep`] runs the matmul benchmark
+//! across sizes and precisions, and [`readme`] builds `results/README.md`.
 
 pub mod bandwidth;
 pub mod cli;
@@ -27,9 +28,11 @@ pub mod overhead;
 pub mod peaks;
 pub mod plot;
 pub mod precision;
+pub mod readme;
 pub mod report;
 pub mod schema;
 pub mod stats;
 pub mod summary;
+pub mod sweep;
 pub mod telemetry;
 pub mod timing;

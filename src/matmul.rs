@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
 use crate::cli::Completion;
 use crate::memory::MemoryMeter;
@@ -15,7 +15,7 @@ pub use crate::precision::Precision;
 use crate::report::{mib, Table};
 use crate::schema::{fill_vs_fp32, Accuracy, Measured, Row, RowStatus};
 use crate::stats::summarize;
-use crate::timing::{time_on_device, Plan};
+use crate::timing::{progress_bar, time_on_device, Plan, Sampling, StopRule};
 
 /// Candle's three reduced-precision GEMM switches (f32 as TF32, f16, bf16), in
 /// that order, as a row of precision `p` wants them: only its own mode on.
@@ -156,6 +156,7 @@ pub struct Config {
 /// Random inputs and the f64 reference for some rows of their product, made
 /// once on the host so every precision multiplies the same numbers.
 pub struct Inputs {
+    n: usize,
     a: Tensor,
     b: Tensor,
     rows: Vec<u32>,
@@ -181,11 +182,17 @@ impl Inputs {
             .flatten_all()?
             .to_vec1::<f64>()?;
         Ok(Self {
+            n,
             a,
             b,
             rows,
             reference,
         })
+    }
+
+    /// Side n of the n x n matrices.
+    pub fn size(&self) -> usize {
+        self.n
     }
 
     /// Host bytes this holds (A and B in f32) plus the f64 copy of B the
@@ -302,18 +309,6 @@ pub fn host_verdict(
     }))
 }
 
-/// A progress bar on stderr for `runs` runs of one row; hidden when stderr is
-/// not a terminal.
-pub fn progress(runs: usize, label: &str) -> ProgressBar {
-    let bar = ProgressBar::new(runs as u64).with_prefix(label.to_string());
-    if let Ok(style) =
-        ProgressStyle::with_template("{prefix:>14} [{bar:30}] {pos}/{len} runs, {elapsed}")
-    {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar
-}
-
 /// Runs every precision of `cfg` on `device`. `gpu_name` (the driver's name of
 /// the GPU, `None` on the CPU) looks up the datasheet peak. A row that fails
 /// (out of memory, a GEMM mode cuBLAS refuses, anything) is recorded with its
@@ -326,11 +321,9 @@ pub fn run(
     inputs: &Inputs,
 ) -> Result<Vec<Row>> {
     let meter = MemoryMeter::for_device(device)?;
+    let sampling = Sampling::Fixed(cfg.plan);
     let mut rows = run_rows(&cfg.precisions, meter.source(), |p| {
-        let bar = progress(cfg.plan.warmup + cfg.plan.iters, p.name());
-        let outcome = measure(device, gpu_name, cfg, inputs, &meter, p, &bar);
-        bar.finish_and_clear();
-        outcome
+        sample_row(device, gpu_name, &sampling, inputs, &meter, p, p.name()).map(|(m, _)| m)
     });
     fill_vs_fp32(&mut rows);
     Ok(rows)
@@ -344,28 +337,79 @@ pub fn run_rows(
     memory_source: &'static str,
     mut measure_row: impl FnMut(Precision) -> Result<Measured>,
 ) -> Vec<Row> {
-    let mut rows = Vec::new();
-    for &p in precisions {
-        let (status, error, measured) = match measure_row(p) {
-            Ok(m) => (RowStatus::Ok, None, Some(m)),
-            Err(e) => {
-                let why = crate::error::error_line(&e);
-                eprintln!("{}: row failed, recorded with its error ({why})", p.name());
-                (RowStatus::Error, Some(why), None)
-            }
-        };
-        rows.push(Row {
-            precision: p,
-            dtype: p.dtype().as_str().to_string(),
-            element_bytes: p.dtype().size_in_bytes(),
-            gemm_reduced_precision: p.reduced_gemm(),
-            memory_source: memory_source.to_string(),
-            status,
-            error,
-            measured,
-        });
+    precisions
+        .iter()
+        .map(|&p| row_of(p, memory_source, p.name(), measure_row(p)))
+        .collect()
+}
+
+/// A row, and how its sampling ended (`None` when the row failed).
+pub struct RowRun {
+    pub row: Row,
+    pub stopped_by: Option<StopRule>,
+    /// Wall-clock seconds of the sampling, warm-up included.
+    pub sampling_s: Option<f64>,
+}
+
+/// Measures one precision on `inputs` (their size) under `sampling`, with a
+/// progress bar labelled `label`: the one row-measuring path of `matmul`,
+/// `cpu_vs_gpu` and `sweep`. A failure (out of memory, a GEMM mode cuBLAS
+/// refuses, anything) is that row's, recorded with its error. `meter` reads
+/// peak memory on `device`.
+pub fn measure_row(
+    device: &Device,
+    gpu_name: Option<&str>,
+    sampling: &Sampling,
+    inputs: &Inputs,
+    meter: &MemoryMeter,
+    p: Precision,
+    label: &str,
+) -> RowRun {
+    let outcome = sample_row(device, gpu_name, sampling, inputs, meter, p, label);
+    let sampled = outcome.as_ref().ok().map(|(_, s)| *s);
+    RowRun {
+        row: row_of(p, meter.source(), label, outcome.map(|(m, _)| m)),
+        stopped_by: sampled.map(|s| s.0),
+        sampling_s: sampled.map(|s| s.1),
     }
-    rows
+}
+
+/// [`measure`] under a progress bar labelled `label`.
+fn sample_row(
+    device: &Device,
+    gpu_name: Option<&str>,
+    sampling: &Sampling,
+    inputs: &Inputs,
+    meter: &MemoryMeter,
+    p: Precision,
+    label: &str,
+) -> Result<(Measured, (StopRule, f64))> {
+    let bar = progress_bar(sampling, label);
+    let outcome = measure(device, gpu_name, sampling, inputs, meter, p, &bar);
+    bar.finish_and_clear();
+    outcome
+}
+
+/// The row of precision `p`: measured, or failed with its error's one line.
+fn row_of(p: Precision, memory_source: &str, label: &str, outcome: Result<Measured>) -> Row {
+    let (status, error, measured) = match outcome {
+        Ok(m) => (RowStatus::Ok, None, Some(m)),
+        Err(e) => {
+            let why = crate::error::error_line(&e);
+            eprintln!("{label}: row failed, recorded with its error ({why})");
+            (RowStatus::Error, Some(why), None)
+        }
+    };
+    Row {
+        precision: p,
+        dtype: p.dtype().as_str().to_string(),
+        element_bytes: p.dtype().size_in_bytes(),
+        gemm_reduced_precision: p.reduced_gemm(),
+        memory_source: memory_source.to_string(),
+        status,
+        error,
+        measured,
+    }
 }
 
 /// [`Completion::RowsFailed`] naming every row that failed, else complete.
@@ -460,16 +504,18 @@ fn owned_on(host: &Tensor, dtype: DType, device: &Device) -> Result<Tensor> {
     Ok(if shares { t.copy()? } else { t })
 }
 
+/// One precision's measurements, with the rule that ended sampling and the
+/// seconds it took.
 fn measure(
     device: &Device,
     gpu_name: Option<&str>,
-    cfg: &Config,
+    sampling: &Sampling,
     inputs: &Inputs,
     meter: &MemoryMeter,
     p: Precision,
     bar: &ProgressBar,
-) -> Result<Measured> {
-    let n = cfg.size;
+) -> Result<(Measured, (StopRule, f64))> {
+    let n = inputs.size();
     let dtype = p.dtype();
     let _mode = GemmMode::set(p);
 
@@ -480,7 +526,7 @@ fn measure(
     let b = owned_on(&inputs.b, dtype, device).context("moving B to the device")?;
     meter.reset_peak()?;
 
-    let samples = time_on_device(device, cfg.plan, bar, || Ok(a.matmul(&b)?))?;
+    let samples = time_on_device(device, *sampling, bar, || Ok(a.matmul(&b)?))?;
     let peak_bytes = match (base, meter.peak_bytes()?) {
         (Some(base), Some(peak)) => Some(peak.saturating_sub(base)),
         _ => None,
@@ -502,7 +548,8 @@ fn measure(
     let gpu_gflops = gpu_ms.as_ref().map(|s| gflops(n, s.median));
     let datasheet_tflops = gpu_name.and_then(|name| crate::peaks::datasheet_tflops(name, p));
     let payload = payload_bytes(n, dtype.size_in_bytes());
-    Ok(Measured {
+    let sampled = (samples.stopped_by, samples.elapsed_s);
+    let measured = Measured {
         median_ms: wall_ms.median,
         gflops: gflops(n, wall_ms.median),
         peak_mib: peak_bytes.map(mib),
@@ -528,7 +575,8 @@ fn measure(
             max_rel_err,
             mean_rel_err,
         },
-    })
+    };
+    Ok((measured, sampled))
 }
 
 #[cfg(test)]
@@ -735,7 +783,16 @@ mod tests {
             if p == Precision::F16 {
                 bail!("cuBLAS: CUBLAS_STATUS_NOT_SUPPORTED (injected)");
             }
-            measure(&Device::Cpu, None, &cfg, &inputs, &meter, p, &bar)
+            measure(
+                &Device::Cpu,
+                None,
+                &Sampling::Fixed(cfg.plan),
+                &inputs,
+                &meter,
+                p,
+                &bar,
+            )
+            .map(|(m, _)| m)
         });
         let status: Vec<_> = rows.iter().map(|r| (r.precision, r.status)).collect();
         use crate::schema::RowStatus::{Error, Ok as Ran};

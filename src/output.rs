@@ -73,8 +73,25 @@ impl Output {
         self.save_bytes(&to_json(value)?)
     }
 
-    /// Writes `bytes` (JSON, Markdown) where this output goes, as [`Self::save`].
+    /// Writes `bytes` as they are (JSON, CSV, SVG) where this output goes, and
+    /// says where on standard error.
     pub fn save_bytes(&self, bytes: &[u8]) -> Result<()> {
+        self.write(bytes)?;
+        if let Output::File(target) = self {
+            // A closed standard error must not fail a run whose file is written.
+            let _ = writeln!(io::stderr(), "wrote {}", shown(&target.given));
+        }
+        Ok(())
+    }
+
+    /// [`Output::save`] without the message, for a file rewritten as a run goes
+    /// (`sweep` after every point): each write replaces the whole file at once.
+    pub fn save_quietly(&self, value: &impl Serialize) -> Result<()> {
+        self.write(&to_json(value)?)
+    }
+
+    /// Writes `bytes` without a message; a file atomically, as every write here.
+    pub fn write(&self, bytes: &[u8]) -> Result<()> {
         match self {
             Output::None => Ok(()),
             Output::Stdout => {
@@ -84,13 +101,25 @@ impl Output {
                     other => other.context("writing to standard output"),
                 }
             }
-            Output::File(target) => {
-                target.write(bytes)?;
-                // A closed standard error must not fail a run whose file is written.
-                let _ = writeln!(io::stderr(), "wrote {}", shown(&target.given));
-                Ok(())
-            }
+            Output::File(target) => target.write(bytes),
         }
+    }
+
+    /// The file beside this one with `extension` instead of its own
+    /// (`sweep.json` -> `sweep.csv`), checked by [`prepare`] now. Standard output
+    /// and no output have no folder: their neighbour is [`Output::None`].
+    pub fn beside(&self, extension: &str) -> Result<Output> {
+        let Output::File(target) = self else {
+            return Ok(Output::None);
+        };
+        let path = target.given.with_extension(extension);
+        if path == target.given {
+            bail!(
+                "cannot write {}: the .{extension} file goes beside it under the same name, so its name must not end in .{extension}",
+                shown(&target.given)
+            );
+        }
+        prepare(&path)
     }
 
     /// Where the tables go: standard error when standard output carries the JSON.
@@ -531,6 +560,32 @@ mod tests {
             .unwrap();
         drop(abandon());
         assert_eq!(names(&dir.path().join("e")), ["out.json"]);
+    }
+
+    #[test]
+    fn a_file_beside_the_json_shares_its_name_and_checks() {
+        let _turn = serial();
+        let dir = tempfile::tempdir().unwrap();
+        let json = prepare(&dir.path().join("new/sweep.json")).unwrap();
+        let csv = json.beside("csv").unwrap();
+        csv.write(b"a,b\n").unwrap();
+        json.save_quietly(&serde_json::json!({"x": 1})).unwrap();
+        assert_eq!(names(&dir.path().join("new")), ["sweep.csv", "sweep.json"]);
+        // Rewritten whole, as often as asked.
+        csv.write(b"c\n").unwrap();
+        assert_eq!(fs::read(dir.path().join("new/sweep.csv")).unwrap(), b"c\n");
+        // Its name must differ from the JSON's, and it obeys the same policy.
+        let err = prepare(&dir.path().join("s.csv")).unwrap().beside("csv");
+        assert!(format!("{:#}", err.unwrap_err()).contains("must not end in .csv"));
+        fs::create_dir(dir.path().join("t.svg")).unwrap();
+        let err = prepare(&dir.path().join("t.json")).unwrap().beside("svg");
+        assert!(format!("{:#}", err.unwrap_err()).contains("a folder"));
+        // Standard output and no output have no neighbour.
+        assert!(matches!(
+            Output::Stdout.beside("csv").unwrap(),
+            Output::None
+        ));
+        assert!(matches!(Output::None.beside("csv").unwrap(), Output::None));
     }
 
     #[test]

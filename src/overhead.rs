@@ -12,7 +12,7 @@ use candle_core::{Device, Tensor};
 use indicatif::ProgressBar;
 
 use crate::device::largest_cache;
-use crate::matmul::{self, progress};
+use crate::matmul;
 use crate::memory::check_fits_on;
 use crate::report::{mib, Table};
 use crate::schema::{
@@ -319,8 +319,8 @@ fn cold_samples<R>(
     flusher: &mut Flusher,
     work: impl FnMut() -> Result<R>,
 ) -> Result<Samples> {
-    let bar = progress(iters, label);
     let plan = Plan { warmup: 0, iters };
+    let bar = crate::timing::progress_bar(&plan.into(), label);
     let samples = time_with_setup(device, plan, &bar, || flusher.flush(), work);
     bar.finish_and_clear();
     samples

@@ -95,7 +95,7 @@ impl Telemetry {
         label: &str,
         work: impl FnMut() -> Result<R>,
     ) -> Result<Timed> {
-        let bar = crate::matmul::progress(plan.warmup + plan.iters, label);
+        let bar = crate::timing::progress_bar(&plan.into(), label);
         let timed = self.timed(|| time_on_device(device, plan, &bar, work));
         bar.finish_and_clear();
         timed

@@ -15,13 +15,14 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use candle_core::Device;
 use indicatif::{ProgressBar, ProgressStyle};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::device::sync;
 use crate::stats::median_ci95_rel_sorted;
 
 /// A fixed plan: how many untimed and timed runs to make.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Plan {
     pub warmup: usize,
     pub iters: usize,
@@ -41,7 +42,7 @@ pub struct Plan {
 /// 5. the spread of the median, [`crate::stats::median_ci95_rel`], at or below
 ///    `target_rel_spread`: stop, `noise_target`. On a GPU the larger of the
 ///    wall-clock and CUDA-event spreads counts, so both medians are held to it.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Adaptive {
     /// Untimed runs before sampling.
     pub warmup: usize,
@@ -72,7 +73,7 @@ impl Default for Adaptive {
 
 /// How many samples the clock takes: a program builds one from its validated
 /// flags (and calls [`Sampling::validate`] while parsing them).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum Sampling {
     Fixed(Plan),
@@ -160,7 +161,7 @@ impl fmt::Display for Sampling {
 }
 
 /// The rule that ended sampling.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StopRule {
     /// A fixed plan's `iters` were taken.
@@ -438,7 +439,7 @@ pub fn progress_bar(sampling: &Sampling, label: &str) -> ProgressBar {
 /// the same path (setup, synchronizations, events, two clock reads). Medians
 /// and interquartile ranges in milliseconds; a result file records it next to
 /// timings it qualifies.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ClockOverhead {
     pub samples: usize,
     pub wall_median_ms: f64,

@@ -16,7 +16,7 @@ use clap::Parser;
 #[command(
     version,
     after_help = format!(
-        "{}\n\nReads candle-lab result files (schema 2.x: matmul and cpu_vs_gpu) and the reference \
+        "{}\n\nReads candle-lab result files (schema 2.x: matmul, cpu_vs_gpu and sweep) and the reference \
          lab's week05-results-gb10.json.\nExit codes: 0 done; 1 an error, or a row slower than \
          --fail-if-slower allows (the stderr line says which); 2 a bad flag.",
         compare::method()

@@ -20,6 +20,7 @@ mod matmul;
 mod memory;
 mod overhead;
 mod precision;
+mod sweep;
 mod timed;
 
 use std::path::Path;
@@ -43,7 +44,10 @@ pub use overhead::{CacheRow, CacheSection, FirstCall, LaunchMode, LaunchRow, Ove
 pub use precision::{Accumulation, FormatLimits, PointOne, PrecisionResults, RoundTrip};
 pub use timed::{GpuState, SectionStatus, TelemetrySource, TimeSource, Timed};
 
-/// The version this build writes.
+pub use sweep::{SweepPoint, SweepResults};
+
+/// The version this build writes. 2.1 added the `sweep`, `memory` and
+/// `overhead` bodies and the matmul rows' "x fp32" ratios.
 pub const SCHEMA_VERSION: &str = "2.1";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
@@ -77,6 +81,7 @@ pub enum Body {
     CpuVsGpu(CpuVsGpuResults),
     Memory(MemoryResults),
     Overhead(OverheadResults),
+    Sweep(SweepResults),
 }
 
 impl Body {
@@ -89,6 +94,7 @@ impl Body {
             Self::CpuVsGpu(_) => "cpu_vs_gpu",
             Self::Memory(_) => "memory",
             Self::Overhead(_) => "overhead",
+            Self::Sweep(_) => "sweep",
         }
     }
 }
@@ -237,6 +243,12 @@ impl ResultFile {
             Body::Overhead(o) => {
                 let c = &o.cache;
                 section(c.status, c.reason.as_deref(), c.rows.len())?;
+                Vec::new()
+            }
+            Body::Sweep(s) => {
+                for point in &s.points {
+                    point.validate()?;
+                }
                 Vec::new()
             }
             Body::Basics(_) | Body::Precision(_) => Vec::new(),

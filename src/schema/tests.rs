@@ -42,7 +42,12 @@ fn every_committed_result_reads_back() {
     assert!(!files.is_empty(), "no committed results found");
     for path in files {
         let file = read(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
-        assert_eq!(major(&file.schema_version), Some(MAJOR), "{}", path.display());
+        assert_eq!(
+            major(&file.schema_version),
+            Some(MAJOR),
+            "{}",
+            path.display()
+        );
     }
 }
 

@@ -1,0 +1,129 @@
+//! Sweep: matmul GFLOP/s across sizes x precisions, each point sampled
+//! adaptively (until its median is known to +-1%, or `--max-seconds` runs out).
+//! Writes the JSON, a long-format CSV and an SVG chart beside each other after
+//! every point, so an interrupted sweep keeps every point it finished. The
+//! measurement is `candle_lab::sweep`'s; this program parses, saves and prints.
+
+use anyhow::Result;
+use candle_lab::cli::{finish, parse, result_file, Common, Dtypes, MAX_SIZE};
+use candle_lab::device::select;
+use candle_lab::memory::CountingAlloc;
+use candle_lab::output::Output;
+use candle_lab::report::print_tables;
+use candle_lab::schema::{Body, SweepResults};
+use candle_lab::sweep::{self, Config, DEFAULT_MAX_SECONDS, MAX_SECONDS_RANGE};
+use clap::Parser;
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+/// Matmul GFLOP/s across sizes and precisions, sampled adaptively; JSON, CSV and
+/// an SVG chart.
+#[derive(Parser, Debug)]
+#[command(version)]
+struct Args {
+    #[command(flatten)]
+    common: Common,
+
+    /// Sizes n, comma-separated, run in ascending order (default on the CPU:
+    /// 64,128,256,512,1000,1023,1024,1025,2048,3000; on a GPU: 256 to 16384
+    /// with the same awkward sizes).
+    #[arg(long, value_delimiter = ',', value_name = "N,...",
+          value_parser = clap::value_parser!(u64).range(1..=MAX_SIZE))]
+    sizes: Vec<u64>,
+
+    #[command(flatten)]
+    dtypes: Dtypes,
+
+    /// Sampling time per point, in seconds (0.01 to 3600): after at least 10
+    /// samples a point stops when its median is known to +-1%, or when this runs out.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_MAX_SECONDS, value_parser = seconds)]
+    max_seconds: f64,
+}
+
+fn seconds(text: &str) -> Result<f64, String> {
+    let (lo, hi) = MAX_SECONDS_RANGE;
+    match text.parse::<f64>() {
+        Ok(s) if (lo..=hi).contains(&s) => Ok(s),
+        _ => Err(format!("expected seconds from {lo} to {hi}")),
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    finish(run(parse()))
+}
+
+fn run(args: Args) -> Result<()> {
+    let (device, info) = select(args.common.device)?;
+    let sizes = if args.sizes.is_empty() {
+        sweep::default_sizes(&device)
+    } else {
+        args.sizes.iter().map(|&n| n as usize).collect()
+    };
+    let precisions = args.dtypes.for_device(device.is_cuda())?;
+    let cfg = Config::new(sizes, precisions, sweep::plan(args.max_seconds))?;
+    cfg.check_fits(&device)?;
+    let json = args.common.output("sweep", &info)?;
+    let (csv, svg) = (json.beside("csv")?, json.beside("svg")?);
+    eprintln!(
+        "sweep: sizes {:?} x {} on {}; per point {}",
+        cfg.sizes,
+        cfg.precisions
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(","),
+        info.label,
+        cfg.sampling
+    );
+    let machine = info.slug();
+    let title = sweep::title(&info, &candle_lab::env::capture());
+    // Standard output takes one JSON document: it is written once, at the end.
+    let as_we_go = !matches!(json, Output::Stdout);
+    let save = |r: &SweepResults, quietly: bool| -> Result<()> {
+        let file = result_file(info.clone(), Body::Sweep(r.clone()));
+        let csv_text = sweep::csv(&machine, r)?;
+        // No chart until a point has a measurement.
+        let chart = sweep::chart(&title, r).ok();
+        if quietly {
+            json.save_quietly(&file)?;
+            csv.write(csv_text.as_bytes())?;
+            chart.map_or(Ok(()), |c| svg.write(c.as_bytes()))
+        } else {
+            json.save(&file)?;
+            csv.save_bytes(csv_text.as_bytes())?;
+            chart.map_or(Ok(()), |c| svg.save_bytes(c.as_bytes()))
+        }
+    };
+
+    let started = std::time::Instant::now();
+    let gpu_name = device.is_cuda().then_some(info.name.as_str());
+    let results = sweep::run(&device, gpu_name, &cfg, |r| {
+        if as_we_go {
+            save(r, true)?;
+        }
+        Ok(())
+    })?;
+    let wall_s = started.elapsed().as_secs_f64();
+    save(&results, false)?;
+
+    let o = &results.clock_overhead;
+    let mut notes = vec![
+        format!(
+            "the sweep took {wall_s:.1} s ({} points, inputs and accuracy checks included)",
+            results.points.len()
+        ),
+        format!(
+            "clock overhead (an empty sample through the same path, {} samples): median {:.6} ms wall{}",
+            o.samples,
+            o.wall_median_ms,
+            o.gpu_median_ms
+                .map_or(String::new(), |g| format!(", {g:.6} ms CUDA events"))
+        ),
+    ];
+    if matches!(json, Output::Stdout) {
+        notes.push("the CSV and SVG are written beside a JSON file (--output FILE or --results-dir), not with --output -".into());
+    }
+    let tables = [sweep::table(&title, &results)];
+    print_tables(&tables, &notes, json.screen())
+}
