@@ -71,9 +71,9 @@ vs-pytorch *args: _which-build
 summary *args: _which-build
     {{run}} summary -- --results-dir results {{args}}
 
-# All six experiments: regenerates results/<machine>/, prints the summary, then
-# rebuilds results/README.md
-results: basics precision bench memory overhead summary report
+# All six experiments: regenerates results/<machine>/ and results/README.md, then ends
+# with the summary (the reference lab's table beside this machine's values)
+results: basics precision bench memory overhead report summary
 
 # Unit and integration tests (CPU; small sizes, no timing asserted)
 test:

@@ -36,6 +36,9 @@ out=${1:?$usage}
 bundle=${2:-.gpu-bundle/candle-lab-$mode.tar.xz}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+# The repository root, as the README runs this: the library tests read its
+# results/ and schema/ (linked into their working folder below).
+start=$PWD
 rm -f "$out/summary.md" "$out/results.tar.gz" "$out/run.log"
 exec > >(tee "$out/run.log") 2>&1
 
@@ -222,6 +225,9 @@ fi
 export CANDLE_LAB_BIN_DIR="$bin/experiments"
 scratch=$(dirname "$work")/scratch # the tests' working folder, not archived
 mkdir -p "$scratch"
+for d in results schema; do
+  if [[ -d $start/$d && ! -e $scratch/$d ]]; then ln -s "$start/$d" "$scratch/$d"; fi
+done
 cd "$scratch"
 for t in "$bin"/tests/*; do
   step "test-$(basename "$t")" "$t_test" "$t" --test-threads 1

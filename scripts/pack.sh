@@ -115,10 +115,15 @@ pack() {
     done
   done
 
-  # Only real test artifacts: `--no-run` also builds (and reports) the programs
-  # that integration tests run, with profile.test false.
+  # Only real test artifacts (`--no-run` also builds and reports the programs
+  # that integration tests run, with profile.test false), and only the harnesses
+  # that run from a bundle: the library's unit tests (with their CUDA variants;
+  # they read results/ relative to the folder they run in, the repository root),
+  # the CLI tests (programs from CANDLE_LAB_BIN_DIR), the pool and allocator
+  # tests. The others find programs and files through paths of the build machine.
   log "building release test harnesses"
-  cargo test --release "${features[@]}" --tests --no-run --message-format=json |
+  cargo test --release "${features[@]}" --lib --test cli --test cuda_pool --test alloc_peak \
+    --no-run --message-format=json |
     python3 -c '
 import json, sys
 for line in sys.stdin:

@@ -671,8 +671,10 @@ mod tests {
     };
     use crate::stats::summarize;
 
+    /// `path` in the repository: relative, since tests run in its root (under
+    /// cargo, and in the one-call GPU run).
     fn repo_file(path: &str) -> std::path::PathBuf {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+        std::path::PathBuf::from(path)
     }
 
     fn lab() -> LabFile {
