@@ -196,6 +196,7 @@ pub fn build(sources: &[Source]) -> Result<Built> {
     matmul_section(&mut built, &of("matmul"))?;
     sections::cpu_vs_gpu(&mut built.readme, &of("cpu_vs_gpu"), &of("matmul"));
     sections::sweep(&mut built, &of("sweep"))?;
+    sections::roofline(&mut built, &of("memory"))?;
     Ok(built)
 }
 

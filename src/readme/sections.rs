@@ -1,9 +1,10 @@
-//! The README's `cpu_vs_gpu` and `sweep` sections (the `matmul` one and the
-//! shared Markdown helpers are in the parent module).
+//! The README's `cpu_vs_gpu`, `sweep` and roofline (from `memory`) sections
+//! (the `matmul` one and the shared Markdown helpers are in the parent module).
 
 use anyhow::Result;
 
 use super::{figure, link, rate, row, Built, Source};
+use crate::plot::{roofline_svg, RooflineDot};
 use crate::schema::{Body, SweepResults};
 use crate::sweep;
 
@@ -137,6 +138,64 @@ pub(super) fn sweep(built: &mut Built, files: &[&Source]) -> Result<()> {
         }
         sweep_table(out, r);
         built.files.push((csv_path, sweep::csv(&s.machine, r)?));
+    }
+    Ok(())
+}
+
+/// The roofline of every `memory` file: its memory-bound operations and its
+/// matmul points against the ceilings that file measured.
+pub(super) fn roofline(built: &mut Built, files: &[&Source]) -> Result<()> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    built.readme.push_str(
+        "## memory: the roofline
+
+",
+    );
+    for s in files {
+        let Some(Body::Memory(m)) = s.content_body() else {
+            continue;
+        };
+        let r = &m.roofline;
+        let dots: Vec<RooflineDot> = r
+            .points
+            .iter()
+            .map(|p| RooflineDot {
+                label: p.label.clone(),
+                matmul: p.kind == "matmul",
+                flop_per_byte: p.flop_per_byte,
+                gflops: p.gflop_per_s,
+            })
+            .collect();
+        let f = s.facts();
+        let title = format!("roofline on {}", f.device);
+        let out = &mut built.readme;
+        out.push_str(&format!(
+            "### {}: {}\n\nMeasured ceilings: copy {:.1} GB/s{}; commit {}, {}, {}.\n\n",
+            s.machine,
+            f.device,
+            r.memory_gb_per_s,
+            r.compute_gflop_per_s.map_or(String::new(), |c| format!(
+                ", fastest matmul {} GFLOP/s",
+                rate(c)
+            )),
+            f.commit,
+            f.date,
+            f.framework,
+        ));
+        match roofline_svg(&title, r.memory_gb_per_s, r.compute_gflop_per_s, &dots) {
+            Ok(svg) => {
+                let path = s.chart_path();
+                out.push_str(&figure(
+                    &format!("roofline on {}", s.machine),
+                    &path,
+                    &s.path(),
+                ));
+                built.files.push((path, svg));
+            }
+            Err(_) => out.push_str("No point was measured: no chart.\n\n"),
+        }
     }
     Ok(())
 }
