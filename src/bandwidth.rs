@@ -262,7 +262,9 @@ pub fn bandwidth_row(
         gb_per_s: rate,
         elements_per_s: per_s(elements, time_ms),
         gflop_per_s: (t.flops > 0).then(|| per_s(t.flops, time_ms) / 1e9),
-        pct_of_ceiling: 100.0 * rate / ceiling_gb_per_s.unwrap_or(rate),
+        // No ceiling given: this row is the ceiling, 100% by definition (and
+        // exactly: 100 x rate / rate can round to 100.00000000000001).
+        pct_of_ceiling: ceiling_gb_per_s.map_or(100.0, |c| 100.0 * rate / c),
         pct_of_datasheet: datasheet_gb_per_s.map(|d| 100.0 * rate / d),
         timed,
     }
