@@ -179,9 +179,13 @@ for exe in "$bin"/experiments/*; do
   args=(--device "$device" --output "$work/$name.json")
   if [[ $mode == cpu ]]; then
     help=$(timeout 5 "$exe" --help 2>/dev/null || true)
-    [[ $help == *--size* ]] && args+=(--size 128)
-    [[ $help == *--iters* ]] && args+=(--iters 3)
-    [[ $help == *--warmup* ]] && args+=(--warmup 1)
+    # Whole flag names only: `--size` is not `--sizes`.
+    has() { [[ $help =~ (^|[[:space:]])$1([[:space:]]|=|$) ]]; }
+    if has --size; then args+=(--size 128); fi
+    if has --sizes; then args+=(--sizes 64,96,128); fi
+    if has --max-seconds; then args+=(--max-seconds 0.2); fi
+    if has --iters; then args+=(--iters 3); fi
+    if has --warmup; then args+=(--warmup 1); fi
   fi
   step "$name" "$t_program" "$exe" "${args[@]}"
 done
