@@ -4,34 +4,12 @@
 //! correctness and structure, never speed. Device-generic bodies run on the CPU
 //! always and on CUDA when built with the `cuda` feature.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::{bin, run};
+
 use std::process::{Command, Output};
 
 use serde_json::Value;
-
-/// The program `name`: from `CANDLE_LAB_BIN_DIR` when set (a packed bundle's
-/// `experiments/` folder, where cargo's build paths do not exist), else the one
-/// cargo built for this test.
-fn bin(name: &str) -> PathBuf {
-    if let Some(dir) = std::env::var_os("CANDLE_LAB_BIN_DIR") {
-        return Path::new(&dir).join(name);
-    }
-    match name {
-        "basics" => env!("CARGO_BIN_EXE_basics"),
-        "precision" => env!("CARGO_BIN_EXE_precision"),
-        "matmul" => env!("CARGO_BIN_EXE_matmul"),
-        "cpu_vs_gpu" => env!("CARGO_BIN_EXE_cpu_vs_gpu"),
-        other => panic!("no binary {other}"),
-    }
-    .into()
-}
-
-fn run(name: &str, args: &[&str]) -> Output {
-    Command::new(bin(name))
-        .args(args)
-        .output()
-        .expect("the binary starts")
-}
 
 /// Runs `name` with `args` plus `--output`, expects success, returns the JSON.
 fn run_json(name: &str, args: &[&str]) -> Value {

@@ -5,26 +5,10 @@
 //! run on the CPU always and on CUDA when built with the `cuda` feature. No
 //! test asserts a speed.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
+use common::run;
 
 use serde_json::Value;
-
-fn bin(name: &str) -> PathBuf {
-    match name {
-        "memory" => env!("CARGO_BIN_EXE_memory"),
-        "overhead" => env!("CARGO_BIN_EXE_overhead"),
-        other => panic!("no binary {other}"),
-    }
-    .into()
-}
-
-fn run(name: &str, args: &[&str]) -> Output {
-    Command::new(bin(name))
-        .args(args)
-        .output()
-        .expect("the binary starts")
-}
 
 /// Runs `name` with `args` plus `--output`, expects success, checks the file
 /// against the schema and the typed reader, returns its body and stdout.

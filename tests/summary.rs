@@ -4,26 +4,11 @@
 //! rows it cannot fill are empty, and writes the same as Markdown beside the
 //! results. What it cannot read is one error line, a non-zero exit and no file.
 
+mod common;
+use common::run;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn bin(name: &str) -> PathBuf {
-    match name {
-        "basics" => env!("CARGO_BIN_EXE_basics"),
-        "matmul" => env!("CARGO_BIN_EXE_matmul"),
-        "cpu_vs_gpu" => env!("CARGO_BIN_EXE_cpu_vs_gpu"),
-        "summary" => env!("CARGO_BIN_EXE_summary"),
-        other => panic!("no binary {other}"),
-    }
-    .into()
-}
-
-fn run(name: &str, args: &[&str]) -> Output {
-    Command::new(bin(name))
-        .args(args)
-        .output()
-        .expect("the binary starts")
-}
+use std::process::Output;
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
