@@ -11,25 +11,10 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-/// Runs `name` with `args` plus `--output`, expects success, returns the JSON.
+/// Runs `name` with `args` plus `--output`, expects success, returns the JSON
+/// (checked as every reader takes it: [`common::run_result`]).
 fn run_json(name: &str, args: &[&str]) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("out.json");
-    let mut all = args.to_vec();
-    all.extend(["--output", path.to_str().unwrap()]);
-    let out = run(name, &all);
-    assert!(
-        out.status.success(),
-        "{name} {all:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    assert_eq!(json["experiment"], name);
-    assert_eq!(json["schema_version"], candle_lab::schema::SCHEMA_VERSION);
-    assert!(json[name].is_object(), "the body sits under \"{name}\"");
-    // The typed reader takes back what the program wrote.
-    let typed = candle_lab::schema::read(&path).unwrap();
-    assert_eq!(serde_json::to_value(typed).unwrap(), json);
+    let (json, _) = common::run_result(name, args);
     assert!(json["command"].as_str().unwrap().contains("--output"));
     json
 }

@@ -13,28 +13,7 @@ use serde_json::Value;
 /// Runs `name` with `args` plus `--output`, expects success, checks the file
 /// against the schema and the typed reader, returns its body and stdout.
 fn run_body(name: &str, args: &[&str]) -> (Value, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("out.json");
-    let mut all = args.to_vec();
-    all.extend(["--output", path.to_str().unwrap()]);
-    let out = run(name, &all);
-    assert!(
-        out.status.success(),
-        "{name} {all:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    assert_eq!(json["experiment"], name);
-    assert_eq!(json["schema_version"], candle_lab::schema::SCHEMA_VERSION);
-    let typed = candle_lab::schema::read(&path).unwrap();
-    assert_eq!(serde_json::to_value(typed).unwrap(), json);
-    let schema: Value = serde_json::from_str(&candle_lab::schema::json_schema()).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&json)
-        .map(|e| e.to_string())
-        .collect();
-    assert!(errors.is_empty(), "{errors:?}");
+    let (json, out) = common::run_result(name, args);
     (
         json[name].clone(),
         String::from_utf8_lossy(&out.stdout).into(),

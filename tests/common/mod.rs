@@ -35,3 +35,35 @@ pub fn run(name: &str, args: &[&str]) -> Output {
         .output()
         .expect("the binary starts")
 }
+
+/// Runs `name` with `args` plus `--output FILE`, expects success, and checks the
+/// file as every reader will take it: the envelope (experiment, schema version,
+/// body under the experiment's key), the typed reader giving back the same
+/// JSON, and the committed JSON Schema. Returns the file's JSON and the run.
+pub fn run_result(name: &str, args: &[&str]) -> (serde_json::Value, Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.json");
+    let mut all = args.to_vec();
+    all.extend(["--output", path.to_str().unwrap()]);
+    let out = run(name, &all);
+    assert!(
+        out.status.success(),
+        "{name} {all:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(json["experiment"], name);
+    assert_eq!(json["schema_version"], candle_lab::schema::SCHEMA_VERSION);
+    assert!(json[name].is_object(), "the body sits under \"{name}\"");
+    let typed = candle_lab::schema::read(&path).unwrap();
+    assert_eq!(serde_json::to_value(typed).unwrap(), json);
+    let schema: serde_json::Value =
+        serde_json::from_str(&candle_lab::schema::json_schema()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&json)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{name}: {errors:?}");
+    (json, out)
+}
