@@ -5,9 +5,9 @@
 //! always and on CUDA when built with the `cuda` feature.
 
 mod common;
-use common::{bin, run};
+use common::run;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
@@ -432,10 +432,13 @@ fn a_process_memory_limit_is_one_error_line() {
     let path = dir.path().join("out.json");
     let script = format!(
         "ulimit -v 700000 && exec '{}' --device cpu --size 8192 --iters 1 --warmup 0 --output '{}'",
-        bin("matmul").display(),
+        common::bin("matmul").display(),
         path.display()
     );
-    let out = Command::new("sh").args(["-c", &script]).output().unwrap();
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert_ne!(out.status.code(), Some(134), "aborted: {stderr}");
