@@ -4,8 +4,10 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 
 # `--features cuda` when a CUDA toolkit is on PATH (nvcc), else a CPU-only build.
 # Override with CANDLE_LAB_FEATURES="--features cuda" (or "" for CPU-only).
+# Programs run as release builds; CANDLE_LAB_PROFILE=dev reuses `just test`'s build (CI's smoke runs).
+profile := env("CANDLE_LAB_PROFILE", "release")
 features := if env("CANDLE_LAB_FEATURES", "auto") != "auto" { env("CANDLE_LAB_FEATURES") } else if `command -v nvcc >/dev/null 2>&1 && echo yes || echo no` == "yes" { "--features cuda" } else { "" }
-run := "cargo run --release --quiet " + features + " --bin"
+run := "cargo run --profile " + profile + " --quiet " + features + " --bin"
 
 # List the recipes
 default:
@@ -93,6 +95,7 @@ lint:
     cargo clippy --all-targets -- -D warnings
 
 # Compile the CUDA path without a GPU: PyPI CUDA 13 toolchain, clippy, release binaries
+# (release for both: they share one run of nvcc over Candle's kernels, and `just pack-gpu` reuses it)
 cuda-check:
     source "$(scripts/cuda-toolchain.sh)" && \
       cargo clippy --release --features cuda --all-targets -- -D warnings && \
@@ -113,6 +116,9 @@ gpu-run-cpu: pack-cpu
     set -euo pipefail
     out=$(mktemp -d)
     trap 'rm -rf "$out"' EXIT
+    # The venv's python3 first on PATH, as the GPU machine's has torch: the run's
+    # PyTorch step and its compare step run too.
+    PATH="$(dirname "$(scripts/pytorch-env.sh)"):$PATH"
     scripts/gpu-run.sh --cpu "$out/run" > /dev/null
     echo "gpu-run-cpu: $(ls "$out/run" | tr '\n' ' ')"
     [[ $(ls "$out/run") == $'results.tar.gz\nrun.log\nsummary.md' ]]
@@ -123,6 +129,8 @@ gpu-run-cpu: pack-cpu
       grep -q "^| $name | 0 |" "$out/run/summary.md" || { echo "no passing $name step in summary.md"; exit 1; }
     done
     grep -q '^| test-cli | 0 |' "$out/run/summary.md"
+    grep -q '^| pytorch-matmul-192 | 0 |' "$out/run/summary.md"
+    grep -q '^| compare | 0 |' "$out/run/summary.md"
     # A hang costs its step only: a bundle with one more "experiment" that never
     # ends; under 10-second timeouts the run ends, fails, names it, keeps the rest.
     mkdir "$out/hang"
@@ -144,8 +152,9 @@ gpu-run-cpu: pack-cpu
 ci: lint test test-pytorch vs-pytorch-smoke gpu-run-cpu cuda-check
 
 # Candle and PyTorch at a small size on the CPU, compared: the whole path CI can run
+# (Candle's dev build: this checks the path, its times are not Candle's speed)
 vs-pytorch-smoke:
-    just vs-pytorch --device cpu --size 128 --iters 5 --warmup 1
+    CANDLE_LAB_PROFILE=dev just vs-pytorch --device cpu --size 128 --iters 5 --warmup 1
 
 _which-build:
     @echo "build: {{ if features == "" { "CPU-only (no nvcc on PATH; see README, On a GPU)" } else { features } }}" >&2

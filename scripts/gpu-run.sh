@@ -186,6 +186,14 @@ for exe in "$bin"/experiments/*; do
     if has --max-seconds; then args+=(--max-seconds 0.2); fi
     if has --iters; then args+=(--iters 3); fi
     if has --warmup; then args+=(--warmup 1); fi
+    # memory and overhead (CI's CPU bundle is a dev build: their defaults take minutes)
+    if has --mib; then args+=(--mib 1); fi
+    if has --matmul-size; then args+=(--matmul-size 128); fi
+    if has --transfer-max-mib; then args+=(--transfer-max-mib 1); fi
+    if has --first-size; then args+=(--first-size 128); fi
+    if has --calls; then args+=(--calls 20); fi
+    if has --cache-sizes; then args+=(--cache-sizes 64,128); fi
+    if has --flush-mib; then args+=(--flush-mib 4); fi
   fi
   step "$name" "$t_program" "$exe" "${args[@]}"
 done

@@ -5,12 +5,12 @@
 #   scripts/pack.sh cuda [CAP]   .gpu-bundle/candle-lab-cuda.tar.xz: release build
 #                                with --features cuda, Candle's kernels compiled for
 #                                compute capability CAP (default 90: sm_90a)
-#   scripts/pack.sh cpu          .gpu-bundle/candle-lab-cpu.tar.xz: the same layout
-#                                without CUDA, for `gpu-run.sh --cpu` in CI
+#   scripts/pack.sh cpu          .gpu-bundle/candle-lab-cpu.tar.xz: the same layout,
+#                                dev build without CUDA, for `gpu-run.sh --cpu` in CI
 #   scripts/pack.sh check FILE   checks a packed archive (run by the two above)
 #
 # Layout (nothing else is packed; `check` enforces it):
-#   BUNDLE             kind=cuda|cpu, compute_cap, git commit
+#   BUNDLE             kind=cuda|cpu, profile=release|dev, compute_cap, git commit
 #   experiments/NAME   every [[bin]] whose source is under experiments/ (cargo metadata)
 #   tools/NAME         every [[bin]] whose source is under tools/
 #   tests/NAME         every test harness `cargo test` builds (profile.test), by target name
@@ -101,36 +101,51 @@ pack() {
     features=(--features cuda)
   fi
   archive=.gpu-bundle/candle-lab-$kind.tar.xz
-  local target
-  target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
   stage=$(mktemp -d) # global: the EXIT trap reads it after pack returns
   trap 'rm -rf "$stage"' EXIT
 
-  log "building release programs ($kind${cap:+, compute capability $cap})"
-  cargo build --release "${features[@]}" --bins
+  # One cargo call builds both the programs and the test harnesses, so they come
+  # from one build graph: `cargo test --no-run` also builds every program (the
+  # CLI tests run them) and reports each as an artifact with profile.test false.
+  # The harnesses packed are the ones that run from a bundle: the library's unit
+  # tests (with their CUDA variants; they read results/ relative to the folder
+  # they run in, the repository root), the CLI tests (programs from
+  # CANDLE_LAB_BIN_DIR), the pool and allocator tests. The others find programs
+  # and files through paths of the build machine.
+  # The CUDA bundle is what a GPU measures: release. The CPU bundle only checks
+  # gpu-run.sh's logic at small sizes, so it is the dev build that `just test`
+  # has already made (nothing compiles twice in CI).
+  local profile=dev
+  if [[ $kind == cuda ]]; then profile=release; fi
+  log "building programs and test harnesses ($profile, $kind${cap:+, compute capability $cap})"
+  cargo test --profile "$profile" "${features[@]}" --lib --test cli --test cuda_pool --test alloc_peak \
+    --no-run --message-format=json > "$stage/artifacts.json"
   mkdir -p "$stage/experiments" "$stage/tools" "$stage/tests" "$stage/scripts"
+  python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable"):
+        what = "test" if m["profile"]["test"] else "bin" if "bin" in m["target"]["kind"] else ""
+        if what:
+            print(what, m["target"]["name"], m["executable"])
+' "$stage/artifacts.json" > "$stage/artifacts.txt"
+  rm "$stage/artifacts.json"
+  local what name exe
+  while read -r what name exe; do
+    if [[ $what == test ]]; then cp "$exe" "$stage/tests/$name"; fi
+  done < "$stage/artifacts.txt"
   for folder in experiments tools; do
     for name in $(bins_under "$folder"); do
-      cp "$target/release/$name" "$stage/$folder/"
+      exe=$(awk -v n="$name" '$1 == "bin" && $2 == n { print $3 }' "$stage/artifacts.txt")
+      [[ -n $exe ]] || { log "cargo built no program named $name"; exit 1; }
+      cp "$exe" "$stage/$folder/"
     done
   done
-
-  # Only real test artifacts (`--no-run` also builds and reports the programs
-  # that integration tests run, with profile.test false), and only the harnesses
-  # that run from a bundle: the library's unit tests (with their CUDA variants;
-  # they read results/ relative to the folder they run in, the repository root),
-  # the CLI tests (programs from CANDLE_LAB_BIN_DIR), the pool and allocator
-  # tests. The others find programs and files through paths of the build machine.
-  log "building release test harnesses"
-  cargo test --release "${features[@]}" --lib --test cli --test cuda_pool --test alloc_peak \
-    --no-run --message-format=json |
-    python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["profile"]["test"] and m.get("executable"):
-        print(m["target"]["name"], m["executable"])
-' | while read -r name exe; do cp "$exe" "$stage/tests/$name"; done
+  rm "$stage/artifacts.txt"
+  # Debug info is for the build machine: a dev program carries ~50 MB of it.
+  # Symbols stay, so a backtrace still names its functions.
+  strip --strip-debug "$stage"/experiments/* "$stage"/tools/* "$stage"/tests/*
 
   cp scripts/gpu-run.sh scripts/summary.py "$stage/scripts/"
   if [[ -d pytorch ]]; then
@@ -147,13 +162,19 @@ for line in sys.stdin:
   fi
   {
     echo "kind=$kind"
+    echo "profile=$profile" # a dev build's times are not the suite's speed
     [[ -z $cap ]] || echo "compute_cap=$cap"
     [[ -z $arch ]] || echo "arch=$arch"
     echo "commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo -dirty)"
   } > "$stage/BUNDLE"
 
   mkdir -p "$(dirname "$archive")"
-  tar -cf - -C "$stage" . | xz -T0 -6 > "$archive.tmp"
+  # -6 keeps a CUDA bundle small enough to carry to the GPU machine; the CPU
+  # bundle (~300 MB of dev programs) never leaves this one, and -0 packs it in
+  # seconds rather than minutes.
+  local level=-6
+  if [[ $kind == cpu ]]; then level=-0; fi
+  tar -cf - -C "$stage" . | xz -T0 "$level" > "$archive.tmp"
   mv "$archive.tmp" "$archive"
   check "$archive"
 }

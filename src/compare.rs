@@ -408,7 +408,13 @@ pub fn load(path: &Path) -> Result<Vec<Entry>> {
 /// The timed rows of a result file that ran, as entries.
 pub fn entries(file: &ResultFile) -> Vec<Entry> {
     let env = &file.environment;
-    let framework = format!("{} {}", env.framework, env.framework_version);
+    // A debug build's times say little about the framework: the label says so.
+    let debug = if env.profile.as_deref() == Some("debug") {
+        " (debug build)"
+    } else {
+        ""
+    };
+    let framework = format!("{} {}{debug}", env.framework, env.framework_version);
     let entry = |size: usize, row: &schema::Row, kind: DeviceKind| {
         let m = row.measured.as_ref()?;
         let device_name = match kind {
@@ -811,6 +817,13 @@ mod tests {
         assert_eq!(
             (got[0].size, got[0].framework.as_str()),
             (4096, "candle 0.11.1")
+        );
+
+        let mut debug = matmul.clone();
+        debug["environment"]["profile"] = json!("debug");
+        assert_eq!(
+            entries_of(&debug).unwrap()[0].framework,
+            "candle 0.11.1 (debug build)"
         );
 
         let cvg = schema2(
