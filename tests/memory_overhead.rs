@@ -6,7 +6,7 @@
 //! test asserts a speed.
 
 mod common;
-use common::run;
+use common::{refused, run};
 
 use serde_json::Value;
 
@@ -312,26 +312,6 @@ fn overhead_fields_cpu() {
 #[test]
 fn overhead_fields_cuda() {
     overhead_fields("cuda");
-}
-
-/// A bad command: non-zero exit, one stderr line containing `expect`, no panic,
-/// no result file.
-fn refused(name: &str, args: &[&str], expect: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("out.json");
-    let mut all = args.to_vec();
-    all.extend(["--output", path.to_str().unwrap()]);
-    let out = run(name, &all);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{name} {args:?} succeeded");
-    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
-    assert_eq!(errors.len(), 1, "one error line: {stderr}");
-    assert!(errors[0].contains(expect), "{expect:?} not in {stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(
-        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
-        "no file is left"
-    );
 }
 
 #[test]

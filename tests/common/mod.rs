@@ -67,3 +67,26 @@ pub fn run_result(name: &str, args: &[&str]) -> (serde_json::Value, Output) {
     assert!(errors.is_empty(), "{name}: {errors:?}");
     (json, out)
 }
+
+/// Runs a bad command: non-zero exit, one stderr line containing `expect`, no
+/// panic, and no result file.
+pub fn refused(name: &str, args: &[&str], expect: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.json");
+    let mut all = args.to_vec();
+    all.extend(["--output", path.to_str().unwrap()]);
+    let out = run(name, &all);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{name} {args:?} succeeded");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "one error line: {stderr}");
+    assert!(errors[0].contains(expect), "{expect:?} not in {stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+        "{stderr}"
+    );
+    assert!(
+        !path.exists() && std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "no file is left"
+    );
+}
