@@ -802,13 +802,7 @@ pub fn tables(r: &MemoryResults, device: &str) -> Vec<Table> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::telemetry::to_timed;
-    use crate::timing::Samples;
-
-    fn timed(wall: &[f64], gpu: &[f64]) -> Timed {
-        let samples = Samples::from_ms(wall.to_vec(), gpu.to_vec());
-        to_timed(samples, None, None).unwrap()
-    }
+    use crate::telemetry::timed_at as timed;
 
     #[test]
     fn bytes_are_counted_per_operation() {

@@ -458,12 +458,7 @@ pub fn tables(r: &OverheadResults, device: &str) -> Vec<Table> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::telemetry::to_timed;
-
-    fn timed(wall: &[f64], gpu: &[f64]) -> Timed {
-        let samples = Samples::from_ms(wall.to_vec(), gpu.to_vec());
-        to_timed(samples, None, None).unwrap()
-    }
+    use crate::telemetry::timed_at as timed;
 
     #[test]
     fn launch_rows_divide_a_sample_by_its_calls() {

@@ -131,6 +131,12 @@ pub fn to_timed(
     })
 }
 
+/// A row timed at these wall and GPU samples (ms), for the row builders' tests.
+#[cfg(test)]
+pub(crate) fn timed_at(wall: &[f64], gpu: &[f64]) -> Timed {
+    to_timed(Samples::from_ms(wall.to_vec(), gpu.to_vec()), None, None).unwrap()
+}
+
 /// Loads NVML and finds the GPU with `uuid` (NVML's spelling, "GPU-...").
 pub fn open_nvml(uuid: &str) -> Result<(Nvml, String)> {
     let nvml =
