@@ -35,7 +35,6 @@ fn main() -> std::process::ExitCode {
 
 /// A failed row (CPU or GPU) is kept with its error; the exit code says so.
 fn run(args: Args) -> Result<Completion> {
-    let (device, info) = select(args.common.device)?;
     let n = args.bench.n();
     let gpu_cfg = Config {
         size: n,
@@ -43,6 +42,11 @@ fn run(args: Args) -> Result<Completion> {
         precisions: vec![Precision::F32],
         accuracy_rows: 16,
     };
+    if args.common.dry_run {
+        let plans = [gpu_cfg.clone(), gpu_cfg.cpu_fp32_comparison()];
+        return args.common.dry_run("cpu_vs_gpu", &args, &plans);
+    }
+    let (device, info) = select(args.common.device)?;
     let cpu_cfg = gpu_cfg.cpu_fp32_comparison();
     let host = args.bench.host_check();
     check_fits(&Device::Cpu, &cpu_cfg, host)?;

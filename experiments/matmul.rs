@@ -44,17 +44,25 @@ fn main() -> std::process::ExitCode {
     finish(run(parse()))
 }
 
+/// The benchmark the flags ask for, checked (a cuBLAS mode needs a GPU).
+fn config(args: &Args, on_cuda: bool) -> Result<Config> {
+    Ok(Config {
+        size: args.bench.n(),
+        plan: args.bench.plan(),
+        precisions: args.dtypes.for_device(on_cuda)?,
+        accuracy_rows: args.accuracy_rows as usize,
+    })
+}
+
 /// A failed row does not end the run: its error is in its row, the report is
 /// written, and the exit code says that rows failed.
 fn run(args: Args) -> Result<Completion> {
+    if args.common.dry_run {
+        let cfg = config(&args, args.common.device.expects_cuda())?;
+        return args.common.dry_run("matmul", &args, &cfg);
+    }
     let (device, info) = select(args.common.device)?;
-    let precisions = args.dtypes.for_device(device.is_cuda())?;
-    let cfg = Config {
-        size: args.bench.n(),
-        plan: args.bench.plan(),
-        precisions,
-        accuracy_rows: args.accuracy_rows as usize,
-    };
+    let cfg = config(&args, device.is_cuda())?;
     // On a GPU, the reference lab also times fp32 on the CPU.
     let compare_cpu = device.is_cuda() && !args.no_cpu;
     let host = args.bench.host_check();

@@ -11,7 +11,7 @@ use candle_core::DType;
 use candle_lab::bandwidth::{
     self, check_fits, default_matmul_size, default_mib, default_plan, Config,
 };
-use candle_lab::cli::{finish, parse, result_file, Common, MAX_SIZE};
+use candle_lab::cli::{finish, parse, result_file, Common, Completion, MAX_SIZE};
 use candle_lab::device::select;
 use candle_lab::memory::CountingAlloc;
 use candle_lab::report::print_tables;
@@ -72,21 +72,17 @@ fn parse_dtype(s: &str) -> Result<DType, String> {
     }
 }
 
-fn main() -> std::process::ExitCode {
-    finish(run(parse()))
-}
-
-fn run(args: Args) -> Result<()> {
-    let (device, info) = select(args.common.device)?;
+/// What the flags ask for, with the device's defaults where a flag is absent.
+fn config(args: &Args, on_cuda: bool) -> Config {
     let mut dtypes: Vec<DType> = Vec::new();
-    for d in args.dtypes {
+    for &d in &args.dtypes {
         if !dtypes.contains(&d) {
             dtypes.push(d);
         }
     }
-    let plan = default_plan(&device);
-    let cfg = Config {
-        mib: args.mib.unwrap_or_else(|| default_mib(&device)),
+    let plan = default_plan(on_cuda);
+    Config {
+        mib: args.mib.unwrap_or_else(|| default_mib(on_cuda)),
         plan: Plan {
             warmup: args.warmup.map_or(plan.warmup, |n| n as usize),
             iters: args.iters.map_or(plan.iters, |n| n as usize),
@@ -94,9 +90,22 @@ fn run(args: Args) -> Result<()> {
         dtypes,
         matmul_size: args
             .matmul_size
-            .map_or_else(|| default_matmul_size(&device), |n| n as usize),
+            .map_or_else(|| default_matmul_size(on_cuda), |n| n as usize),
         transfer_max_mib: args.transfer_max_mib,
-    };
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    finish(run(parse()))
+}
+
+fn run(args: Args) -> Result<Completion> {
+    if args.common.dry_run {
+        let cfg = config(&args, args.common.device.expects_cuda());
+        return args.common.dry_run("memory", &args, &cfg);
+    }
+    let (device, info) = select(args.common.device)?;
+    let cfg = config(&args, device.is_cuda());
     check_fits(&device, &cfg)?;
     let output = args.common.output("memory", &info)?;
     let telemetry = Telemetry::open(&device);
@@ -112,5 +121,6 @@ fn run(args: Args) -> Result<()> {
     let tables = bandwidth::tables(&result, &info.label);
     let notes = bandwidth::notes(&result);
     output.save(&result_file(info, Body::Memory(result)))?;
-    print_tables(&tables, &notes, output.screen())
+    print_tables(&tables, &notes, output.screen())?;
+    Ok(Completion::Complete)
 }

@@ -6,7 +6,7 @@
 //! flushed before each sample against back-to-back ones.
 
 use anyhow::Result;
-use candle_lab::cli::{finish, parse, result_file, Common, MAX_SIZE};
+use candle_lab::cli::{finish, parse, result_file, Common, Completion, MAX_SIZE};
 use candle_lab::device::select;
 use candle_lab::memory::CountingAlloc;
 use candle_lab::overhead::{self, check_fits, time_once, Config};
@@ -57,10 +57,7 @@ fn main() -> std::process::ExitCode {
     finish(run(parse()))
 }
 
-fn run(args: Args) -> Result<()> {
-    // Opening the device is the first thing this process does with it, so its
-    // time is the context creation's own.
-    let (open_ms, (device, info)) = time_once(|| select(args.common.device))?;
+fn run(args: Args) -> Result<Completion> {
     let cfg = Config {
         plan: Plan {
             warmup: args.warmup as usize,
@@ -71,6 +68,12 @@ fn run(args: Args) -> Result<()> {
         cache_sizes: args.cache_sizes.iter().map(|&n| n as usize).collect(),
         flush_bytes: args.flush_mib.map(|m| m << 20),
     };
+    if args.common.dry_run {
+        return args.common.dry_run("overhead", &args, &cfg);
+    }
+    // Opening the device is the first thing this process does with it, so its
+    // time is the context creation's own.
+    let (open_ms, (device, info)) = time_once(|| select(args.common.device))?;
     check_fits(&device, &cfg)?;
     let output = args.common.output("overhead", &info)?;
     let telemetry = Telemetry::open(&device);
@@ -80,5 +83,6 @@ fn run(args: Args) -> Result<()> {
 
     let tables = overhead::tables(&result, &info.label);
     output.save(&result_file(info, Body::Overhead(result)))?;
-    print_tables(&tables, &[], output.screen())
+    print_tables(&tables, &[], output.screen())?;
+    Ok(Completion::Complete)
 }

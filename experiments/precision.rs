@@ -41,6 +41,13 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(args: Args) -> Result<()> {
+    if args.common.dry_run {
+        // Nothing to plan beyond the flags: every table has fixed shapes.
+        return args
+            .common
+            .dry_run("precision", &args, &"the fixed tables")
+            .map(drop);
+    }
     let (device, info) = select(args.common.device)?;
     let output = args.common.output("precision", &info)?;
     let results = compute(&device)?;

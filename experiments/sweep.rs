@@ -5,7 +5,7 @@
 //! measurement is `candle_lab::sweep`'s; this program parses, saves and prints.
 
 use anyhow::Result;
-use candle_lab::cli::{finish, parse, result_file, Common, Dtypes, MAX_SIZE};
+use candle_lab::cli::{finish, parse, result_file, Common, Completion, Dtypes, MAX_SIZE};
 use candle_lab::device::select;
 use candle_lab::memory::CountingAlloc;
 use candle_lab::output::Output;
@@ -49,19 +49,28 @@ fn seconds(text: &str) -> Result<f64, String> {
     }
 }
 
+/// The sweep the flags ask for, checked (sizes default to the device's).
+fn config(args: &Args, on_cuda: bool) -> Result<Config> {
+    let sizes = if args.sizes.is_empty() {
+        sweep::default_sizes(on_cuda)
+    } else {
+        args.sizes.iter().map(|&n| n as usize).collect()
+    };
+    let precisions = args.dtypes.for_device(on_cuda)?;
+    Config::new(sizes, precisions, sweep::plan(args.max_seconds))
+}
+
 fn main() -> std::process::ExitCode {
     finish(run(parse()))
 }
 
-fn run(args: Args) -> Result<()> {
+fn run(args: Args) -> Result<Completion> {
+    if args.common.dry_run {
+        let cfg = config(&args, args.common.device.expects_cuda())?;
+        return args.common.dry_run("sweep", &args, &cfg);
+    }
     let (device, info) = select(args.common.device)?;
-    let sizes = if args.sizes.is_empty() {
-        sweep::default_sizes(&device)
-    } else {
-        args.sizes.iter().map(|&n| n as usize).collect()
-    };
-    let precisions = args.dtypes.for_device(device.is_cuda())?;
-    let cfg = Config::new(sizes, precisions, sweep::plan(args.max_seconds))?;
+    let cfg = config(&args, device.is_cuda())?;
     cfg.check_fits(&device)?;
     let json = args.common.output("sweep", &info)?;
     let (csv, svg) = (json.beside("csv")?, json.beside("svg")?);
@@ -125,5 +134,6 @@ fn run(args: Args) -> Result<()> {
         notes.push("the CSV and SVG are written beside a JSON file (--output FILE or --results-dir), not with --output -".into());
     }
     let tables = [sweep::table(&title, &results)];
-    print_tables(&tables, &notes, json.screen())
+    print_tables(&tables, &notes, json.screen())?;
+    Ok(Completion::Complete)
 }

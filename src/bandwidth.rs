@@ -74,8 +74,8 @@ impl Config {
 /// kernels for f16 and bf16 convert element by element and run at a fraction
 /// of memory speed) and make a GPU run large enough to leave its 50 MB-class
 /// L2 far behind: one f32 tensor of 32 MiB on the CPU and 1 GiB on a GPU.
-pub fn default_mib(device: &Device) -> u64 {
-    if device.is_cuda() {
+pub fn default_mib(on_cuda: bool) -> u64 {
+    if on_cuda {
         1024
     } else {
         32
@@ -84,8 +84,8 @@ pub fn default_mib(device: &Device) -> u64 {
 
 /// Warm-up and timed runs per row: 1 and 5 on the CPU, where a row's call
 /// takes up to a second; 3 and 20 on a GPU, where it takes about a millisecond.
-pub fn default_plan(device: &Device) -> Plan {
-    if device.is_cuda() {
+pub fn default_plan(on_cuda: bool) -> Plan {
+    if on_cuda {
         Plan {
             warmup: 3,
             iters: 20,
@@ -99,8 +99,8 @@ pub fn default_plan(device: &Device) -> Plan {
 }
 
 /// The roofline's matmul side: 1024 on the CPU (tens of ms), 8192 on a GPU.
-pub fn default_matmul_size(device: &Device) -> usize {
-    if device.is_cuda() {
+pub fn default_matmul_size(on_cuda: bool) -> usize {
+    if on_cuda {
         8192
     } else {
         1024

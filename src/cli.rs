@@ -36,6 +36,12 @@ pub struct Common {
     /// logical CPUs ("intel-xeon-processor-2t").
     #[arg(long, value_name = "DIR")]
     pub results_dir: Option<PathBuf>,
+
+    /// Check every flag and value and the output path as a run would, print
+    /// the plan and the file it would write, and exit 0, without opening the
+    /// device or computing anything (CI rehearses the GPU call this way).
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 impl Common {
@@ -47,6 +53,48 @@ impl Common {
             (None, None) => return Ok(Output::None),
         };
         crate::output::prepare(&path)
+    }
+
+    /// Ends a dry run: checks the output path as [`Common::output`] does (any
+    /// folder that check creates is removed again), then prints the parsed
+    /// flags, the plan derived from them and where the report would go. The
+    /// device is not opened, so its memory is not checked and a
+    /// `--results-dir` file's machine folder is left unnamed.
+    pub fn dry_run(
+        &self,
+        experiment: &str,
+        flags: &dyn std::fmt::Debug,
+        plan: &dyn std::fmt::Debug,
+    ) -> Result<Completion> {
+        let target = match (&self.output, &self.results_dir) {
+            (Some(file), _) => {
+                let checked = crate::output::prepare(file);
+                drop(crate::output::abandon());
+                match checked? {
+                    Output::Stdout => "standard output".to_string(),
+                    _ => crate::output::shown(file),
+                }
+            }
+            (None, Some(dir)) => format!(
+                "{}/<machine>/{experiment}.json (the machine is named when the device opens)",
+                crate::output::shown(dir)
+            ),
+            (None, None) => "nothing (no --output or --results-dir)".into(),
+        };
+        let device = self.device;
+        let kind = if device.expects_cuda() {
+            "a GPU"
+        } else {
+            "the CPU"
+        };
+        println!(
+            "dry run: {experiment} on --device {device} ({kind}; not opened, nothing computed)"
+        );
+        println!("flags: {flags:#?}");
+        println!("plan: {plan:#?}");
+        println!("memory check: when the device is opened");
+        println!("would write: {target}");
+        Ok(Completion::Complete)
     }
 }
 

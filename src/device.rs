@@ -38,6 +38,18 @@ impl FromStr for DeviceArg {
     }
 }
 
+impl DeviceArg {
+    /// Whether this asks for a GPU, from the flag alone: `auto` counts as one in
+    /// a CUDA build. For the checks of a dry run, which opens no device.
+    pub fn expects_cuda(self) -> bool {
+        match self {
+            Self::Cpu => false,
+            Self::Cuda(_) => true,
+            Self::Auto => cfg!(feature = "cuda"),
+        }
+    }
+}
+
 impl fmt::Display for DeviceArg {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

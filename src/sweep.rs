@@ -36,9 +36,9 @@ pub const MAX_SECONDS_RANGE: (f64, f64) = (0.01, 3600.0);
 /// Rows of C checked against the f64 reference at every point.
 pub const ACCURACY_ROWS: usize = 16;
 
-/// The default sizes for `device`.
-pub fn default_sizes(device: &Device) -> Vec<usize> {
-    if device.is_cuda() {
+/// The default sizes on a GPU or on the CPU.
+pub fn default_sizes(on_cuda: bool) -> Vec<usize> {
+    if on_cuda {
         GPU_SIZES.to_vec()
     } else {
         CPU_SIZES.to_vec()

@@ -533,3 +533,114 @@ fn tables_print_the_reference_values() {
         assert!(stdout.contains(expected), "{expected} missing:\n{stdout}");
     }
 }
+
+/// Every experiment under `--dry-run`, as the GPU call's rehearsal runs it:
+/// `--device cuda` is taken at its word (no device is opened, so a CPU-only
+/// build and machine will do), the plan and the target are printed, exit 0,
+/// and nothing is written: not the file, not the folders it would go in.
+#[test]
+fn a_dry_run_checks_and_plans_but_opens_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("new/folder/out.json");
+    let target = target.to_str().unwrap();
+    for name in [
+        "basics",
+        "precision",
+        "matmul",
+        "cpu_vs_gpu",
+        "sweep",
+        "memory",
+        "overhead",
+    ] {
+        let out = run(name, &["--device", "cuda", "--dry-run", "--output", target]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.starts_with(&format!("dry run: {name} on --device cuda:0")),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("would write: {target}")),
+            "{stdout}"
+        );
+        assert!(stdout.contains("plan: "), "{stdout}");
+        assert!(
+            std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+            "{name} left something in {}",
+            dir.path().display()
+        );
+    }
+    // The GPU call's 8192 matmul, every precision: the cuBLAS modes are accepted
+    // because the device asked for is a GPU.
+    let out = run(
+        "matmul",
+        &[
+            "--device",
+            "cuda",
+            "--size",
+            "8192",
+            "--dtypes",
+            "fp64,fp32,tf32,fp16,fp16-reduced,bf16,bf16-reduced",
+            "--no-cpu",
+            "--skip-host-memory-check",
+            "--dry-run",
+        ],
+    );
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Bf16Reduced"), "{stdout}");
+    assert!(stdout.contains("would write: nothing"), "{stdout}");
+}
+
+/// A dry run refuses what a run refuses, with the same line and code.
+#[test]
+fn a_dry_run_refuses_what_a_run_refuses() {
+    refused("matmul", &["--dry-run", "--dtypes", "fp32,f12"], "f12");
+    refused(
+        "matmul",
+        &["--dry-run", "--device", "cpu", "--dtypes", "tf32"],
+        "needs a CUDA device",
+    );
+    refused(
+        "sweep",
+        &["--dry-run", "--max-seconds", "0"],
+        "--max-seconds",
+    );
+    refused("overhead", &["--dry-run", "--calls", "0"], "--calls");
+    let out = run("memory", &["--dry-run", "--bogus"]);
+    assert_eq!(out.status.code(), Some(2));
+    // The output path is checked as a run checks it.
+    let out = run(
+        "matmul",
+        &["--dry-run", "--device", "cuda", "--output", "/dev/null"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: cannot write /dev/null"));
+}
+
+/// `compare --dry-run` checks its flags and names the files it would read,
+/// which in a rehearsal do not exist yet.
+#[test]
+fn compare_dry_run_reads_nothing() {
+    let out = run(
+        "compare",
+        &["--dry-run", "/nonexistent/a.json", "/nonexistent/b.json"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout
+        .contains("would compare: /nonexistent/b.json against the baseline /nonexistent/a.json"));
+    let out = run(
+        "compare",
+        &["--dry-run", "--fail-if-slower", "x", "a.json", "b.json"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -39,6 +39,12 @@ struct Args {
     /// the baseline's. Rows without a verdict (ratio only) are not checked.
     #[arg(long, value_name = "PCT", value_parser = percent)]
     fail_if_slower: Option<f64>,
+
+    /// Check the flags, print what would be compared, and exit 0 without
+    /// reading the files (CI rehearses the GPU call this way, before the files
+    /// exist).
+    #[arg(long)]
+    dry_run: bool,
 }
 
 fn percent(text: &str) -> Result<f64, String> {
@@ -54,6 +60,18 @@ fn main() -> std::process::ExitCode {
 
 /// Prints every comparison; `Some(reason)` when `--fail-if-slower` trips.
 fn run(args: Args) -> Result<Option<String>> {
+    if args.dry_run {
+        println!("dry run: compare (nothing read)");
+        println!("flags: {args:#?}");
+        for path in &args.files {
+            println!(
+                "would compare: {} against the baseline {}",
+                name(path),
+                name(&args.baseline)
+            );
+        }
+        return Ok(None);
+    }
     let baseline = compare::load(&args.baseline)?;
     let others = args
         .files

@@ -89,7 +89,7 @@ fn default_sizes_hold_powers_of_two_and_the_awkward_ones() {
         );
     }
     assert_eq!((GPU_SIZES[0], GPU_SIZES[GPU_SIZES.len() - 1]), (256, 16384));
-    assert_eq!(default_sizes(&Device::Cpu), CPU_SIZES);
+    assert_eq!(default_sizes(false), CPU_SIZES);
 }
 
 #[test]
