@@ -19,7 +19,7 @@ use crate::schema::{
     CacheRow, CacheSection, FirstCall, LaunchMode, LaunchRow, OverheadResults, SectionStatus, Timed,
 };
 use crate::telemetry::Telemetry;
-use crate::timing::{time_on_device, time_with_setup, Plan, Samples};
+use crate::timing::{time_on_device, time_with_setup, ClockOverhead, Plan, Samples};
 
 /// The cold-cache flush writes this many times the cache's size.
 pub const FLUSH_FACTOR: u64 = 3;
@@ -115,7 +115,9 @@ pub fn run(
     telemetry: &Telemetry,
 ) -> Result<OverheadResults> {
     let first_calls = first_calls(device, cfg, telemetry)?;
-    let launch = launch(device, cfg, telemetry)?;
+    // After the first calls, which must be the process's first of everything.
+    let clock = crate::timing::clock_overhead(device)?;
+    let launch = launch(device, cfg, telemetry, &clock)?;
     let cache = cache(device, cfg, telemetry)?;
     Ok(OverheadResults {
         warmup: cfg.plan.warmup,
@@ -124,6 +126,7 @@ pub fn run(
         device_open_ms,
         device_open_includes: device_open_includes(device),
         first_calls,
+        clock_overhead: Some(clock),
         launch,
         cache,
     })
@@ -184,16 +187,28 @@ fn first_call(
     })
 }
 
-fn launch(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<Vec<LaunchRow>> {
+fn launch(
+    device: &Device,
+    cfg: &Config,
+    telemetry: &Telemetry,
+    clock: &ClockOverhead,
+) -> Result<Vec<LaunchRow>> {
     let one = Tensor::new(&[1f32], device)?;
     let (a, b) = host_made(64, device)?;
-    let mut rows = launch_rows(device, cfg, telemetry, "add, 1 element", "a + b", || {
-        Ok((&one + &one)?)
-    })?;
+    let mut rows = launch_rows(
+        device,
+        cfg,
+        telemetry,
+        clock,
+        "add, 1 element",
+        "a + b",
+        || Ok((&one + &one)?),
+    )?;
     rows.extend(launch_rows(
         device,
         cfg,
         telemetry,
+        clock,
         "matmul 64x64",
         "a.matmul(&b)",
         || Ok(a.matmul(&b)?),
@@ -206,6 +221,7 @@ fn launch_rows(
     device: &Device,
     cfg: &Config,
     telemetry: &Telemetry,
+    clock: &ClockOverhead,
     op: &str,
     call: &str,
     mut work: impl FnMut() -> Result<Tensor>,
@@ -215,7 +231,7 @@ fn launch_rows(
         iters: cfg.calls,
     };
     let t = telemetry.time(device, synchronized, &format!("{op} sync"), &mut work)?;
-    let sync_row = launch_row(op, call, LaunchMode::Synchronized, 1, t);
+    let sync_row = launch_row(op, call, LaunchMode::Synchronized, 1, t, clock);
     // Each call's output is dropped when the next replaces it: freeing is part
     // of a call's cost, as in a real loop.
     let t = telemetry.time(device, cfg.plan, &format!("{op} queued"), || {
@@ -227,29 +243,36 @@ fn launch_rows(
     })?;
     Ok(vec![
         sync_row,
-        launch_row(op, call, LaunchMode::Queued, cfg.calls, t),
+        launch_row(op, call, LaunchMode::Queued, cfg.calls, t, clock),
     ])
 }
 
-/// One launch row: a sample's median over the calls it made.
+/// One launch row: a sample's median over the calls it made, as measured and
+/// with the clock's own cost per sample (`clock`) taken out.
 pub fn launch_row(
     op: &str,
     call: &str,
     mode: LaunchMode,
     calls_per_sample: usize,
     timed: Timed,
+    clock: &ClockOverhead,
 ) -> LaunchRow {
-    let per_call_us = timed.median_ms * 1e3 / calls_per_sample as f64;
+    let per_call = |ms: f64| ms * 1e3 / calls_per_sample as f64;
+    let net = |ms: f64, clock_ms: f64| per_call((ms - clock_ms).max(0.0));
+    let per_call_us = per_call(timed.median_ms);
     LaunchRow {
         op: op.into(),
         call: call.into(),
         mode,
         calls_per_sample,
         per_call_us,
-        per_call_gpu_us: timed
-            .gpu_median_ms
-            .map(|ms| ms * 1e3 / calls_per_sample as f64),
+        per_call_gpu_us: timed.gpu_median_ms.map(per_call),
         calls_per_s: 1e6 / per_call_us,
+        per_call_net_us: Some(net(timed.median_ms, clock.wall_median_ms)),
+        per_call_gpu_net_us: timed
+            .gpu_median_ms
+            .zip(clock.gpu_median_ms)
+            .map(|(g, c)| net(g, c)),
         timed,
     }
 }
@@ -394,14 +417,25 @@ pub fn tables(r: &OverheadResults, device: &str) -> Vec<Table> {
             format!("{:.1}x", f.first_over_warm),
         ]);
     }
+    let launch_title = match &r.clock_overhead {
+        Some(o) => format!(
+            "launch overhead: the smallest operations (net: less the clock's own {:.2} us{} per sample)",
+            o.wall_median_ms * 1e3,
+            o.gpu_median_ms
+                .map_or(String::new(), |g| format!(", {:.2} us in events", g * 1e3)),
+        ),
+        None => "launch overhead: the smallest operations".into(),
+    };
     let mut launch = Table::new(
-        "launch overhead: the smallest operations",
+        launch_title,
         &[
             "op",
             "mode",
             "calls/sample",
             "us/call",
+            "net us/call",
             "GPU us/call",
+            "net GPU us/call",
             "calls/s",
         ],
     );
@@ -411,7 +445,9 @@ pub fn tables(r: &OverheadResults, device: &str) -> Vec<Table> {
             format!("{:?}", l.mode).to_lowercase(),
             l.calls_per_sample.to_string(),
             format!("{:.2}", l.per_call_us),
+            opt(l.per_call_net_us, &|v| format!("{v:.2}")),
             opt(l.per_call_gpu_us, &|v| format!("{v:.2}")),
+            opt(l.per_call_gpu_net_us, &|v| format!("{v:.2}")),
             format!("{:.0}", l.calls_per_s),
         ]);
     }
@@ -460,6 +496,16 @@ mod tests {
     use super::*;
     use crate::telemetry::timed_at as timed;
 
+    fn clock(wall_ms: f64, gpu_ms: Option<f64>) -> ClockOverhead {
+        ClockOverhead {
+            samples: 200,
+            wall_median_ms: wall_ms,
+            wall_iqr_ms: 0.0,
+            gpu_median_ms: gpu_ms,
+            gpu_iqr_ms: gpu_ms.map(|_| 0.0),
+        }
+    }
+
     #[test]
     fn launch_rows_divide_a_sample_by_its_calls() {
         let row = launch_row(
@@ -468,19 +514,36 @@ mod tests {
             LaunchMode::Queued,
             100,
             timed(&[1.0, 2.0, 3.0], &[0.5]),
+            &clock(1.0, Some(0.1)),
         );
         assert_eq!(row.per_call_us, 20.0);
         assert_eq!(row.per_call_gpu_us, Some(5.0));
         assert_eq!(row.calls_per_s, 50_000.0);
+        // (2 ms - 1 ms) / 100 calls; (0.5 ms - 0.1 ms) / 100 calls.
+        assert_eq!(row.per_call_net_us, Some(10.0));
+        assert!((row.per_call_gpu_net_us.unwrap() - 4.0).abs() < 1e-9);
         let one = launch_row(
             "add",
             "a + b",
             LaunchMode::Synchronized,
             1,
             timed(&[0.01], &[]),
+            &clock(0.004, None),
         );
         assert!((one.per_call_us - 10.0).abs() < 1e-9);
+        assert!((one.per_call_net_us.unwrap() - 6.0).abs() < 1e-9);
         assert_eq!(one.per_call_gpu_us, None);
+        assert_eq!(one.per_call_gpu_net_us, None);
+        // A clock that costs more than the call leaves nothing, not a negative time.
+        let all_clock = launch_row(
+            "add",
+            "a + b",
+            LaunchMode::Synchronized,
+            1,
+            timed(&[0.01], &[]),
+            &clock(0.02, None),
+        );
+        assert_eq!(all_clock.per_call_net_us, Some(0.0));
     }
 
     #[test]

@@ -265,10 +265,18 @@ fn overhead_fields(device: &str) {
             expect("queued", 5, 3)
         ]
     );
+    // The clock's own cost is recorded beside the launch rows and taken out.
+    let clock = &o["clock_overhead"];
+    assert!(f(&clock["wall_median_ms"]) > 0.0, "{clock}");
+    assert_eq!(clock["gpu_median_ms"].is_null(), device == "cpu");
     for l in launch {
-        let per_call = f(&l["median_ms"]) * 1e3 / u(&l["calls_per_sample"]) as f64;
+        let calls = u(&l["calls_per_sample"]) as f64;
+        let per_call = f(&l["median_ms"]) * 1e3 / calls;
         assert!(close(f(&l["per_call_us"]), per_call), "{l}");
         assert!(close(f(&l["calls_per_s"]), 1e6 / per_call), "{l}");
+        let net = (f(&l["median_ms"]) - f(&clock["wall_median_ms"])).max(0.0) * 1e3 / calls;
+        assert!(close(f(&l["per_call_net_us"]), net), "{l}");
+        assert_eq!(l["per_call_gpu_net_us"].is_null(), device == "cpu");
     }
     let cache = &o["cache"];
     if cache["status"] == "ok" {

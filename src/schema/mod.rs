@@ -47,8 +47,9 @@ pub use timed::{GpuState, SectionStatus, TelemetrySource, TimeSource, Timed};
 pub use sweep::{SweepPoint, SweepResults};
 
 /// The version this build writes. 2.1 added the `sweep`, `memory` and
-/// `overhead` bodies and the matmul rows' "x fp32" ratios.
-pub const SCHEMA_VERSION: &str = "2.1";
+/// `overhead` bodies and the matmul rows' "x fp32" ratios; 2.2 the clock's
+/// overhead beside `overhead`'s launch rows, and their cost net of it.
+pub const SCHEMA_VERSION: &str = "2.2";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
 

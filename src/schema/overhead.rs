@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::timed::{SectionStatus, TelemetrySource, Timed};
+use crate::timing::ClockOverhead;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct OverheadResults {
@@ -18,6 +19,11 @@ pub struct OverheadResults {
     /// What opening the device did.
     pub device_open_includes: String,
     pub first_calls: Vec<FirstCall>,
+    /// The clock's own cost per sample (an empty item through the same path:
+    /// synchronizations, events, two clock reads), measured before the launch
+    /// rows; their `_net` figures take it out. Null in files before 2.2.
+    #[serde(default)]
+    pub clock_overhead: Option<ClockOverhead>,
     pub launch: Vec<LaunchRow>,
     pub cache: CacheSection,
 }
@@ -64,6 +70,14 @@ pub struct LaunchRow {
     pub per_call_gpu_us: Option<f64>,
     /// 10^6 / per_call_us.
     pub calls_per_s: f64,
+    /// per_call_us less the clock's own cost, shared among the sample's calls
+    /// (the median sample minus the clock overhead's median, over
+    /// calls_per_sample; 0 when the clock costs as much). Null before 2.2.
+    #[serde(default)]
+    pub per_call_net_us: Option<f64>,
+    /// The same from CUDA events and the clock overhead's event median.
+    #[serde(default)]
+    pub per_call_gpu_net_us: Option<f64>,
     #[serde(flatten)]
     pub timed: Timed,
 }
