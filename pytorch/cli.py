@@ -1,6 +1,7 @@
 """The command line of the PyTorch reference, as src/cli.rs: the flags with their bounds,
-each refusal one `error:` line on stderr, and the exit codes: 0 when the run completed,
-1 when it failed (no file), 2 for a refused command line, 130 when interrupted."""
+each refusal one `error:` line on stderr, and the exit codes: 0 when every row ran,
+1 when the run failed (no file), 2 for a refused command line, 3 when the file was
+written but some rows failed (each holds its error), 130 when interrupted."""
 
 from __future__ import annotations
 
@@ -15,14 +16,19 @@ from errors import Failure, first_line
 from experiments import EXPERIMENTS
 from precisions import DEFAULT_DTYPES, PRECISIONS, parse_dtypes
 from results import command_line, envelope, write_json_atomic
+from rows import failed_rows
 
 MAX_SIZE = 1_000_000  # as src/cli.rs: keeps 3 n^2 x 8 far from overflow elsewhere
+# src/cli.rs's exit codes.
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_ROWS_FAILED = 3
 
 
 class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit 2, as src/cli.rs parse()
         print(f"error: {message}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(EXIT_USAGE)
 
 
 def bounded(lo: int, hi: int | None = None):
@@ -141,28 +147,37 @@ def import_torch():
     return torch
 
 
-def run(args: argparse.Namespace) -> None:
+def run(args: argparse.Namespace) -> tuple[list[str], int]:
+    """Runs the experiment and writes its file; returns the failed rows and the row count."""
     torch = import_torch()
     device, info = select_device(torch, args.device)
-    body = EXPERIMENTS[args.experiment](torch, args, device, info)
+    body, rows = EXPERIMENTS[args.experiment](torch, args, device, info)
     if args.output:
         result = envelope(args.experiment, command_line(), environment(torch), info, body)
         write_json_atomic(args.output, result)
         print(f"wrote {args.output}", file=sys.stderr)
+    return failed_rows(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Exit codes as src/cli.rs: 0, 1 for a failed run, 2 for bad arguments."""
+    """Exit codes as src/cli.rs: see the module's docstring."""
     args = parse_args(argv)
     try:
-        run(args)
+        failed, total = run(args)
     except Failure as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # no traceback for users: one line, as the Rust programs
         print(f"error: {type(e).__name__}: {first_line(e)}", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
+    if failed:
+        print(
+            f"error: {len(failed)} of {total} rows failed ({', '.join(failed)}); "
+            "the other rows and the report were kept",
+            file=sys.stderr,
+        )
+        return EXIT_ROWS_FAILED
     return 0

@@ -1,6 +1,7 @@
 """The two experiments, as experiments/matmul.rs and experiments/cpu_vs_gpu.rs: each checks
 that its size fits and its output can be written, makes the inputs, runs its rows, prints
-its tables, and returns its result body (the schema's `matmul` or `cpu_vs_gpu`)."""
+its tables, and returns its result body (the schema's `matmul` or `cpu_vs_gpu`) with
+every row it ran, so that the caller can tell whether some failed."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from table import print_rows
 from timing import Plan, cpu_plan
 
 
-def experiment_matmul(torch, args, device, info) -> dict:
+def experiment_matmul(torch, args, device, info) -> tuple[dict, list[dict]]:
     n, plan, precisions = args.size, Plan(args.warmup, args.iters), args.dtypes
     on_gpu = device.type == "cuda"
     needs_cuda = next((p for p in precisions if p.reduced_gemm and not on_gpu), None)
@@ -66,7 +67,7 @@ def experiment_matmul(torch, args, device, info) -> dict:
             f"GPU is {speedup:.1f}x faster than the CPU at fp32 "
             "(median wall time, device synchronized)"
         )
-    return {
+    body = {
         "size": n,
         "warmup": plan.warmup,
         "iters": plan.iters,
@@ -79,9 +80,10 @@ def experiment_matmul(torch, args, device, info) -> dict:
         "cpu_fp32": cpu_row,
         "flops_per_matmul": matmul_flops(n),
     }
+    return body, [*rows, cpu_row]
 
 
-def experiment_cpu_vs_gpu(torch, args, device, info) -> dict:
+def experiment_cpu_vs_gpu(torch, args, device, info) -> tuple[dict, list[dict]]:
     n, gpu_plan = args.size, Plan(args.warmup, args.iters)
     cpu = cpu_plan(gpu_plan.iters)
     fp32 = [PRECISIONS["fp32"]]
@@ -117,7 +119,7 @@ def experiment_cpu_vs_gpu(torch, args, device, info) -> dict:
         )
     else:
         print("speedup: n/a (no GPU row)")
-    return {
+    body = {
         "size": n,
         "precision": "fp32",
         "cpu_threads": threads,
@@ -132,6 +134,7 @@ def experiment_cpu_vs_gpu(torch, args, device, info) -> dict:
         "gpu_fp32_ms": gpu_ms,
         "gpu_speedup_fp32": speedup,
     }
+    return body, [cpu_row, gpu_row]
 
 
 EXPERIMENTS = {"matmul": experiment_matmul, "cpu_vs_gpu": experiment_cpu_vs_gpu}

@@ -40,7 +40,9 @@ def memory_source(device) -> str:
 
 
 def run_rows(torch, device, gpu_name, n, plan, precisions, inputs) -> list[dict]:
-    """One schema Row per precision. A CUDA out-of-memory error ends that row only."""
+    """One schema Row per precision. An error in a row (out of memory, a GEMM mode cuBLAS
+    refuses, anything) ends that row only, as src/matmul.rs run_rows: the row keeps status
+    "error" and the error's line, and the next row runs."""
     rows = []
     for p in precisions:
         print(f"{p.name}: warmup {plan.warmup}, iters {plan.iters}", file=sys.stderr)
@@ -53,21 +55,37 @@ def run_rows(torch, device, gpu_name, n, plan, precisions, inputs) -> list[dict]
             "status": "ok",
             "error": None,
         }
-        oom = None
+        failed = None
         try:
             with GemmMode(torch, p):
                 row |= measure(torch, device, gpu_name, n, plan, p, inputs)
-        except torch.cuda.OutOfMemoryError as e:
-            oom = first_line(e)
         except Exception as e:
-            raise Failure(f"{p.name} matmul: {first_line(e)}") from e
-        if oom is not None:
+            failed = (row_error(e), isinstance(e, torch.cuda.OutOfMemoryError))
+        if failed is not None:
             # Out here the exception, and the row's tensors its frames held, are gone.
-            print(f"{p.name}: out of device memory, skipped ({oom})", file=sys.stderr)
-            row |= {"status": "error", "error": oom}
-            torch.cuda.empty_cache()
+            error, oom = failed
+            what = "out of device memory" if oom else "failed"
+            print(f"{p.name}: {what}, skipped ({error})", file=sys.stderr)
+            row |= {"status": "error", "error": error}
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
         rows.append(row)
     return rows
+
+
+def row_error(e: Exception) -> str:
+    """A failed row's one-line error. Ours and torch's RuntimeErrors ("CUDA out of memory.
+    ...", "CUDA error: ...") say what they are; any other keeps its type's name."""
+    if isinstance(e, (Failure, RuntimeError)):
+        return first_line(e)
+    return f"{type(e).__name__}: {first_line(e)}"
+
+
+def failed_rows(rows: list[dict | None]) -> tuple[list[str], int]:
+    """The precisions of the rows that were not measured, and how many rows there were,
+    as src/matmul.rs completion() counts them (a missing row, None, is not counted)."""
+    present = [r for r in rows if r is not None]
+    return [r["precision"] for r in present if r["status"] != "ok"], len(present)
 
 
 def measure(torch, device, gpu_name, n, plan, p, inputs) -> dict:
