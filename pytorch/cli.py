@@ -89,6 +89,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="untimed runs before timing, per row (the CPU comparison makes one; default 5)",
     )
     p.add_argument(
+        "--skip-host-memory-check",
+        action="store_true",
+        help="do not check host memory before allocating. For machines whose memory grows "
+        "on demand, where what the kernel reports at start understates what a run can "
+        "have; a size that does not fit then aborts the process",
+    )
+    p.add_argument(
         "--dtypes",
         type=parse_dtypes,
         default=None,

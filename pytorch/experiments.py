@@ -35,9 +35,10 @@ def experiment_matmul(torch, args, device, info) -> tuple[dict, list[dict]]:
             "torch.backends.cuda.matmul.allow_fp16_accumulation (PyTorch 2.7 and later)"
         )
     compare_cpu = on_gpu and not args.no_cpu
-    check_fits(torch, device, n, precisions)
+    check_host = not args.skip_host_memory_check
+    check_fits(torch, device, n, precisions, check_host)
     if compare_cpu:
-        check_fits(torch, torch.device("cpu"), n, [PRECISIONS["fp32"]])
+        check_fits(torch, torch.device("cpu"), n, [PRECISIONS["fp32"]], check_host)
     if args.output:
         check_writable(args.output)
     print(
@@ -88,9 +89,10 @@ def experiment_cpu_vs_gpu(torch, args, device, info) -> tuple[dict, list[dict]]:
     cpu = cpu_plan(gpu_plan.iters)
     fp32 = [PRECISIONS["fp32"]]
     on_gpu = device.type == "cuda"
-    check_fits(torch, torch.device("cpu"), n, fp32)
+    check_host = not args.skip_host_memory_check
+    check_fits(torch, torch.device("cpu"), n, fp32, check_host)
     if on_gpu:
-        check_fits(torch, device, n, fp32)
+        check_fits(torch, device, n, fp32, check_host)
     if args.output:
         check_writable(args.output)
     inputs = Inputs(torch, n, 16)
