@@ -1,16 +1,21 @@
 """Tests of rows.py: an error in one row ends that row only (as src/matmul.rs run_rows), in
-a real CPU run at n = 64 with one precision's measurement made to fail."""
+a real CPU run at n = 64 with one precision's measurement made to fail; and the GPU
+memory baseline, which takes cuBLAS's workspace in before the inputs (on a fake
+torch.cuda, and the order of the steps in a real CPU row)."""
 
 from __future__ import annotations
 
 import json
 import tempfile
+import types
 import unittest
 from pathlib import Path
 from unittest import mock
 
 import rows
+from precisions import PRECISIONS
 from testkit import run_in_process, schema_validator, torch_or_skip
+from timing import Plan
 
 
 class Isolation(unittest.TestCase):
@@ -58,6 +63,71 @@ class Isolation(unittest.TestCase):
         bad = {"precision": "bf16", "status": "error"}
         self.assertEqual(rows.failed_rows([ok, bad, None]), (["bf16"], 2))
         self.assertEqual(rows.failed_rows([ok, None]), ([], 1))
+
+
+class Workspace(unittest.TestCase):
+    def test_the_baseline_is_read_after_a_matmul_in_the_rows_dtype(self):
+        log = []
+
+        class Tensor:
+            def __matmul__(self, other):
+                log.append("matmul")
+                return Tensor()
+
+        def ones(*shape, dtype, device):
+            log.append(f"ones {shape} {dtype} on {device.type}")
+            return Tensor()
+
+        def synchronize(device):
+            log.append("sync")
+
+        def memory_allocated(device):
+            log.append("memory_allocated")
+            return 1234
+
+        cuda = types.SimpleNamespace(synchronize=synchronize, memory_allocated=memory_allocated)
+        torch = types.SimpleNamespace(ones=ones, cuda=cuda)
+        gpu = types.SimpleNamespace(type="cuda")
+        self.assertEqual(rows.baseline(torch, gpu, "bf16-dtype"), 1234)
+        n = rows.WORKSPACE_WARMUP_N
+        want = [f"ones {(n, n)} bf16-dtype on cuda", "matmul", "sync", "memory_allocated"]
+        self.assertEqual(log, want)
+        log.clear()
+        self.assertIsNone(rows.baseline(torch, types.SimpleNamespace(type="cpu"), "f32"))
+        self.assertEqual(log, [], "nothing on the CPU")
+
+    def test_the_baseline_comes_before_the_inputs_in_the_rows_gemm_mode(self):
+        torch = torch_or_skip()
+        inputs = rows.Inputs(torch, 16, 4)
+        order = []
+        real_baseline, real_place = rows.baseline, rows.place_inputs
+
+        def baseline(torch_, device, dtype):
+            # _get_cublas_allow_tf32: what a cuBLAS fp32 GEMM would run with now.
+            order.append(("baseline", dtype, torch._C._get_cublas_allow_tf32()))
+            return real_baseline(torch_, device, dtype)
+
+        def place_inputs(inputs_, dtype, device):
+            order.append(("inputs", dtype))
+            return real_place(inputs_, dtype, device)
+
+        with mock.patch.multiple(rows, baseline=baseline, place_inputs=place_inputs):
+            out = rows.run_rows(
+                torch, torch.device("cpu"), None, 16, Plan(0, 1),
+                [PRECISIONS["tf32"], PRECISIONS["bf16"]], inputs,
+            )  # fmt: skip
+        self.assertEqual([r["status"] for r in out], ["ok", "ok"])
+        f32, bf16 = torch.float32, torch.bfloat16
+        # tf32's row in tf32 mode, bf16's not: the switch is the row's, not left behind.
+        want = [("baseline", f32, True), ("inputs", f32)]
+        want += [("baseline", bf16, False), ("inputs", bf16)]
+        self.assertEqual(order, want)
+
+    def test_the_memory_source_says_so(self):
+        cuda = rows.memory_source(types.SimpleNamespace(type="cuda"))
+        self.assertIn("cuBLAS workspace excluded", cuda)
+        self.assertNotIn("\n", cuda)
+        self.assertIn("not measured", rows.memory_source(types.SimpleNamespace(type="cpu")))
 
 
 if __name__ == "__main__":
