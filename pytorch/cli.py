@@ -11,6 +11,7 @@ import warnings
 from pathlib import Path
 
 from devices import parse_device, select_device
+from dryrun import plan_lines
 from environment import environment
 from errors import Failure, first_line
 from experiments import EXPERIMENTS
@@ -121,6 +122,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="FILE",
         help="write the JSON result to FILE (parent folders are created)",
     )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check every flag and value as a run would, import torch, print the plan and "
+        "exit: no device is opened (its kind comes from --device), nothing big is "
+        "allocated, no file is written",
+    )
     args = p.parse_args(argv)
     matmul_only = [
         f
@@ -155,8 +163,12 @@ def import_torch():
 
 
 def run(args: argparse.Namespace) -> tuple[list[str], int]:
-    """Runs the experiment and writes its file; returns the failed rows and the row count."""
+    """Runs the experiment and writes its file; returns the failed rows and the row count.
+    A dry run prints its plan instead, and has no rows."""
     torch = import_torch()
+    if args.dry_run:
+        print("\n".join(plan_lines(torch, args)))
+        return [], 0
     device, info = select_device(torch, args.device)
     body, rows = EXPERIMENTS[args.experiment](torch, args, device, info)
     if args.output:

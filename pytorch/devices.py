@@ -25,6 +25,12 @@ def parse_device(text: str) -> str:
     )
 
 
+def check_cuda_build(torch, arg: str) -> None:
+    """--device cuda:N needs a torch built with CUDA: known without opening a device."""
+    if arg.startswith("cuda") and torch.version.cuda is None:
+        raise Failure(f"--device {arg}: torch {torch.__version__} was built without CUDA support")
+
+
 def select_device(torch, arg: str):
     """The torch.device to run on and the schema's device object; says which and why."""
     build = f"torch {torch.__version__}"
@@ -43,8 +49,7 @@ def select_device(torch, arg: str):
             device, because = torch.device("cuda:0"), "auto: CUDA build and GPU 0 answered"
     else:
         ordinal = int(arg.split(":")[1])
-        if torch.version.cuda is None:
-            raise Failure(f"--device {arg}: {build} was built without CUDA support")
+        check_cuda_build(torch, arg)
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if ordinal >= count:
             raise Failure(f"--device {arg}: no usable GPU: torch sees {count} CUDA device(s)")

@@ -18,10 +18,11 @@ from table import print_rows
 from timing import Plan, cpu_plan
 
 
-def experiment_matmul(torch, args, device, info) -> tuple[dict, list[dict]]:
-    n, plan, precisions = args.size, Plan(args.warmup, args.iters), args.dtypes
-    on_gpu = device.type == "cuda"
-    needs_cuda = next((p for p in precisions if p.reduced_gemm and not on_gpu), None)
+def check_dtypes(torch, precisions, on_gpu: bool | None) -> None:
+    """Refuses precisions the device or this torch cannot run. `on_gpu` is None where the
+    device is not known yet (a dry run with --device auto): then the cuBLAS modes' need
+    for CUDA is checked when the run starts."""
+    needs_cuda = next((p for p in precisions if p.reduced_gemm and on_gpu is False), None)
     if needs_cuda:
         raise Failure(
             f"--dtypes {needs_cuda.name}: a cuBLAS GEMM mode, it needs a CUDA device "
@@ -34,6 +35,12 @@ def experiment_matmul(torch, args, device, info) -> tuple[dict, list[dict]]:
             f"--dtypes fp16-reduced: torch {torch.__version__} has no "
             "torch.backends.cuda.matmul.allow_fp16_accumulation (PyTorch 2.7 and later)"
         )
+
+
+def experiment_matmul(torch, args, device, info) -> tuple[dict, list[dict]]:
+    n, plan, precisions = args.size, Plan(args.warmup, args.iters), args.dtypes
+    on_gpu = device.type == "cuda"
+    check_dtypes(torch, precisions, on_gpu)
     compare_cpu = on_gpu and not args.no_cpu
     check_host = not args.skip_host_memory_check
     check_fits(torch, device, n, precisions, check_host)

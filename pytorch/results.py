@@ -5,6 +5,7 @@ a long run, then written atomically)."""
 from __future__ import annotations
 
 import datetime
+import errno
 import json
 import math
 import os
@@ -70,6 +71,37 @@ def check_writable(path: Path) -> None:
             pass
     except OSError as e:
         raise Failure(f"cannot write {path}: {parent}: {e.strerror or e}") from e
+
+
+def check_would_write(path: Path) -> None:
+    """check_writable's refusals without its side effects (it creates missing folders and
+    a temporary file), for --dry-run: the same target checks, then the nearest folder that
+    exists above the target must be a folder this process can write in."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise Failure(f"cannot write {path}: {e.strerror}") from e
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise Failure(f"cannot write {path}: it is {what}")
+    parent = folder = path.parent
+    while True:
+        try:
+            st = os.stat(folder)  # a link to a folder is a folder, as mkdir sees it
+            break
+        except FileNotFoundError:
+            folder = folder.parent
+        except OSError as e:
+            raise Failure(f"cannot write {path}: {parent}: {e.strerror}") from e
+    if not stat.S_ISDIR(st.st_mode):
+        # What mkdir(parents=True) would meet: the parent itself exists as a file, or a
+        # folder above it is a file.
+        code = errno.EEXIST if folder == parent else errno.ENOTDIR
+        raise Failure(f"cannot write {path}: {parent}: {os.strerror(code)}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise Failure(f"cannot write {path}: {parent}: {os.strerror(errno.EACCES)}")
 
 
 def write_json_atomic(path: Path, value) -> None:
