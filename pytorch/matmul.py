@@ -7,9 +7,10 @@ library: src/matmul.rs, src/timing.rs, src/stats.rs); where PyTorch cannot do
 what Candle does, it says so instead of writing a look-alike number.
 
 This file is the entry point only; the program is in the modules beside it (flat files,
-as the GPU bundle packs pytorch/*.py): cli (flags, exit codes), experiments (the two
-measurements), rows (one row per precision), timing (the clock), memory (does it fit),
-stats, formulas, precisions, peaks, devices, environment, results (the JSON file), table.
+as the GPU bundle packs pytorch/*.py at depth 1): cli (flags, exit codes), dryrun (the
+plan of --dry-run), experiments (the two measurements), rows (one row per precision),
+timing (the clock), memory (does it fit), stats, formulas, precisions, peaks, devices,
+environment, results (the JSON file), table (the terminal's), errors.
 
 Run it through `just pytorch ...` (which finds or makes a Python with torch).
 """
