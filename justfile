@@ -89,10 +89,11 @@ test-pytorch:
 test-cuda:
     cargo test --all-targets --features cuda
 
-# Formatting and clippy, warnings as errors
+# Formatting, clippy and shellcheck, warnings as errors
 lint:
     cargo fmt --all -- --check
     cargo clippy --all-targets -- -D warnings
+    shellcheck scripts/*.sh .ci/run
 
 # Compile the CUDA path without a GPU: PyPI CUDA 13 toolchain, clippy, release binaries
 # (release for both: they share one run of nvcc over Candle's kernels, and `just pack-gpu` reuses it)
@@ -110,46 +111,20 @@ pack-gpu cap="90":
 pack-cpu:
     scripts/pack.sh cpu
 
-# The one-call GPU run's own logic, on the CPU: steps, timeouts, archive, summary, failure accounting
+# The one-call GPU run's own logic, on the CPU: steps, timeouts, signals, archive,
+# summary, refusals (scripts/test-gpu-run.sh)
 gpu-run-cpu: pack-cpu
-    #!/usr/bin/env bash
-    set -euo pipefail
-    out=$(mktemp -d)
-    trap 'rm -rf "$out"' EXIT
-    # The venv's python3 first on PATH, as the GPU machine's has torch: the run's
-    # PyTorch step and its compare step run too.
-    PATH="$(dirname "$(scripts/pytorch-env.sh)"):$PATH"
-    scripts/gpu-run.sh --cpu "$out/run" > /dev/null
-    echo "gpu-run-cpu: $(ls "$out/run" | tr '\n' ' ')"
-    [[ $(ls "$out/run") == $'results.tar.gz\nrun.log\nsummary.md' ]]
-    cat "$out/run/summary.md"
-    archive=$(tar -tzf "$out/run/results.tar.gz")
-    for name in $(tar -tJf .gpu-bundle/candle-lab-cpu.tar.xz | sed -n 's|^\./experiments/||p'); do
-      grep -qx "results/$name.json" <<<"$archive" || { echo "no $name.json in the archive"; exit 1; }
-      grep -q "^| $name | 0 |" "$out/run/summary.md" || { echo "no passing $name step in summary.md"; exit 1; }
-    done
-    grep -q '^| test-cli | 0 |' "$out/run/summary.md"
-    grep -q '^| pytorch-matmul-192 | 0 |' "$out/run/summary.md"
-    grep -q '^| compare | 0 |' "$out/run/summary.md"
-    # A hang costs its step only: a bundle with one more "experiment" that never
-    # ends; under 10-second timeouts the run ends, fails, names it, keeps the rest.
-    mkdir "$out/hang"
-    tar -xJf .gpu-bundle/candle-lab-cpu.tar.xz -C "$out/hang"
-    printf '#!/bin/sh\nexec sleep 600\n' > "$out/hang/experiments/hang"
-    chmod +x "$out/hang/experiments/hang"
-    tar -cf "$out/hang.tar" -C "$out/hang" .
-    if CANDLE_LAB_STEP_TIMEOUT_S=10 scripts/gpu-run.sh --cpu "$out/short" "$out/hang.tar" > /dev/null; then
-      echo "gpu-run-cpu: a run with a hanging step passed"; exit 1
-    fi
-    grep -q '^| hang | 124 | .* | timed out after 10 s |' "$out/short/summary.md"
-    grep -q '^| matmul | 0 |' "$out/short/summary.md"
-    grep -q 'failed: hang (exit 124)$' "$out/short/summary.md"
-    [[ $(ls "$out/short" | wc -l) == 3 ]]
-    echo "gpu-run-cpu: passed (and a run with a hanging program lost that step only)"
+    scripts/test-gpu-run.sh cpu
+
+# The GPU call rehearsed without a GPU: the CUDA bundle through gpu-run.sh's CUDA branch,
+# every step with its exact arguments under --dry-run, stand-ins for the driver
+gpu-run-rehearsal: pack-gpu
+    scripts/test-gpu-run.sh rehearsal
 
 # Everything CI runs: lint, tests, the PyTorch reference's tests and a Candle-vs-PyTorch
-# comparison at a small size, the one-call run on the CPU, the CUDA compile check
-ci: lint test test-pytorch vs-pytorch-smoke gpu-run-cpu cuda-check
+# comparison at a small size, the one-call run on the CPU, the CUDA compile check, and
+# the GPU call's rehearsal
+ci: lint test test-pytorch vs-pytorch-smoke gpu-run-cpu cuda-check gpu-run-rehearsal
 
 # Candle and PyTorch at a small size on the CPU, compared: the whole path CI can run
 # (Candle's dev build: this checks the path, its times are not Candle's speed)

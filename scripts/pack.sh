@@ -14,7 +14,8 @@
 #   experiments/NAME   every [[bin]] whose source is under experiments/ (cargo metadata)
 #   tools/NAME         every [[bin]] whose source is under tools/
 #   tests/NAME         every test harness `cargo test` builds (profile.test), by target name
-#   scripts/           gpu-run.sh and summary.py
+#   scripts/           gpu-run.sh, summary.py and pytorch-env.sh (which python runs PyTorch)
+#   SHA256SUMS         every file's checksum, which gpu-run.sh checks after unpacking
 #   pytorch/           *.py and requirements*.txt, when the folder exists
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -76,10 +77,14 @@ check() {
     log "check: the same file is packed more than once: $(echo "$dups" | tr '\n' ' ')"
     bad=1
   fi
-  [[ -f $dir/BUNDLE && -x $dir/scripts/gpu-run.sh && -f $dir/scripts/summary.py ]] || {
-    log "check: BUNDLE, scripts/gpu-run.sh or scripts/summary.py is missing"
+  [[ -f $dir/BUNDLE && -x $dir/scripts/gpu-run.sh && -f $dir/scripts/summary.py && -x $dir/scripts/pytorch-env.sh ]] || {
+    log "check: BUNDLE, scripts/gpu-run.sh, scripts/summary.py or scripts/pytorch-env.sh is missing"
     bad=1
   }
+  if ! (cd "$dir" && sha256sum --quiet -c SHA256SUMS >&2); then
+    log "check: the files do not match SHA256SUMS"
+    bad=1
+  fi
   (cd "$dir" && find . -type f -printf '%s\t%P\n' | sort -k2 |
     awk -F'\t' '{ printf "  %8.1f MiB  %s\n", $1 / 1048576, $2; total += $1 }
                 END { printf "  %8.1f MiB  unpacked, in all\n", total / 1048576 }') >&2
@@ -115,10 +120,9 @@ pack() {
   # from one build graph: `cargo test --no-run` also builds every program (the
   # CLI tests run them) and reports each as an artifact with profile.test false.
   # The harnesses packed are the ones that run from a bundle: the library's unit
-  # tests (with their CUDA variants; they read results/ relative to the folder
-  # they run in, the repository root), the CLI tests (programs from
-  # CANDLE_LAB_BIN_DIR), the pool and allocator tests. The others find programs
-  # and files through paths of the build machine.
+  # tests, and every integration test with a CUDA variant (programs from
+  # CANDLE_LAB_BIN_DIR; files relative to the folder they run in, the repository
+  # root). The others are CPU-only, or find files through the build machine's paths.
   # The CUDA bundle is what a GPU measures: release. The CPU bundle only checks
   # gpu-run.sh's logic at small sizes, so it is the dev build that `just test`
   # has already made (nothing compiles twice in CI).
@@ -126,7 +130,7 @@ pack() {
   if [[ $kind == cuda ]]; then profile=release; fi
   log "building programs and test harnesses ($profile, $kind${cap:+, compute capability $cap})"
   cargo test --profile "$profile" "${features[@]}" --lib --test cli --test cuda_pool --test alloc_peak \
-    --no-run --message-format=json > "$stage/artifacts.json"
+    --test sweep --test memory_overhead --test summary --no-run --message-format=json > "$stage/artifacts.json"
   mkdir -p "$stage/experiments" "$stage/tools" "$stage/tests" "$stage/scripts"
   python3 -c '
 import json, sys
@@ -154,7 +158,7 @@ for line in open(sys.argv[1]):
   # Symbols stay, so a backtrace still names its functions.
   strip --strip-debug "$stage"/experiments/* "$stage"/tools/* "$stage"/tests/*
 
-  cp scripts/gpu-run.sh scripts/summary.py "$stage/scripts/"
+  cp scripts/gpu-run.sh scripts/summary.py scripts/pytorch-env.sh "$stage/scripts/"
   if [[ -d pytorch ]]; then
     mkdir -p "$stage/pytorch"
     find pytorch -maxdepth 1 \( -name '*.py' -o -name 'requirements*.txt' \) -exec cp {} "$stage/pytorch/" \;
@@ -174,6 +178,9 @@ for line in open(sys.argv[1]):
     [[ -z $arch ]] || echo "arch=$arch"
     echo "commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo -dirty)"
   } > "$stage/BUNDLE"
+  local sums
+  sums=$(cd "$stage" && find . -type f -printf '%P\n' | sort | xargs -d '\n' sha256sum)
+  echo "$sums" > "$stage/SHA256SUMS"
 
   mkdir -p "$(dirname "$archive")"
   # Every CUDA program carries the same ~35 MB of Candle's kernels. A 256 MiB

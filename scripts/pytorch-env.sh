@@ -10,7 +10,11 @@
 #      it cannot import without; see the requirements' header) and takes a few
 #      minutes; later calls return at once.
 # Usage: "$(scripts/pytorch-env.sh)" pytorch/matmul.py --size 1024
+#        scripts/pytorch-env.sh --no-venv   rules 1 and 2 only (exit 1 when neither
+#                                           gives one): the GPU run, which cannot download
 set -euo pipefail
+no_venv=0
+if [[ ${1:-} == --no-venv ]]; then no_venv=1; fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 req=$root/pytorch/requirements.txt
 log() { echo "pytorch-env: $*" >&2; }
@@ -22,6 +26,10 @@ fi
 if python3 -c 'import torch' >/dev/null 2>&1; then
   command -v python3
   exit 0
+fi
+if ((no_venv)); then
+  log "no CANDLE_LAB_PYTHON and python3 has no torch"
+  exit 1
 fi
 
 hash=$({ cat "$req"; python3 -VV; } | sha256sum | cut -c1-12)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""summary.md of one gpu-run.sh run, from its work folder: what the run was,
-each step's exit code and seconds, then every benchmark row of every JSON
-report (precision, median ms, GFLOP/s, peak MiB, error). Standard library only:
+"""summary.md of one gpu-run.sh run, from its work folder: what the run was
+(and why it stopped, if it did), each step's exit code and seconds, then every
+benchmark row of every JSON report (precision, median ms, GFLOP/s, peak MiB,
+error) and what the peak column includes on each side. Standard library only:
 the GPU machine has python3 but no jq. Rows are found by shape (an object with
 "precision" and "status" or "median_ms"), wherever a report nests them.
 
@@ -47,6 +48,19 @@ def device_name(value):
     return None
 
 
+PEAK_NOTE = (
+    "Peak MiB means the same on both sides: Candle's is the CUDA memory pool's high-water mark "
+    "above the use before the inputs; PyTorch's is `max_memory_allocated` above its use before "
+    "the inputs, with cuBLAS's workspace allocated before that baseline. Neither includes "
+    "cuBLAS's workspace. The reference lab's 224/128 MiB (fp32/fp16 at 4096) are PyTorch's "
+    "`max_memory_allocated` with the workspace inside: payload 192/96 MiB plus about 32 MiB."
+)
+
+
+def read_text(path):
+    return path.read_text().strip() if path.exists() else ""
+
+
 def main(work, elapsed=None):
     work = Path(work)
     bundle = (work / "BUNDLE").read_text().split() if (work / "BUNDLE").exists() else []
@@ -64,10 +78,21 @@ def main(work, elapsed=None):
     failed = [s for s in steps if s["exit"] not in ("0",) and "not counted" not in s["note"]]
     seconds = sum(float(s["seconds"]) for s in steps)
 
-    out = [f"# candle-lab run: {kind} bundle" + (f" on {device}" if device else ""), ""]
+    rehearsal = (work / "rehearsal").exists()
+    title = f"# candle-lab run: {kind} bundle" + (f" on {device}" if device else "")
+    if rehearsal:
+        title = f"# candle-lab rehearsal of the {kind} run: every step's arguments checked, nothing measured"
+    out = [title, ""]
+    stopped = read_text(work / "stopped")
+    if stopped:
+        out += [f"**Stopped: {cell(stopped)}**", ""]
     out.append(f"- bundle: {' '.join(bundle) or 'unknown'}")
     verdict = "every step passed" if not failed else "failed: " + ", ".join(
         f"{s['step']} (exit {s['exit']})" for s in failed)
+    if stopped:
+        verdict = "stopped (above)" + (f"; {verdict}" if failed else "")
+    elif rehearsal and not failed:
+        verdict = "every step accepted its arguments"
     wall = f", {elapsed} s since the run began" if elapsed else ""
     out.append(f"- {len(steps)} steps, {seconds:.1f} s in steps{wall}; {verdict}")
     out += ["", "| step | exit | seconds | note |", "| --- | ---: | ---: | --- |"]
@@ -85,6 +110,9 @@ def main(work, elapsed=None):
                 number(row.get("median_ms"), 3), number(row.get("gflops"), 1),
                 number(row.get("peak_mib"), 1), cell(row.get("error")),
             ]) + " |")
+    if any(isinstance(row.get("peak_mib"), (int, float))
+           for report in reports.values() for _, row in rows_in(report)):
+        out += ["", PEAK_NOTE]
     unreadable = [n for n, r in reports.items() if "unreadable" in r]
     if unreadable:
         out += ["", "Unreadable reports: " + ", ".join(unreadable)]

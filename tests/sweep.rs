@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const SWEEP: &str = env!("CARGO_BIN_EXE_sweep");
+mod common;
 
 fn sweep(args: &[&str]) -> Output {
-    Command::new(SWEEP)
+    Command::new(common::bin("sweep"))
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -153,7 +153,7 @@ fn an_interrupted_sweep_keeps_its_finished_points() {
     let json = dir.path().join("sweep.json");
     // A quick first point, then one of at least 12 runs of a 1536 matmul
     // (many milliseconds each): the kill lands while it runs.
-    let mut child = Command::new(SWEEP)
+    let mut child = Command::new(common::bin("sweep"))
         .args(["--device", "cpu", "--sizes", "16,1536", "--dtypes", "fp32"])
         .args(["--max-seconds", "60", "--output"])
         .arg(&json)

@@ -5,11 +5,15 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The program `name`: from `CANDLE_LAB_BIN_DIR` when set (a packed bundle's
-/// `experiments/` folder, where cargo's build paths do not exist), else the one
-/// cargo built for this test.
+/// The program `name`: from a packed bundle's folders when gpu-run.sh names
+/// them (`CANDLE_LAB_BIN_DIR` for experiments/, `CANDLE_LAB_TOOLS_DIR` for
+/// tools/), where cargo's build paths do not exist; else the one cargo built.
 pub fn bin(name: &str) -> PathBuf {
-    if let Some(dir) = std::env::var_os("CANDLE_LAB_BIN_DIR") {
+    let var = match name {
+        "compare" | "summary" | "report" => "CANDLE_LAB_TOOLS_DIR",
+        _ => "CANDLE_LAB_BIN_DIR",
+    };
+    if let Some(dir) = std::env::var_os(var) {
         return Path::new(&dir).join(name);
     }
     match name {
@@ -26,6 +30,17 @@ pub fn bin(name: &str) -> PathBuf {
         other => panic!("no binary {other}"),
     }
     .into()
+}
+
+/// A file of the repository, `rel` from its root: in a bundle run (gpu-run.sh
+/// sets `CANDLE_LAB_BIN_DIR`) the tests run in a folder where the root's
+/// results/, schema/ and tests/fixtures/ are linked; else from cargo's root.
+pub fn repo_file(rel: &str) -> PathBuf {
+    if std::env::var_os("CANDLE_LAB_BIN_DIR").is_some() {
+        PathBuf::from(rel)
+    } else {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+    }
 }
 
 /// Runs the program `name` with `args` and waits for it.

@@ -1,0 +1,295 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2012,SC2016 # ls of our own files; sed patterns hold a literal $size
+# Tests of scripts/gpu-run.sh, the one-call GPU run, on a machine without a GPU:
+#
+#   scripts/test-gpu-run.sh cpu         the CPU bundle (`just pack-cpu`): a whole run,
+#                                       a hanging step, SIGTERM and Ctrl-C, an OUT_DIR
+#                                       with an earlier run, a missing or truncated bundle
+#   scripts/test-gpu-run.sh rehearsal   the CUDA bundle (`just pack-gpu`) through the
+#                                       CUDA branch, every step with the GPU call's exact
+#                                       arguments stopped after checking them, with
+#                                       stand-ins for the GPU machine: a driver folder
+#                                       on neither PATH nor the linker's path (an
+#                                       nvidia-smi that answers as an H200's, the link
+#                                       stub of libcuda.so.1), python3 with torch from
+#                                       the PyTorch reference's venv. Then the same with a
+#                                       refused flag planted in the plan, with PyTorch
+#                                       given matmul's precisions (bf16-reduced), with no
+#                                       driver, and with no xz program.
+#
+# Each case prints one line; the first failure ends the script with exit 1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() {
+  echo "test-gpu-run: FAILED: $*" >&2
+  exit 1
+}
+last=$SECONDS
+pass() {
+  echo "test-gpu-run: ok ($((SECONDS - last)) s): $*"
+  last=$SECONDS
+}
+
+# The venv's python3 first on PATH, as the GPU machine's python3 has torch.
+torch_bin=$(dirname "$(scripts/pytorch-env.sh)")
+
+# assert_files DIR: a run's OUT_DIR holds exactly its three files.
+assert_files() {
+  [[ $(ls "$1") == $'results.tar.gz\nrun.log\nsummary.md' ]] || fail "$1 holds: $(ls "$1" | tr '\n' ' ')"
+}
+
+# unpack_bundle ARCHIVE DIR, repack DIR ARCHIVE: a bundle to change, and back
+# (plain tar, quick; SHA256SUMS made again, as pack.sh makes it).
+unpack_bundle() { mkdir -p "$2" && tar -xf "$1" -C "$2"; }
+repack() {
+  local sums
+  sums=$(cd "$1" && find . -type f ! -name SHA256SUMS -printf '%P\n' | sort | xargs -d '\n' sha256sum)
+  echo "$sums" > "$1/SHA256SUMS"
+  tar -cf "$2" -C "$1" .
+}
+
+# edit FILE PATTERN REPLACEMENT: sed that must change something.
+edit() {
+  local before
+  before=$(sha256sum < "$1")
+  sed -i "s|$2|$3|" "$1"
+  [[ $(sha256sum < "$1") != "$before" ]] || fail "the pattern '$2' is no longer in $1: update this test"
+}
+
+cpu_tests() {
+  local bundle=.gpu-bundle/candle-lab-cpu.tar.xz
+  [[ -f $bundle ]] || fail "no $bundle: run just pack-cpu"
+
+  # 1. A whole run: every program, the extra runs, PyTorch, the tests, compare.
+  PATH="$torch_bin:$PATH" scripts/gpu-run.sh --cpu "$tmp/run" > /dev/null || {
+    cat "$tmp/run/summary.md"
+    fail "the CPU run failed"
+  }
+  assert_files "$tmp/run"
+  local archive
+  archive=$(tar -tzf "$tmp/run/results.tar.gz")
+  for name in $(tar -tJf $bundle | sed -n 's|^\./experiments/||p'); do
+    grep -qx "results/$name.json" <<<"$archive" || fail "no $name.json in the archive"
+    grep -q "^| $name | 0 |" "$tmp/run/summary.md" || fail "no passing $name step in summary.md"
+  done
+  for name in $(tar -tJf $bundle | sed -n 's|^\./tests/||p'); do
+    grep -q "^| test-$name | 0 |" "$tmp/run/summary.md" || fail "no passing test-$name step"
+  done
+  grep -q '^| pytorch-matmul-192 | 0 |' "$tmp/run/summary.md" || fail "no passing PyTorch step"
+  grep -q '^| compare | 0 |' "$tmp/run/summary.md" || fail "no passing compare step"
+  tail -n 1 "$tmp/run/run.log" | grep -qx 'every step passed' || fail "run.log does not end with the verdict"
+  pass "a whole CPU run: $(grep -c '^| [a-z]' "$tmp/run/summary.md") rows in summary.md, the log whole"
+
+  # 2. A hang costs its step only: a bundle with one more "experiment" that never
+  # ends; under 10-second timeouts the run ends, fails, names it, keeps the rest.
+  unpack_bundle $bundle "$tmp/hang"
+  printf '#!/bin/sh\nexec sleep 600.5\n' > "$tmp/hang/experiments/hang"
+  chmod +x "$tmp/hang/experiments/hang"
+  repack "$tmp/hang" "$tmp/hang.tar"
+  # (A 60 s budget: the last steps are skipped, which the budget's own
+  # accounting then shows.)
+  if CANDLE_LAB_RUN_BUDGET_S=60 CANDLE_LAB_STEP_TIMEOUT_S=10 scripts/gpu-run.sh --cpu "$tmp/short" "$tmp/hang.tar" > /dev/null; then
+    fail "a run with a hanging step passed"
+  fi
+  grep -q '^| hang | 124 | .* | timed out after 10 s |' "$tmp/short/summary.md" || fail "the hang is not named"
+  grep -q '^| matmul | 0 |' "$tmp/short/summary.md" || fail "the steps after the hang did not run"
+  grep -q 'failed: hang (exit 124), ' "$tmp/short/summary.md" || fail "no verdict naming the hang"
+  grep -q '^| test-sweep | - | 0 | skipped: budget spent |' "$tmp/short/summary.md" || fail "the budget did not stop the run"
+  assert_files "$tmp/short"
+  pass "a hanging program loses its step only"
+
+  # 3. SIGTERM to the script, and Ctrl-C (SIGINT to its process group, as a
+  # terminal sends it): the step and its processes stop, no other step runs, the
+  # summary is written. The hanging program runs first here.
+  mv "$tmp/hang/experiments/hang" "$tmp/hang/experiments/0hang"
+  repack "$tmp/hang" "$tmp/hang.tar"
+  local sig
+  for sig in TERM INT; do
+    local dir=$tmp/sig-$sig
+    # Its own session, SIGINT at its default (a background job's is ignored).
+    setsid env --default-signal=INT scripts/gpu-run.sh --cpu "$dir" "$tmp/hang.tar" > /dev/null 2>&1 &
+    local pid=$!
+    for _ in $(seq 600); do
+      grep -q '^=== 0hang (timeout' "$dir/run.log" 2>/dev/null && break
+      sleep 0.1
+    done
+    grep -q '^=== 0hang (timeout' "$dir/run.log" || fail "the hang step did not start in a minute"
+    sleep 0.5
+    if [[ $sig == TERM ]]; then kill -TERM "$pid"; else kill -INT -- "-$pid"; fi
+    local rc=0 t0=$SECONDS
+    wait "$pid" || rc=$?
+    local want=130
+    [[ $sig == INT ]] || want=143
+    ((rc == want)) || fail "SIG$sig: exit $rc, not $want"
+    ((SECONDS - t0 < 30)) || fail "SIG$sig: the run took $((SECONDS - t0)) s to stop"
+    pgrep -f 'sleep 600.5' > /dev/null && fail "SIG$sig: the hanging step's process is still running"
+    assert_files "$dir"
+    grep -q "^\*\*Stopped: interrupted by SIG$sig" "$dir/summary.md" || fail "SIG$sig: summary.md does not say so"
+    grep -q '^| matmul | - | 0 | not run: interrupted' "$dir/summary.md" || fail "SIG$sig: a step ran after it"
+    grep -q "^interrupted by SIG$sig" "$dir/run.log" || grep -q "stopped: interrupted by SIG$sig" "$dir/run.log" ||
+      fail "SIG$sig: run.log lost its last lines"
+  done
+  pass "SIGTERM and Ctrl-C stop the step and the run (143, 130), with the summary"
+
+  # 4. An earlier run is never touched, and a mistyped bundle changes nothing.
+  local before
+  before=$(cd "$tmp/run" && sha256sum ./*)
+  local rc=0
+  scripts/gpu-run.sh --cpu "$tmp/run" > "$tmp/refused.txt" 2>&1 || rc=$?
+  ((rc == 2)) || fail "a run into a used OUT_DIR exited $rc"
+  grep -q "holds files" "$tmp/refused.txt" || fail "no reason given: $(cat "$tmp/refused.txt")"
+  [[ $(cd "$tmp/run" && sha256sum ./*) == "$before" ]] || fail "the earlier run's files changed"
+  rc=0
+  scripts/gpu-run.sh --cpu "$tmp/new" "$tmp/no-such-bundle.tar.xz" > "$tmp/refused.txt" 2>&1 || rc=$?
+  ((rc == 1)) || fail "a missing bundle: exit $rc"
+  [[ ! -e $tmp/new ]] || fail "a missing bundle: OUT_DIR was made"
+  grep -q '^error: no bundle at' "$tmp/refused.txt" || fail "no reason given: $(cat "$tmp/refused.txt")"
+  pass "an OUT_DIR with files is refused untouched; a missing bundle creates nothing"
+
+  # 5. A truncated bundle stops the run before any step, with a summary saying so.
+  head -c "$(($(stat -c %s $bundle) / 2))" $bundle > "$tmp/truncated.tar.xz"
+  rc=0
+  scripts/gpu-run.sh --cpu "$tmp/trunc" "$tmp/truncated.tar.xz" > /dev/null 2>&1 || rc=$?
+  ((rc == 1)) || fail "a truncated bundle exited $rc"
+  assert_files "$tmp/trunc"
+  grep -q '^\*\*Stopped: cannot unpack' "$tmp/trunc/summary.md" || fail "summary.md: $(head -n 5 "$tmp/trunc/summary.md")"
+  pass "a truncated bundle: exit 1, summary says it cannot be unpacked"
+}
+
+# A stand-in for the GPU machine's driver folder (/usr/local/nvidia): bin/nvidia-smi
+# answering as an H200's does, and lib64/libcuda.so.1, the toolchain's link stub
+# (every entry point returns CUDA_ERROR_STUB_LIBRARY: a dry run calls none).
+make_driver() {
+  local d=$1
+  mkdir -p "$d/bin" "$d/lib64"
+  # shellcheck disable=SC1090
+  source "$(scripts/cuda-toolchain.sh)"
+  cp "$CUDA_HOME/lib/stubs/libcuda.so" "$d/lib64/libcuda.so.1"
+  cat > "$d/bin/nvidia-smi" <<'SMI'
+#!/usr/bin/env bash
+# A stand-in: answers the queries gpu-run.sh makes as an H200 with driver 580 does.
+declare -A v=([name]="NVIDIA H200" [compute_cap]="9.0" [memory.total]="143771 MiB" [driver_version]="580.159.04")
+declare -A h=([name]="name" [compute_cap]="compute_cap" [memory.total]="memory.total [MiB]" [driver_version]="driver_version")
+query="" header=1
+for a in "$@"; do
+  case $a in
+    --query-gpu=*) query=${a#--query-gpu=} ;;
+    --format=*noheader*) header=0 ;;
+  esac
+done
+if [[ -z $query ]]; then
+  echo "| NVIDIA-SMI 580.159.04    Driver Version: 580.159.04    CUDA Version: 13.0 |"
+  echo "|   0  NVIDIA H200    On  |   00000000:00:05.0 Off |  0MiB / 143771MiB |"
+  exit 0
+fi
+IFS=, read -ra fields <<<"$query"
+line() { local out=() f; for f in "${fields[@]}"; do out+=("$1[$f]"); done; (IFS=,; echo "${out[*]}" | sed 's/,/, /g'); }
+names=() values=()
+for f in "${fields[@]}"; do
+  [[ -v v[$f] ]] || { echo "Field \"$f\" is not a valid field to query." >&2; exit 2; }
+  names+=("${h[$f]}") values+=("${v[$f]}")
+done
+if ((header)); then (IFS=,; echo "${names[*]}" | sed 's/,/, /g'); fi
+(IFS=,; echo "${values[*]}" | sed 's/,/, /g')
+SMI
+  chmod +x "$d/bin/nvidia-smi"
+}
+
+rehearsal_tests() {
+  local bundle=.gpu-bundle/candle-lab-cuda.tar.xz
+  [[ -f $bundle ]] || fail "no $bundle: run just pack-gpu"
+  local driver=$tmp/nvidia
+  make_driver "$driver"
+  command -v nvidia-smi > /dev/null && fail "nvidia-smi is on PATH here: the stand-in would not be tested"
+  rehearse() { # OUT_DIR [BUNDLE]: the rehearsal as CI runs it
+    CANDLE_LAB_DRIVER_ROOT=$driver PATH="$torch_bin:$PATH" scripts/gpu-run.sh --rehearse "$@"
+  }
+
+  # 1. The rehearsal passes, every step accepted, each found in the bundle.
+  rehearse "$tmp/r" > "$tmp/r.txt" 2>&1 || {
+    cat "$tmp/r.txt"
+    fail "the rehearsal failed"
+  }
+  assert_files "$tmp/r"
+  local s=$tmp/r/summary.md
+  grep -q '^# candle-lab rehearsal of the cuda run' "$s" || fail "summary.md does not say rehearsal"
+  grep -q "^driver: $driver/lib64/libcuda.so.1 (not in the linker's cache" "$tmp/r/run.log" || fail "run.log does not say where the driver was"
+  grep -q "^nvidia-smi: $driver/bin/nvidia-smi" "$tmp/r/run.log" || fail "nvidia-smi was not found in the driver folder"
+  local name steps=(nvidia-smi matmul-8192 cpu_vs_gpu-8192 pytorch-matmul-8192 compare)
+  for name in $(tar -tJf $bundle | sed -n 's|^\./experiments/||p'); do steps+=("$name"); done
+  for name in $(tar -tJf $bundle | sed -n 's|^\./tests/||p'); do steps+=("test-$name"); done
+  for name in "${steps[@]}"; do
+    grep -q "^| $name | 0 | [0-9.]* | rehearsed: arguments accepted |" "$s" || fail "no rehearsed $name step in summary.md"
+  done
+  # The exact argument lists, as the GPU call runs them.
+  grep -q '^=== matmul-8192 .*--device cuda --size 8192 --iters 20 --warmup 5 --dtypes fp64,fp32,tf32,fp16,fp16-reduced,bf16,bf16-reduced --no-cpu --skip-host-memory-check --output .* --dry-run$' "$tmp/r/run.log" ||
+    fail "matmul-8192's argument list is not the GPU call's"
+  # The four CUDA tests that used to run nowhere are in the bundle's harnesses.
+  local logs=$tmp/r-logs
+  mkdir -p "$logs" && tar -xzf "$tmp/r/results.tar.gz" -C "$logs"
+  grep -q '^cuda::writes_json_csv_and_svg: test' "$logs/results/logs/test-sweep.log" || fail "the CUDA sweep test is not packed"
+  grep -q '^memory_fields_cuda: test' "$logs/results/logs/test-memory_overhead.log" || fail "memory_fields_cuda is not packed"
+  grep -q '^overhead_fields_cuda: test' "$logs/results/logs/test-memory_overhead.log" || fail "overhead_fields_cuda is not packed"
+  grep -q '^cuda::summary_of_a_fresh_run: test' "$logs/results/logs/test-summary.log" || fail "the CUDA summary test is not packed"
+  pass "the rehearsal: ${#steps[@]} steps accepted their arguments; the driver found in a folder on neither path"
+
+  # 2. A refused flag planted in the plan fails the rehearsal, naming its step.
+  # (The plan is the script's: a copy of it is planted and run on the same bundle.)
+  cp scripts/gpu-run.sh "$tmp/planted-flag.sh"
+  edit "$tmp/planted-flag.sh" 'bf16-reduced --no-cpu --skip-host-memory-check)$' 'bf16-reduced --no-cpu --skip-host-memory-check --bogus-flag)'
+  local rc=0
+  CANDLE_LAB_DRIVER_ROOT=$driver PATH="$torch_bin:$PATH" "$tmp/planted-flag.sh" --rehearse "$tmp/p1" > /dev/null 2>&1 || rc=$?
+  ((rc == 1)) || fail "a planted --bogus-flag: exit $rc"
+  grep -q 'failed: matmul-8192 (exit 2)$' "$tmp/p1/summary.md" || fail "the planted flag's step is not named: $(grep failed "$tmp/p1/summary.md")"
+  grep -q 'unexpected argument .--bogus-flag' "$tmp/p1/run.log" || fail "the log does not show the refusal"
+  pass "a planted refused flag fails the rehearsal, naming matmul-8192"
+
+  # 3. Defect 1 re-planted: PyTorch given matmul's precisions, bf16-reduced with them.
+  cp scripts/gpu-run.sh "$tmp/planted-dtype.sh"
+  edit "$tmp/planted-dtype.sh" 'pytorch_args=(--size "$size" --iters 20 --warmup 5 --dtypes fp64,fp32,tf32,fp16,fp16-reduced,bf16 ' \
+    'pytorch_args=(--size "$size" --iters 20 --warmup 5 --dtypes fp64,fp32,tf32,fp16,fp16-reduced,bf16,bf16-reduced '
+  rc=0
+  CANDLE_LAB_DRIVER_ROOT=$driver PATH="$torch_bin:$PATH" "$tmp/planted-dtype.sh" --rehearse "$tmp/p2" > /dev/null 2>&1 || rc=$?
+  ((rc == 1)) || fail "PyTorch with bf16-reduced: exit $rc"
+  grep -q 'failed: pytorch-matmul-8192 (exit 2)$' "$tmp/p2/summary.md" || fail "the PyTorch step is not named"
+  pass "PyTorch given bf16-reduced (defect 1) fails the rehearsal, naming pytorch-matmul-8192"
+
+  # 4. No driver anywhere: the run stops before any step, and says where it looked.
+  rc=0
+  CANDLE_LAB_DRIVER_ROOT=$tmp/no-driver PATH="$torch_bin:$PATH" scripts/gpu-run.sh --rehearse "$tmp/nd" > /dev/null 2>&1 || rc=$?
+  ((rc == 1)) || fail "no driver: exit $rc"
+  assert_files "$tmp/nd"
+  grep -q "^\*\*Stopped: libcuda.so.1 (the NVIDIA driver) is in neither the linker's cache" "$tmp/nd/summary.md" ||
+    fail "no driver: summary.md says $(sed -n 3p "$tmp/nd/summary.md")"
+  pass "no driver: exit 1, summary says where it looked"
+
+  # 5. A machine without the xz program: python3 unpacks the bundle.
+  local shim=$tmp/no-xz-bin dir f
+  mkdir -p "$shim"
+  IFS=: read -ra dirs <<<"$torch_bin:$PATH"
+  for dir in "${dirs[@]}"; do
+    for f in "$dir"/*; do
+      case $(basename "$f") in xz | unxz | xzcat | lzma | unlzma | lzcat | xzdec) continue ;; esac
+      [[ -e $shim/$(basename "$f") ]] || ln -s "$f" "$shim/" 2>/dev/null || true
+    done
+  done
+  PATH=$shim command -v xz > /dev/null && fail "xz is still on the shim PATH"
+  # (torch's python named by CANDLE_LAB_PYTHON: a link to a venv's python is not the venv.)
+  CANDLE_LAB_PYTHON=$torch_bin/python3 CANDLE_LAB_DRIVER_ROOT=$driver PATH=$shim \
+    scripts/gpu-run.sh --rehearse "$tmp/noxz" > /dev/null 2>&1 || {
+    cat "$tmp/noxz/summary.md"
+    fail "the rehearsal without xz failed"
+  }
+  grep -q '^unpacking with python3 (no xz on PATH)' "$tmp/noxz/run.log" || fail "python3 did not unpack"
+  grep -qx "python with torch: $torch_bin/python3" "$tmp/noxz/run.log" || fail "CANDLE_LAB_PYTHON was not the python used"
+  pass "without xz, python3 unpacks the bundle; CANDLE_LAB_PYTHON names the python; the rehearsal passes"
+}
+
+case ${1:-} in
+  cpu) cpu_tests ;;
+  rehearsal) rehearsal_tests ;;
+  *) echo "usage: scripts/test-gpu-run.sh cpu | rehearsal" >&2 && exit 2 ;;
+esac
