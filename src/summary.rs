@@ -558,6 +558,13 @@ pub struct Summary {
     pub tables: Vec<Table>,
 }
 
+/// What the two sides' peaks include, beside the peak rows: the lab's
+/// `max_memory_allocated` was read with cuBLAS's workspace allocated inside the
+/// window (224 and 128 MiB are 192 and 96 MiB of payload plus about 32 MiB);
+/// Candle's pool peak, like the PyTorch reference's here, leaves it out.
+pub const PEAK_NOTE: &str =
+    "here: without cuBLAS's workspace; the lab's: with it (about 32 MiB above payload)";
+
 /// The summary of `here` beside `lab`.
 pub fn build(here: &Side, lab: &Side) -> Summary {
     let mut table = Table::new(
@@ -582,7 +589,10 @@ pub fn build(here: &Side, lab: &Side) -> Summary {
             (Err(why), _, _) => why.clone(),
             (_, Err(why), _) => format!("lab: {why}"),
             (_, _, Err(why)) => why.clone(),
-            _ => String::new(),
+            _ => match r.item {
+                Item::GpuPeakMib(_) => PEAK_NOTE.into(),
+                _ => String::new(),
+            },
         };
         table.row([
             r.item.label(),
@@ -868,6 +878,11 @@ mod tests {
             here.name
         );
         assert_eq!(cuda_verdict(&here.driver_cuda, &here.build_cuda), "match");
+        // The peak rows say what each side's peak includes.
+        let md = build(&here, &Side::from_lab(&lab())).markdown();
+        let peak_rows: Vec<&str> = md.lines().filter(|l| l.contains("measured peak")).collect();
+        assert_eq!(peak_rows.len(), 2, "{md}");
+        assert!(peak_rows.iter().all(|l| l.contains(PEAK_NOTE)), "{md}");
     }
 
     #[test]
