@@ -8,8 +8,8 @@ use anyhow::Result;
 use candle_core::{DType, Device, Tensor};
 use candle_lab::cli::{finish, parse, result_file, Common};
 use candle_lab::device::{label, select};
+use candle_lab::export::table::{print_tables, Table};
 use candle_lab::memory::{CountingAlloc, MemoryMeter};
-use candle_lab::report::{print_tables, Table};
 use candle_lab::schema::{
     BasicsResults as Basics, Body, Broadcast, Described, Elementwise, Transfer, TransferStatus,
     View,

@@ -6,11 +6,11 @@
 
 use anyhow::Result;
 use candle_core::Device;
+use candle_lab::bench::matmul::{self, check_fits, rows_table, speedup, Config, Inputs, Precision};
 use candle_lab::cli::{finish, parse, result_file, BenchSize, Common, Completion};
 use candle_lab::device::select;
-use candle_lab::matmul::{self, check_fits, rows_table, speedup, Config, Inputs, Precision};
+use candle_lab::export::table::print_tables;
 use candle_lab::memory::CountingAlloc;
-use candle_lab::report::print_tables;
 use candle_lab::schema::{Body, CpuVsGpuResults, Row};
 use clap::Parser;
 

@@ -8,16 +8,16 @@
 
 use anyhow::Result;
 use candle_core::DType;
-use candle_lab::bandwidth::{
+use candle_lab::bench::memory::{
     self, check_fits, default_matmul_size, default_mib, default_plan, Config,
 };
 use candle_lab::cli::{finish, parse, result_file, Common, Completion, MAX_SIZE};
+use candle_lab::clock::Plan;
 use candle_lab::device::select;
+use candle_lab::export::table::print_tables;
 use candle_lab::memory::CountingAlloc;
-use candle_lab::report::print_tables;
 use candle_lab::schema::Body;
 use candle_lab::telemetry::{self, Telemetry};
-use candle_lab::timing::Plan;
 use clap::Parser;
 
 #[global_allocator]
@@ -116,10 +116,10 @@ fn run(args: Args) -> Result<Completion> {
     );
 
     let gpu_name = device.is_cuda().then_some(info.name.as_str());
-    let result = bandwidth::run(&device, gpu_name, &cfg, &telemetry)?;
+    let result = memory::run(&device, gpu_name, &cfg, &telemetry)?;
 
-    let tables = bandwidth::tables(&result, &info.label);
-    let notes = bandwidth::notes(&result);
+    let tables = memory::tables(&result, &info.label);
+    let notes = memory::notes(&result);
     output.save(&result_file(info, Body::Memory(result)))?;
     print_tables(&tables, &notes, output.screen())?;
     Ok(Completion::Complete)

@@ -6,14 +6,14 @@
 //! flushed before each sample against back-to-back ones.
 
 use anyhow::Result;
+use candle_lab::bench::overhead::{self, check_fits, time_once, Config};
 use candle_lab::cli::{finish, parse, result_file, Common, Completion, MAX_SIZE};
+use candle_lab::clock::Plan;
 use candle_lab::device::select;
+use candle_lab::export::table::print_tables;
 use candle_lab::memory::CountingAlloc;
-use candle_lab::overhead::{self, check_fits, time_once, Config};
-use candle_lab::report::print_tables;
 use candle_lab::schema::Body;
 use candle_lab::telemetry::{self, Telemetry};
-use candle_lab::timing::Plan;
 use clap::Parser;
 
 #[global_allocator]

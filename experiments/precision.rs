@@ -6,11 +6,11 @@
 
 use anyhow::Result;
 use candle_core::{DType, Device, Tensor};
+use candle_lab::bench::floats::{sci, FORMATS};
 use candle_lab::cli::{finish, parse, result_file, Common};
 use candle_lab::device::select;
-use candle_lab::formats::{sci, FORMATS};
+use candle_lab::export::table::{print_tables, Table};
 use candle_lab::memory::CountingAlloc;
-use candle_lab::report::{print_tables, Table};
 use candle_lab::schema::{
     Accumulation, Body, FormatLimits, JsonF64, PointOne, PrecisionResults as Precision, RoundTrip,
 };

@@ -2,16 +2,16 @@
 //! adaptively (until its median is known to +-1%, or `--max-seconds` runs out).
 //! Writes the JSON, a long-format CSV and an SVG chart beside each other after
 //! every point, so an interrupted sweep keeps every point it finished. The
-//! measurement is `candle_lab::sweep`'s; this program parses, saves and prints.
+//! measurement is `candle_lab::bench::sweep`'s; this program parses, saves and prints.
 
 use anyhow::Result;
+use candle_lab::bench::sweep::{self, Config, DEFAULT_MAX_SECONDS, MAX_SECONDS_RANGE};
 use candle_lab::cli::{finish, parse, result_file, Common, Completion, Dtypes, MAX_SIZE};
 use candle_lab::device::select;
+use candle_lab::export::output::Output;
+use candle_lab::export::table::print_tables;
 use candle_lab::memory::CountingAlloc;
-use candle_lab::output::Output;
-use candle_lab::report::print_tables;
 use candle_lab::schema::{Body, SweepResults};
-use candle_lab::sweep::{self, Config, DEFAULT_MAX_SECONDS, MAX_SECONDS_RANGE};
 use clap::Parser;
 
 #[global_allocator]

@@ -13,7 +13,7 @@ use anyhow::{bail, Result};
 use clap::{Args, Parser};
 
 use crate::device::DeviceArg;
-use crate::output::Output;
+use crate::export::output::Output;
 use crate::precision::Precision;
 use crate::schema::{Body, DeviceInfo, ResultFile, SCHEMA_VERSION};
 
@@ -52,7 +52,7 @@ impl Common {
             (None, Some(dir)) => dir.join(device.slug()).join(format!("{experiment}.json")),
             (None, None) => return Ok(Output::None),
         };
-        crate::output::prepare(&path)
+        crate::export::output::prepare(&path)
     }
 
     /// Ends a dry run: checks the output path as [`Common::output`] does (any
@@ -68,16 +68,16 @@ impl Common {
     ) -> Result<Completion> {
         let target = match (&self.output, &self.results_dir) {
             (Some(file), _) => {
-                let checked = crate::output::prepare(file);
-                drop(crate::output::abandon());
+                let checked = crate::export::output::prepare(file);
+                drop(crate::export::output::abandon());
                 match checked? {
                     Output::Stdout => "standard output".to_string(),
-                    _ => crate::output::shown(file),
+                    _ => crate::export::output::shown(file),
                 }
             }
             (None, Some(dir)) => format!(
                 "{}/<machine>/{experiment}.json (the machine is named when the device opens)",
-                crate::output::shown(dir)
+                crate::export::output::shown(dir)
             ),
             (None, None) => "nothing (no --output or --results-dir)".into(),
         };
@@ -138,18 +138,18 @@ impl BenchSize {
         self.size as usize
     }
 
-    pub fn plan(&self) -> crate::timing::Plan {
-        crate::timing::Plan {
+    pub fn plan(&self) -> crate::clock::Plan {
+        crate::clock::Plan {
             warmup: self.warmup as usize,
             iters: self.iters as usize,
         }
     }
 
-    pub fn host_check(&self) -> crate::matmul::HostCheck {
+    pub fn host_check(&self) -> crate::bench::matmul::HostCheck {
         if self.skip_host_memory_check {
-            crate::matmul::HostCheck::Skip
+            crate::bench::matmul::HostCheck::Skip
         } else {
-            crate::matmul::HostCheck::Enforce
+            crate::bench::matmul::HostCheck::Enforce
         }
     }
 }
@@ -241,7 +241,7 @@ pub fn exit_code<T: Into<Completion>>(outcome: Result<T>) -> (u8, Option<String>
         ),
         Err(e) => {
             // A failed run leaves no temporary file and none of the folders it created.
-            drop(crate::output::abandon());
+            drop(crate::export::output::abandon());
             (
                 EXIT_ERROR,
                 Some(format!("error: {}", crate::error::error_line(&e))),
@@ -304,7 +304,7 @@ fn exit_on_signals() {
     std::thread::spawn(move || {
         if let Some(signal) = signals.forever().next() {
             // Held while exiting: the run cannot start a rename after the cleanup.
-            let _held = crate::output::abandon();
+            let _held = crate::export::output::abandon();
             std::process::exit(128 + signal);
         }
     });

@@ -12,10 +12,10 @@ use candle_core::cuda_backend::cudarc::driver::{result, sys, CudaSlice, CudaStre
 use candle_core::cuda_backend::CudaDevice;
 use candle_core::{Device, Tensor};
 
-use crate::bandwidth::{transfer_row, transfer_sizes};
+use crate::bench::memory::{transfer_row, transfer_sizes};
+use crate::clock::Plan;
 use crate::schema::{Direction, HostMemory, Timed, TransferRow};
 use crate::telemetry::Telemetry;
-use crate::timing::Plan;
 
 /// NVML's name for this GPU ("GPU-" and its UUID).
 pub(crate) fn uuid(dev: &CudaDevice) -> Result<String> {
@@ -64,7 +64,7 @@ fn device_buffer(stream: &Arc<CudaStream>, bytes: usize) -> Result<CudaSlice<u8>
     stream.alloc_zeros::<u8>(bytes).with_context(|| {
         format!(
             "allocating {} on the GPU",
-            crate::report::bytes(bytes as u64)
+            crate::export::table::bytes(bytes as u64)
         )
     })
 }

@@ -1,18 +1,15 @@
-//! candle-lab's shared layer: everything the experiment programs in `experiments/`
-//! have in common. Each program parses its flags ([`cli`]), picks a device
-//! ([`device`]), computes with Candle tensors, and hands plain `Serialize` results
-//! to [`output`], which writes the JSON, then to [`report`], which prints tables.
-//! Result types live in [`schema`]; [`compare`] reads result files back and
-//! compares them row by row. Measurement lives here too: the clock ([`timing`]),
-//! its statistics ([`stats`]) and peak memory ([`memory`]). [`summary`] sets
-//! this machine's results beside the reference lab's. The cores of the `memory`
-//! and `overhead` programs are [`bandwidth`] and [`overhead`]; [`telemetry`]
-//! reads the GPU's state around their rows. [`sweep`] runs the matmul benchmark
-//! across sizes and precisions, and [`readme`] builds `results/README.md`.
+//! candle-lab's shared layer. Data flows one way (README, Layout): an
+//! experiment program in `experiments/` parses its flags ([`cli`]), picks a
+//! device ([`device`]), calls its measurement core in [`bench`], which times
+//! with the [`clock`], tracks [`memory`] and returns plain result types
+//! ([`schema`]); the program hands the result to [`export`], which writes the
+//! JSON (and CSV, SVG) and prints tables. The tools in `tools/` read result
+//! files back through [`read`] (compare, summary, report). CUDA-only code is the
+//! leaf [`cuda`]; [`telemetry`] reads the GPU's state around timed rows.
 
-pub mod bandwidth;
+pub mod bench;
 pub mod cli;
-pub mod compare;
+pub mod clock;
 #[cfg(feature = "cuda")]
 mod cuda;
 #[cfg(feature = "cuda")]
@@ -20,19 +17,11 @@ mod cuda_bench;
 pub mod device;
 pub mod env;
 pub mod error;
-pub mod formats;
-pub mod matmul;
+pub mod export;
 pub mod memory;
-pub mod output;
-pub mod overhead;
 pub mod peaks;
-pub mod plot;
 pub mod precision;
-pub mod readme;
-pub mod report;
+pub mod read;
 pub mod schema;
 pub mod stats;
-pub mod summary;
-pub mod sweep;
 pub mod telemetry;
-pub mod timing;

@@ -11,9 +11,9 @@ use candle_core::Device;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 use nvml_wrapper::Nvml;
 
+use crate::clock::{time_on_device, Plan, Samples};
 use crate::schema::{GpuState, TelemetrySource, Timed};
 use crate::stats::summarize;
-use crate::timing::{time_on_device, Plan, Samples};
 
 /// An open NVML handle on the run's GPU, or why there is none.
 pub struct Telemetry {
@@ -95,7 +95,7 @@ impl Telemetry {
         label: &str,
         work: impl FnMut() -> Result<R>,
     ) -> Result<Timed> {
-        let bar = crate::timing::progress_bar(&plan.into(), label);
+        let bar = crate::clock::progress_bar(&plan.into(), label);
         let timed = self.timed(|| time_on_device(device, plan, &bar, work));
         bar.finish_and_clear();
         timed

@@ -141,7 +141,7 @@ fn verdicts(stdout: &str) -> Vec<String> {
 
 fn reference() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("results/reference-lab-gb10/week05-results-gb10.json")
+        .join("tests/fixtures/reference-lab-gb10/week05-results-gb10.json")
 }
 
 const GPU_ROWS: [(&str, f64); 3] = [("fp32", 7.0), ("fp16", 1.5), ("bf16", 1.6)];

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use candle_lab::output::PAUSE_BEFORE_RENAME_ENV;
+use candle_lab::export::output::PAUSE_BEFORE_RENAME_ENV;
 use serde_json::Value;
 
 const NOBODY: u32 = 65534;

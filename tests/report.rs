@@ -102,7 +102,8 @@ fn a_missing_results_folder_is_one_error_line() {
 #[test]
 fn committed_readme_is_up_to_date() {
     let results = repo().join("results");
-    let built = candle_lab::readme::build(&candle_lab::readme::load(&results).unwrap()).unwrap();
+    let built = candle_lab::read::report::build(&candle_lab::read::report::load(&results).unwrap())
+        .unwrap();
     let stale = "results/README.md is stale: run `just report` and commit what it writes";
     let committed = fs::read_to_string(results.join("README.md")).unwrap_or_default();
     assert!(committed == built.readme, "{stale}");

@@ -15,7 +15,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 fn reference() -> String {
-    common::repo_file("results/reference-lab-gb10/week05-results-gb10.json")
+    common::repo_file("tests/fixtures/reference-lab-gb10/week05-results-gb10.json")
         .to_string_lossy()
         .into_owned()
 }
@@ -199,7 +199,7 @@ fn missing_inputs_are_one_line_and_no_file() {
 fn unreadable_and_missing_files_are_named_in_their_rows() {
     let tmp = tempfile::tempdir().unwrap();
     let machine = tmp.path();
-    let committed = common::repo_file("results/amd-epyc-2t/basics.json");
+    let committed = common::repo_file("tests/fixtures/amd-epyc-2t/basics.json");
     std::fs::copy(committed, machine.join("basics.json")).unwrap();
     std::fs::write(machine.join("matmul.json"), r#"{"schema_version": "9.0"}"#).unwrap();
     // As `just summary --machine-dir DIR` runs it: --machine-dir wins.

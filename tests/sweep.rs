@@ -230,7 +230,7 @@ fn bad_flags_are_refused_before_computing() {
 #[test]
 fn help_lists_the_default_cpu_sizes() {
     let help = String::from_utf8_lossy(&sweep(&["--help"]).stdout).into_owned();
-    let sizes: Vec<String> = candle_lab::sweep::CPU_SIZES
+    let sizes: Vec<String> = candle_lab::bench::sweep::CPU_SIZES
         .iter()
         .map(|n| n.to_string())
         .collect();

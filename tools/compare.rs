@@ -2,13 +2,13 @@
 //! baseline A, row by row: both medians, their ratio and a verdict, as a
 //! terminal table or Markdown, then how the verdict is reached. All files are read before anything is printed,
 //! so a bad one is one error line and no table. The statistics live in
-//! `candle_lab::compare`; this program only parses, loads and prints.
+//! `candle_lab::read::compare`; this program only parses, loads and prints.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use candle_lab::cli::{finish_check, parse};
-use candle_lab::compare::{self, Comparison, Format, Row};
+use candle_lab::read::compare::{self, Comparison, Format, Row};
 use clap::Parser;
 
 /// Compare result files: each FILE against the BASELINE, row by row.

@@ -1,15 +1,15 @@
 //! `report`: regenerates `results/README.md` from every machine folder under
 //! `results/`, with a bar chart of each matmul file (`<machine>/matmul.svg`)
 //! and each sweep's chart and CSV drawn again from its JSON. Same JSON in, same
-//! files out. The README is built by `candle_lab::readme`; this program reads,
+//! files out. The README is built by `candle_lab::read::report`; this program reads,
 //! checks where it will write, and writes.
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 use candle_lab::cli::{finish, parse};
-use candle_lab::output::{prepare, shown};
-use candle_lab::readme::{self, Content};
+use candle_lab::export::output::{prepare, shown};
+use candle_lab::read::report::{self, Content};
 use clap::Parser;
 
 /// Regenerate results/README.md (and its charts) from the result files.
@@ -28,7 +28,7 @@ fn main() -> std::process::ExitCode {
 
 fn run(args: Args) -> Result<()> {
     let dir = &args.results_dir;
-    let sources = readme::load(dir)?;
+    let sources = report::load(dir)?;
     for s in &sources {
         if let Content::Unreadable(why) = &s.content {
             eprintln!(
@@ -37,7 +37,7 @@ fn run(args: Args) -> Result<()> {
             );
         }
     }
-    let built = readme::build(&sources)?;
+    let built = report::build(&sources)?;
     // Every target is checked before any is written.
     let mut targets = Vec::new();
     for (path, text) in &built.files {

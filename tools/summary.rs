@@ -3,7 +3,7 @@
 //! cpu_vs_gpu.json) and the lab's results file, prints each value beside the
 //! lab's GB10 value with their ratio, and the CUDA versions of the driver and
 //! the build; writes the same as Markdown to results/<machine>/summary.md.
-//! The table itself is built in `candle_lab::summary`.
+//! The table itself is built in `candle_lab::read::summary`.
 
 use std::path::PathBuf;
 
@@ -13,8 +13,8 @@ use anyhow::{bail, Context, Result};
 use candle_lab::cli::{finish, parse};
 use candle_lab::device::{select, DeviceArg};
 use candle_lab::error::error_line;
+use candle_lab::read::summary::{self, MachineFiles, Side};
 use candle_lab::schema::{self, ResultFile};
-use candle_lab::summary::{self, MachineFiles, Side};
 use clap::Parser;
 
 /// The reference lab's "in one place" table with this machine's values beside
@@ -84,7 +84,7 @@ fn run(args: Args) -> Result<()> {
 
     let result = summary::build(&Side::from_results(&files), &Side::from_lab(&lab));
     // Saved first, then shown: a closed standard output loses nothing.
-    candle_lab::output::prepare(&dir.join("summary.md"))?
+    candle_lab::export::output::prepare(&dir.join("summary.md"))?
         .save_bytes(result.markdown().as_bytes())?;
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(result.text().as_bytes()) {

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::timed::{SectionStatus, TelemetrySource, Timed};
-use crate::timing::ClockOverhead;
+use crate::clock::ClockOverhead;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct OverheadResults {

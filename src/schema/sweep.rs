@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{DeviceKind, Row};
+use crate::clock::{ClockOverhead, Sampling, StopRule};
 use crate::precision::Precision;
-use crate::timing::{ClockOverhead, Sampling, StopRule};
 
 /// The sweep: what was planned, how each point was sampled, what was measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

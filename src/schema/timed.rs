@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::stats::Summary;
 
-/// One row's samples from the clock (`timing::time_on_device`).
+/// One row's samples from the clock (`clock::time_on_device`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Timed {
     /// Median wall time per sample, device synchronized.

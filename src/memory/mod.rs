@@ -165,8 +165,8 @@ pub fn check_room(what: &str, needed: u64, available: u64, place: &str) -> Resul
     if needed > available {
         anyhow::bail!(
             "{what}: needs {} of {place}, {} available",
-            crate::report::bytes(needed),
-            crate::report::bytes(available)
+            crate::export::table::bytes(needed),
+            crate::export::table::bytes(available)
         );
     }
     Ok(())

@@ -42,7 +42,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
 use crate::cli::shell_quote;
-use crate::report::Screen;
+use crate::export::table::Screen;
 
 /// Test aid: milliseconds to sleep between syncing the temporary file and
 /// renaming it, so that tests/files.rs can interrupt a run mid-write. Unset in use.

@@ -15,9 +15,9 @@
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
-use crate::matmul::gflops;
+use crate::bench::matmul::gflops;
+use crate::export::table::Table;
 use crate::precision::Precision::{self, Bf16, F16, F32};
-use crate::report::Table;
 use crate::schema::{
     BasicsResults, Body, CpuVsGpuResults, DeviceKind, MatmulResults, Measured, ResultFile,
     RowStatus,
@@ -688,7 +688,7 @@ mod tests {
     }
 
     fn lab() -> LabFile {
-        let path = repo_file("results/reference-lab-gb10/week05-results-gb10.json");
+        let path = repo_file("tests/fixtures/reference-lab-gb10/week05-results-gb10.json");
         parse_lab(&std::fs::read_to_string(path).unwrap()).unwrap()
     }
 
@@ -781,7 +781,7 @@ mod tests {
             cpu_fp32_ms: m.cpu_fp32_ms,
             gpu_speedup_fp32: m.gpu_speedup_fp32,
             cpu_fp32: None,
-            flops_per_matmul: crate::matmul::matmul_flops(m.size),
+            flops_per_matmul: crate::bench::matmul::matmul_flops(m.size),
         };
         let tensor = |dtype: &str, element_bytes: usize| Described {
             name: dtype.into(),
@@ -920,7 +920,7 @@ mod tests {
     #[test]
     fn a_cpu_only_run_fills_the_cpu_rows_and_says_why_not_the_gpu_rows() {
         // A committed CPU run (schema 1, upgraded on read).
-        let dir = repo_file("results/amd-epyc-2t");
+        let dir = repo_file("tests/fixtures/amd-epyc-2t");
         let read = |name: &str| {
             crate::schema::read(&dir.join(format!("{name}.json"))).map_err(|e| e.to_string())
         };

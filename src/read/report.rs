@@ -12,11 +12,11 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use crate::compare::{self, Entry};
+use crate::bench::matmul::gflops;
 use crate::error::error_line;
-use crate::matmul::gflops;
-use crate::plot::{bars_svg, BarSeries};
+use crate::export::svg::{bars_svg, BarSeries};
 use crate::precision::Precision;
+use crate::read::compare::{self, Entry};
 use crate::schema::{self, ResultFile};
 
 mod sections;

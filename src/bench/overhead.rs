@@ -5,21 +5,21 @@
 //! smallest operations, where the time per call is all launch overhead; and
 //! matmuls whose inputs were flushed from the cache before each sample against
 //! back-to-back ones. Every time comes from the one clock
-//! ([`crate::timing::time_on_device`]).
+//! ([`crate::clock::time_on_device`]).
 
 use anyhow::{Context, Result};
 use candle_core::{Device, Tensor};
 use indicatif::ProgressBar;
 
+use crate::bench::matmul;
+use crate::clock::{time_on_device, time_with_setup, ClockOverhead, Plan, Samples};
 use crate::device::largest_cache;
-use crate::matmul;
+use crate::export::table::{mib, Table};
 use crate::memory::check_fits_on;
-use crate::report::{mib, Table};
 use crate::schema::{
     CacheRow, CacheSection, FirstCall, LaunchMode, LaunchRow, OverheadResults, SectionStatus, Timed,
 };
 use crate::telemetry::Telemetry;
-use crate::timing::{time_on_device, time_with_setup, ClockOverhead, Plan, Samples};
 
 /// The cold-cache flush writes this many times the cache's size.
 pub const FLUSH_FACTOR: u64 = 3;
@@ -116,7 +116,7 @@ pub fn run(
 ) -> Result<OverheadResults> {
     let first_calls = first_calls(device, cfg, telemetry)?;
     // After the first calls, which must be the process's first of everything.
-    let clock = crate::timing::clock_overhead(device)?;
+    let clock = crate::clock::clock_overhead(device)?;
     let launch = launch(device, cfg, telemetry, &clock)?;
     let cache = cache(device, cfg, telemetry)?;
     Ok(OverheadResults {
@@ -343,7 +343,7 @@ fn cold_samples<R>(
     work: impl FnMut() -> Result<R>,
 ) -> Result<Samples> {
     let plan = Plan { warmup: 0, iters };
-    let bar = crate::timing::progress_bar(&plan.into(), label);
+    let bar = crate::clock::progress_bar(&plan.into(), label);
     let samples = time_with_setup(device, plan, &bar, || flusher.flush(), work);
     bar.finish_and_clear();
     samples

@@ -4,9 +4,9 @@
 use anyhow::Result;
 
 use super::{figure, link, rate, row, Built, Source};
-use crate::plot::{roofline_svg, RooflineDot};
+use crate::bench::sweep;
+use crate::export::svg::{roofline_svg, RooflineDot};
 use crate::schema::{Body, SweepResults};
-use crate::sweep;
 
 /// Speedups: every `cpu_vs_gpu` file, and every matmul file that timed fp32 on
 /// both a GPU and the CPU (a GPU run's CPU comparison, the reference lab's).

@@ -1,7 +1,7 @@
 //! The sweep: square matmul throughput across sizes x precisions, to see the
 //! shape of performance (where caches stop helping, what an awkward size such
 //! as 1023 or 1025 costs against 1024) rather than one point. Each point is
-//! measured by [`crate::matmul::measure_row`], the path `matmul` uses, under an
+//! measured by [`crate::bench::matmul::measure_row`], the path `matmul` uses, under an
 //! adaptive plan ([`plan`]): at least 10 samples, then until the median is known
 //! to +-1% or the point's time runs out. [`run`] hands the results to its caller
 //! after every point, so the caller can save them as it goes. The exporters
@@ -11,13 +11,13 @@ use anyhow::{Context, Result};
 use candle_core::Device;
 use serde::Serialize;
 
-use crate::matmul::{self, measure_row, Inputs, RowRun};
+use crate::bench::matmul::{self, measure_row, Inputs, RowRun};
+use crate::clock::{clock_overhead, Adaptive, Plan, Sampling};
+use crate::export::svg::{sweep_svg, SweepSeries};
+use crate::export::table::Table;
 use crate::memory::MemoryMeter;
-use crate::plot::{sweep_svg, SweepSeries};
 use crate::precision::Precision;
-use crate::report::Table;
 use crate::schema::{DeviceInfo, DeviceKind, Environment, SweepPoint, SweepResults};
-use crate::timing::{clock_overhead, Adaptive, Plan, Sampling};
 
 /// The CPU's default sizes: powers of two and the awkward 1000, 1023, 1025
 /// and 3000. At the default precisions and `--max-seconds` the sweep takes a
@@ -174,7 +174,7 @@ fn point_line(p: &SweepPoint) -> String {
 }
 
 /// A stop rule's name as the JSON spells it ("noise_target").
-pub fn rule_name(rule: crate::timing::StopRule) -> String {
+pub fn rule_name(rule: crate::clock::StopRule) -> String {
     serde_json::to_value(rule)
         .ok()
         .and_then(|v| v.as_str().map(String::from))

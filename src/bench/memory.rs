@@ -17,15 +17,15 @@
 use anyhow::{Context, Result};
 use candle_core::{DType, Device, Tensor};
 
-use crate::matmul::{self, Inputs, Precision};
+use crate::bench::matmul::{self, Inputs, Precision};
+use crate::clock::Plan;
+use crate::export::table::{mib, Table};
 use crate::memory::{check_fits_on, check_room};
-use crate::report::{mib, Table};
 use crate::schema::{
     BandwidthRow, Direction, HostMemory, MemoryResults, OutOfMemory, Refusal, Roofline,
     RooflinePoint, Row, SectionStatus, Timed, TransferRow, Transfers,
 };
 use crate::telemetry::Telemetry;
-use crate::timing::Plan;
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;

@@ -1,5 +1,5 @@
 //! Exporters: result values shown as terminal tables (comfy-table). Saving
-//! the JSON is [`crate::output`]'s: it owns the output-file policy.
+//! the JSON is [`crate::export::output`]'s: it owns the output-file policy.
 
 use std::io::Write;
 

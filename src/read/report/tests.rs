@@ -7,14 +7,15 @@ use std::fs;
 use std::path::Path;
 
 use super::*;
+use crate::bench::sweep::tests::{failed, point, results};
 use crate::precision::Precision;
 use crate::schema::{Body, DeviceKind};
-use crate::sweep::tests::{failed, point, results};
 
-const AMD_MATMUL: &str = include_str!("../../results/amd-epyc-2t/matmul.json");
-const AMD_CPU_VS_GPU: &str = include_str!("../../results/amd-epyc-2t/cpu_vs_gpu.json");
-const AMD_BASICS: &str = include_str!("../../results/amd-epyc-2t/basics.json");
-const REFERENCE: &str = include_str!("../../results/reference-lab-gb10/week05-results-gb10.json");
+const AMD_MATMUL: &str = include_str!("../../../tests/fixtures/amd-epyc-2t/matmul.json");
+const AMD_CPU_VS_GPU: &str = include_str!("../../../tests/fixtures/amd-epyc-2t/cpu_vs_gpu.json");
+const AMD_BASICS: &str = include_str!("../../../tests/fixtures/amd-epyc-2t/basics.json");
+const REFERENCE: &str =
+    include_str!("../../../tests/fixtures/reference-lab-gb10/week05-results-gb10.json");
 
 fn write(dir: &Path, path: &str, text: &str) {
     let path = dir.join(path);

@@ -1,6 +1,6 @@
 //! The square-matmul benchmark behind the `matmul` and `cpu_vs_gpu` programs:
 //! C = A x B for random n x n matrices, timed per precision with
-//! [`crate::timing::time_on_device`], with peak memory from
+//! [`crate::clock::time_on_device`], with peak memory from
 //! [`crate::memory::MemoryMeter`] and accuracy against an f64 reference.
 
 use std::sync::{Mutex, MutexGuard};
@@ -10,12 +10,12 @@ use candle_core::{DType, Device, Tensor};
 use indicatif::ProgressBar;
 
 use crate::cli::Completion;
+use crate::clock::{progress_bar, time_on_device, Plan, Sampling, StopRule};
+use crate::export::table::{mib, Table};
 use crate::memory::MemoryMeter;
 pub use crate::precision::Precision;
-use crate::report::{mib, Table};
 use crate::schema::{fill_vs_fp32, Accuracy, Measured, Row, RowStatus};
 use crate::stats::summarize;
-use crate::timing::{progress_bar, time_on_device, Plan, Sampling, StopRule};
 
 /// Candle's three reduced-precision GEMM switches (f32 as TF32, f16, bf16), in
 /// that order, as a row of precision `p` wants them: only its own mode on.
@@ -250,8 +250,8 @@ pub fn check_fits(device: &Device, cfg: &Config, host: HostCheck) -> Result<()> 
         if on_device > free {
             bail!(
                 "--size {n}: needs {} on the GPU, {} free; choose a smaller --size",
-                crate::report::bytes(on_device),
-                crate::report::bytes(free)
+                crate::export::table::bytes(on_device),
+                crate::export::table::bytes(free)
             );
         }
     }
@@ -281,7 +281,7 @@ pub fn host_verdict(
     memory: Option<crate::env::HostMemory>,
     reserved: bool,
 ) -> Result<Option<String>> {
-    let need = crate::report::bytes(needed);
+    let need = crate::export::table::bytes(needed);
     if !reserved {
         bail!(
             "--size {n}: needs {need} of host memory and the allocator refused to reserve it \
@@ -298,13 +298,13 @@ pub fn host_verdict(
             "--size {n}: needs {need} of host memory, more than this machine's {} of memory \
              and swap; choose a smaller --size (or, where memory grows on demand, \
              --skip-host-memory-check)",
-            crate::report::bytes(most)
+            crate::export::table::bytes(most)
         );
     }
     Ok((needed > mem.available_bytes).then(|| {
         format!(
             "--size {n} needs {need} of host memory and {} is available now; trying anyway",
-            crate::report::bytes(mem.available_bytes)
+            crate::export::table::bytes(mem.available_bytes)
         )
     }))
 }
@@ -490,7 +490,7 @@ pub fn rows_table(title: &str, rows: &[Row]) -> Table {
             opt(m.peak_mib, 1),
             times(m.peak_vs_fp32),
             format!("{:.1}", m.payload_mib),
-            crate::formats::sci(m.accuracy.max_rel_err, 2),
+            crate::bench::floats::sci(m.accuracy.max_rel_err, 2),
         ]);
     }
     t
@@ -829,7 +829,7 @@ mod tests {
             cpu_fp32: None,
             flops_per_matmul: matmul_flops(cfg.size),
         };
-        crate::output::prepare(&path)
+        crate::export::output::prepare(&path)
             .unwrap()
             .save(&crate::cli::result_file(
                 info,

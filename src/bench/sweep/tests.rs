@@ -2,9 +2,9 @@
 //! (structure only: no time is asserted).
 
 use super::*;
+use crate::clock::{ClockOverhead, StopRule};
 use crate::schema::{Accuracy, Measured, Row, RowStatus};
 use crate::stats::summarize;
-use crate::timing::{ClockOverhead, StopRule};
 
 /// A measured point: `ms` per sample, three samples.
 pub(crate) fn point(size: usize, p: Precision, ms: f64, peak_tflops: Option<f64>) -> SweepPoint {

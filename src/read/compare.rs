@@ -14,7 +14,7 @@ use anyhow::{bail, ensure, Context, Result};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde_json::Value;
 
-use crate::report::Table;
+use crate::export::table::Table;
 use crate::schema::{self, Body, DeviceKind, ResultFile};
 use crate::stats::quantile_sorted;
 
@@ -857,7 +857,7 @@ mod tests {
 
     #[test]
     fn reads_the_reference_labs_file() {
-        let text = include_str!("../results/reference-lab-gb10/week05-results-gb10.json");
+        let text = include_str!("../../tests/fixtures/reference-lab-gb10/week05-results-gb10.json");
         let got = reference_lab_entries(&serde_json::from_str(text).unwrap()).unwrap();
         let summary: Vec<_> = got
             .iter()

@@ -1,0 +1,9 @@
+//! The measurement cores, one module per experiment: each knows what to time
+//! (a matmul, a copy, a transfer), times it with the [`crate::clock`] and
+//! returns plain result types. Nothing here prints a result or opens a file.
+
+pub mod floats;
+pub mod matmul;
+pub mod memory;
+pub mod overhead;
+pub mod sweep;
