@@ -212,7 +212,7 @@ pub fn largest_cache(device: &Device) -> Result<Option<Cache>> {
     if let Device::Cuda(dev) = device {
         return Ok(Some(Cache {
             name: "L2 (GPU)".into(),
-            bytes: crate::cuda_bench::l2_cache_bytes(dev)?,
+            bytes: crate::cuda::l2_cache_bytes(dev)?,
         }));
     }
     let _ = device;

@@ -12,8 +12,6 @@ pub mod cli;
 pub mod clock;
 #[cfg(feature = "cuda")]
 mod cuda;
-#[cfg(feature = "cuda")]
-mod cuda_bench;
 pub mod device;
 pub mod env;
 pub mod error;

@@ -28,7 +28,7 @@ impl Telemetry {
         match device {
             #[cfg(feature = "cuda")]
             Device::Cuda(dev) => {
-                match crate::cuda_bench::uuid(dev).and_then(|uuid| open_nvml(&uuid)) {
+                match crate::cuda::uuid(dev).and_then(|raw| open_nvml(&nvml_uuid(&raw))) {
                     Ok(nvml) => Self {
                         nvml: Some(nvml),
                         unavailable: None,

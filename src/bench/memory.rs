@@ -497,13 +497,7 @@ fn no_gpu_reason(device: &Device) -> Option<String> {
 fn transfers(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<Transfers> {
     #[cfg(feature = "cuda")]
     if let Device::Cuda(dev) = device {
-        let rows = crate::cuda_bench::transfers(
-            dev,
-            device,
-            cfg.transfer_max_mib * MIB,
-            cfg.plan,
-            telemetry,
-        )?;
+        let rows = transfer_rows(dev, device, cfg.transfer_max_mib * MIB, cfg.plan, telemetry)?;
         return Ok(Transfers {
             status: SectionStatus::Ok,
             reason: None,
@@ -519,6 +513,63 @@ fn transfers(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<Tra
 }
 
 /// The ceiling's name, what it calls, and its samples.
+/// Host <-> device copies at each of `transfer_sizes(max_bytes)`: pageable
+/// (`Vec`) and pinned host memory with `cuMemcpyHtoDAsync` / `cuMemcpyDtoHAsync`
+/// into preallocated buffers, and Candle's `Tensor::to_device` both ways, which
+/// also allocates the new tensor.
+#[cfg(feature = "cuda")]
+fn transfer_rows(
+    dev: &candle_core::cuda_backend::CudaDevice,
+    device: &Device,
+    max_bytes: u64,
+    plan: Plan,
+    telemetry: &Telemetry,
+) -> Result<Vec<TransferRow>> {
+    use crate::cuda::{DeviceBuffer, PinnedBuffer};
+    use crate::schema::{
+        Direction::DeviceToHost as D2H, Direction::HostToDevice as H2D, HostMemory,
+    };
+    let mut rows = Vec::new();
+    for bytes in transfer_sizes(max_bytes) {
+        let n = bytes as usize;
+        let label = format!("{} MiB", bytes >> 20);
+        let mut on_device = DeviceBuffer::zeroed(dev, n)?;
+        let pageable = vec![1u8; n];
+        let mut pageable_back = vec![0u8; n];
+        let mut pinned = PinnedBuffer::filled(dev, n, 1)?;
+        let host_tensor = Tensor::from_vec(vec![1f32; n / 4], n / 4, &Device::Cpu)?;
+        let device_tensor = host_tensor.to_device(device)?;
+        // A sample's output (the new tensor of `to_device`) is returned, so the
+        // clock frees it after it stops.
+        type Work<'a> = &'a mut dyn FnMut() -> Result<Option<Tensor>>;
+        let mut row = |direction, memory, what: &str, work: Work| {
+            let t = telemetry.time(device, plan, &format!("{what} {label}"), work)?;
+            rows.push(transfer_row(direction, memory, bytes, t));
+            anyhow::Ok(())
+        };
+        use HostMemory::{CandleToDevice, Pageable, Pinned};
+        row(H2D, Pageable, "H2D pageable", &mut || {
+            on_device.upload(&pageable).map(|()| None)
+        })?;
+        row(H2D, Pinned, "H2D pinned", &mut || {
+            on_device.upload_pinned(&pinned).map(|()| None)
+        })?;
+        row(H2D, CandleToDevice, "H2D to_device", &mut || {
+            Ok(Some(host_tensor.to_device(device)?))
+        })?;
+        row(D2H, Pageable, "D2H pageable", &mut || {
+            on_device.download(&mut pageable_back).map(|()| None)
+        })?;
+        row(D2H, Pinned, "D2H pinned", &mut || {
+            on_device.download_pinned(&mut pinned).map(|()| None)
+        })?;
+        row(D2H, CandleToDevice, "D2H to_device", &mut || {
+            Ok(Some(device_tensor.to_device(&Device::Cpu)?))
+        })?;
+    }
+    Ok(rows)
+}
+
 fn ceiling(
     device: &Device,
     bytes: u64,
@@ -527,7 +578,10 @@ fn ceiling(
 ) -> Result<(&'static str, &'static str, Timed)> {
     #[cfg(feature = "cuda")]
     if let Device::Cuda(dev) = device {
-        let timed = crate::cuda_bench::dtod_ceiling(dev, device, bytes as usize, plan, telemetry)?;
+        // Two preallocated device buffers: reads `bytes`, writes `bytes`.
+        let src = crate::cuda::DeviceBuffer::zeroed(dev, bytes as usize)?;
+        let mut dst = crate::cuda::DeviceBuffer::zeroed(dev, bytes as usize)?;
+        let timed = telemetry.time(device, plan, "cuMemcpyDtoD", || dst.copy_from(&src))?;
         return Ok(("cuMemcpyDtoD", "cuMemcpyDtoDAsync(dst, src)", timed));
     }
     // Both buffers written once first, so no page is mapped on the clock.
@@ -547,7 +601,7 @@ fn out_of_memory(device: &Device) -> Result<OutOfMemory> {
     let available = match device {
         #[cfg(feature = "cuda")]
         Device::Cuda(dev) => {
-            crate::cuda_bench::trim_pool(dev)?;
+            crate::cuda::trim_pool(dev)?;
             Some(crate::cuda::memory_info(dev)?.0)
         }
         _ => crate::env::host_memory().map(|m| m.available_bytes),
@@ -604,7 +658,7 @@ fn oom_attempt(
     dev: &candle_core::cuda_backend::CudaDevice,
 ) -> Result<crate::schema::OomAttempt> {
     let meter = crate::memory::MemoryMeter::for_device(device)?;
-    crate::cuda_bench::trim_pool(dev)?;
+    crate::cuda::trim_pool(dev)?;
     let (free, _) = crate::cuda::memory_info(dev)?;
     let requested = free + GIB;
     let used_before = meter.used_bytes()?;

@@ -353,14 +353,14 @@ fn cold_samples<R>(
 enum Flusher {
     Host(Vec<u8>),
     #[cfg(feature = "cuda")]
-    Cuda(crate::cuda_bench::L2Flush),
+    Cuda(crate::cuda::L2Flush),
 }
 
 impl Flusher {
     fn new(device: &Device, bytes: u64) -> Result<Self> {
         #[cfg(feature = "cuda")]
         if let Device::Cuda(dev) = device {
-            return Ok(Self::Cuda(crate::cuda_bench::L2Flush::new(dev, bytes)?));
+            return Ok(Self::Cuda(crate::cuda::L2Flush::new(dev, bytes)?));
         }
         let _ = device;
         Ok(Self::Host(vec![0u8; bytes as usize]))
