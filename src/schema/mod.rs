@@ -20,6 +20,7 @@ mod matmul;
 mod memory;
 mod overhead;
 mod precision;
+mod sampling;
 mod sweep;
 mod timed;
 
@@ -44,6 +45,7 @@ pub use overhead::{CacheRow, CacheSection, FirstCall, LaunchMode, LaunchRow, Ove
 pub use precision::{Accumulation, FormatLimits, PointOne, PrecisionResults, RoundTrip};
 pub use timed::{GpuState, SectionStatus, TelemetrySource, TimeSource, Timed};
 
+pub use sampling::{Adaptive, ClockOverhead, Plan, Sampling, StopRule};
 pub use sweep::{SweepPoint, SweepResults};
 
 /// The version this build writes. 2.1 added the `sweep`, `memory` and

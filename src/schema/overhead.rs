@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::timed::{SectionStatus, TelemetrySource, Timed};
-use crate::clock::ClockOverhead;
+use super::ClockOverhead;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct OverheadResults {

@@ -9,8 +9,8 @@ use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::{ClockOverhead, Sampling, StopRule};
 use super::{DeviceKind, Row};
-use crate::clock::{ClockOverhead, Sampling, StopRule};
 use crate::precision::Precision;
 
 /// The sweep: what was planned, how each point was sampled, what was measured.
