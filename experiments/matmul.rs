@@ -3,16 +3,16 @@
 //! synchronized samples, CUDA events on a GPU), with peak memory, GFLOP/s, the
 //! share of the datasheet peak, and accuracy against f64. On a GPU it also times
 //! fp32 on the CPU, as the reference lab does, for the speedup. The JSON keeps
-//! the reference's field names.
+//! the reference's field names. The measurement is `candle_lab::bench::matmul`.
 
 use anyhow::Result;
 use candle_core::Device;
-use candle_lab::bench::matmul::{self, check_fits, rows_table, speedup, Config, Inputs};
+use candle_lab::bench::matmul::{self, Config};
 use candle_lab::cli::{finish, parse, result_file, BenchSize, Common, Completion, Dtypes};
 use candle_lab::device::select;
-use candle_lab::export::table::print_tables;
-use candle_lab::memory::CountingAlloc;
-use candle_lab::schema::{Body, MatmulResults, Row};
+use candle_lab::export;
+use candle_lab::memory::{fits, CountingAlloc};
+use candle_lab::schema::Body;
 use clap::Parser;
 
 #[global_allocator]
@@ -65,77 +65,23 @@ fn run(args: Args) -> Result<Completion> {
     let cfg = config(&args, device.is_cuda())?;
     // On a GPU, the reference lab also times fp32 on the CPU.
     let compare_cpu = device.is_cuda() && !args.no_cpu;
-    let host = args.bench.host_check();
-    check_fits(&device, &cfg, host)?;
+    let host = args.bench.host.check();
+    fits::check(&device, &matmul::need(&device, &cfg), host)?;
     if compare_cpu {
-        check_fits(&Device::Cpu, &cfg.cpu_fp32_comparison(), host)?;
+        let cpu = cfg.cpu_fp32_comparison();
+        fits::check(&Device::Cpu, &matmul::need(&Device::Cpu, &cpu), host)?;
     }
-    let output = args.common.output("matmul", &info)?;
+    let outputs = args.common.outputs("matmul", &info)?;
     let n = cfg.size;
     eprintln!(
         "matmul {n}x{n}, warmup {}, iters {}, on {}",
         cfg.plan.warmup, cfg.plan.iters, info.label
     );
-
-    let inputs = Inputs::random(n, cfg.accuracy_rows)?;
-    let on_gpu = device.is_cuda();
-    let gpu_name = on_gpu.then_some(info.name.as_str());
-    let rows = matmul::run(&device, gpu_name, &cfg, &inputs)?;
-    let cpu_row = if compare_cpu {
-        Some(matmul::run_cpu_fp32(&cfg, &inputs)?)
-    } else {
-        None
-    };
-    let device_fp32 = rows.iter().find_map(Row::fp32_median_ms);
-    let cpu_fp32_ms = if on_gpu {
-        cpu_row.as_ref().and_then(Row::fp32_median_ms)
-    } else {
-        device_fp32
-    };
-    let result = MatmulResults {
-        size: n,
-        warmup: cfg.plan.warmup,
-        iters: cfg.plan.iters,
-        gpu_iters: on_gpu.then_some(cfg.plan.iters),
-        // The CPU comparison's runs on a GPU; on a CPU run, the fp32 row's own.
-        cpu_iters: match &cpu_row {
-            Some(_) => Some(cfg.cpu_fp32_comparison().plan.iters),
-            None if !on_gpu => device_fp32.map(|_| cfg.plan.iters),
-            None => None,
-        },
-        device: info.kind,
-        precisions: rows,
-        cpu_fp32_ms,
-        gpu_speedup_fp32: if on_gpu {
-            cpu_fp32_ms.zip(device_fp32).map(|(c, g)| speedup(c, g))
-        } else {
-            None
-        },
-        cpu_fp32: cpu_row,
-        flops_per_matmul: matmul::matmul_flops(n),
-    };
-
-    let mut tables = vec![rows_table(
-        &format!("matmul {n}x{n} on {} ({})", info.label, info.name),
-        &result.precisions,
-    )];
-    if let Some(cpu) = &result.cpu_fp32 {
-        tables.push(rows_table(
-            "the same fp32 matmul on the CPU",
-            std::slice::from_ref(cpu),
-        ));
-    }
-    let notes: Vec<String> = result
-        .gpu_speedup_fp32
-        .iter()
-        .map(|s| {
-            format!(
-                "GPU is {s:.1}x faster than the CPU at fp32 (median wall time, device synchronized)"
-            )
-        })
-        .collect();
-    let done = matmul::completion(result.precisions.iter().chain(&result.cpu_fp32));
-    output.save(&result_file(info, Body::Matmul(result)))?;
-    print_tables(&tables, &notes, output.screen())?;
+    let gpu_name = device.is_cuda().then_some(info.name.as_str());
+    let result = matmul::benchmark(&device, gpu_name, &cfg, compare_cpu)?;
+    let done = Completion::of_rows(result.precisions.iter().chain(&result.cpu_fp32));
+    let file = result_file(info, Body::Matmul(result));
+    outputs.save_all(&file)?;
+    export::show(&file, &[], outputs.screen())?;
     Ok(done)
 }

@@ -8,14 +8,14 @@
 
 use anyhow::Result;
 use candle_core::DType;
-use candle_lab::bench::memory::{
-    self, check_fits, default_matmul_size, default_mib, default_plan, Config,
+use candle_lab::bench::memory::{self, default_matmul_size, default_mib, default_plan, Config};
+use candle_lab::cli::{
+    finish, parse, result_file, Common, Completion, HostMemoryFlag, RunCounts, MAX_SIZE,
 };
-use candle_lab::cli::{finish, parse, result_file, Common, Completion, MAX_SIZE};
-use candle_lab::clock::Plan;
 use candle_lab::device::select;
-use candle_lab::export::table::print_tables;
-use candle_lab::memory::CountingAlloc;
+use candle_lab::export;
+use candle_lab::memory::{fits, CountingAlloc};
+use candle_lab::precision::plain_dtype;
 use candle_lab::schema::Body;
 use candle_lab::telemetry::{self, Telemetry};
 use clap::Parser;
@@ -36,17 +36,13 @@ struct Args {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     mib: Option<u64>,
 
-    /// Timed runs per row (default: 5 on the CPU, 20 on a GPU).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
-    iters: Option<u64>,
-
-    /// Untimed runs before timing, per row (default: 1 on the CPU, 3 on a GPU).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=100_000))]
-    warmup: Option<u64>,
+    /// Runs per row (defaults: 5 timed and 1 warm-up on the CPU, 20 and 3 on a GPU).
+    #[command(flatten)]
+    counts: RunCounts,
 
     /// Dtypes the operations run in, comma-separated: f64, f32, f16, bf16.
     /// Casts go from f32 to each of the others.
-    #[arg(long, value_delimiter = ',', default_values = ["f32", "f16", "bf16"], value_parser = parse_dtype)]
+    #[arg(long, value_delimiter = ',', default_values = ["f32", "f16", "bf16"], value_parser = plain_dtype)]
     dtypes: Vec<DType>,
 
     /// Side of the matmuls that give the roofline its compute points
@@ -58,18 +54,9 @@ struct Args {
     /// up to it.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     transfer_max_mib: u64,
-}
 
-fn parse_dtype(s: &str) -> Result<DType, String> {
-    match s.trim().to_ascii_lowercase().as_str() {
-        "f64" | "fp64" => Ok(DType::F64),
-        "f32" | "fp32" => Ok(DType::F32),
-        "f16" | "fp16" => Ok(DType::F16),
-        "bf16" => Ok(DType::BF16),
-        _ => Err(format!(
-            "unknown dtype '{s}': expected one of f64, f32, f16, bf16"
-        )),
-    }
+    #[command(flatten)]
+    host: HostMemoryFlag,
 }
 
 /// What the flags ask for, with the device's defaults where a flag is absent.
@@ -80,13 +67,9 @@ fn config(args: &Args, on_cuda: bool) -> Config {
             dtypes.push(d);
         }
     }
-    let plan = default_plan(on_cuda);
     Config {
         mib: args.mib.unwrap_or_else(|| default_mib(on_cuda)),
-        plan: Plan {
-            warmup: args.warmup.map_or(plan.warmup, |n| n as usize),
-            iters: args.iters.map_or(plan.iters, |n| n as usize),
-        },
+        plan: args.counts.plan(default_plan(on_cuda)),
         dtypes,
         matmul_size: args
             .matmul_size
@@ -106,21 +89,18 @@ fn run(args: Args) -> Result<Completion> {
     }
     let (device, info) = select(args.common.device)?;
     let cfg = config(&args, device.is_cuda());
-    check_fits(&device, &cfg)?;
-    let output = args.common.output("memory", &info)?;
+    fits::check_all(&device, &memory::needs(&device, &cfg), args.host.check())?;
+    let outputs = args.common.outputs("memory", &info)?;
     let telemetry = Telemetry::open(&device);
     eprintln!("{}", telemetry::line(&telemetry.source()));
     eprintln!(
         "memory: {} MiB f32 tensors, warmup {}, iters {}, on {}",
         cfg.mib, cfg.plan.warmup, cfg.plan.iters, info.label
     );
-
     let gpu_name = device.is_cuda().then_some(info.name.as_str());
     let result = memory::run(&device, gpu_name, &cfg, &telemetry)?;
-
-    let tables = memory::tables(&result, &info.label);
-    let notes = memory::notes(&result);
-    output.save(&result_file(info, Body::Memory(result)))?;
-    print_tables(&tables, &notes, output.screen())?;
+    let file = result_file(info, Body::Memory(result));
+    outputs.save_all(&file)?;
+    export::show(&file, &[], outputs.screen())?;
     Ok(Completion::Complete)
 }

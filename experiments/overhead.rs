@@ -6,15 +6,23 @@
 //! flushed before each sample against back-to-back ones.
 
 use anyhow::Result;
-use candle_lab::bench::overhead::{self, check_fits, time_once, Config};
-use candle_lab::cli::{finish, parse, result_file, Common, Completion, MAX_SIZE};
+use candle_lab::bench::overhead::{self, time_once, Config};
+use candle_lab::cli::{
+    finish, parse, result_file, Common, Completion, HostMemoryFlag, RunCounts, MAX_SIZE,
+};
 use candle_lab::clock::Plan;
 use candle_lab::device::select;
-use candle_lab::export::table::print_tables;
-use candle_lab::memory::CountingAlloc;
+use candle_lab::export;
+use candle_lab::memory::{fits, CountingAlloc};
 use candle_lab::schema::Body;
 use candle_lab::telemetry::{self, Telemetry};
 use clap::Parser;
+
+/// Warm-up and timed runs per row unless --warmup and --iters say otherwise.
+const DEFAULT_PLAN: Plan = Plan {
+    warmup: 3,
+    iters: 20,
+};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
@@ -27,13 +35,10 @@ struct Args {
     #[command(flatten)]
     common: Common,
 
-    /// Timed runs per row (queued launch samples, warm and cache samples).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=100_000))]
-    iters: u64,
-
-    /// Untimed runs before timing, per row.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(0..=100_000))]
-    warmup: u64,
+    /// Runs per row (defaults: 20 timed, for queued launch samples, warm and
+    /// cache samples; 3 warm-up).
+    #[command(flatten)]
+    counts: RunCounts,
 
     /// Side of the n x n f32 matmul and add whose first call is timed.
     #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=MAX_SIZE))]
@@ -51,6 +56,9 @@ struct Args {
     /// MiB written before each cold sample (default: 3 x the largest cache).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     flush_mib: Option<u64>,
+
+    #[command(flatten)]
+    host: HostMemoryFlag,
 }
 
 fn main() -> std::process::ExitCode {
@@ -59,10 +67,7 @@ fn main() -> std::process::ExitCode {
 
 fn run(args: Args) -> Result<Completion> {
     let cfg = Config {
-        plan: Plan {
-            warmup: args.warmup as usize,
-            iters: args.iters as usize,
-        },
+        plan: args.counts.plan(DEFAULT_PLAN),
         first_size: args.first_size as usize,
         calls: args.calls as usize,
         cache_sizes: args.cache_sizes.iter().map(|&n| n as usize).collect(),
@@ -74,15 +79,13 @@ fn run(args: Args) -> Result<Completion> {
     // Opening the device is the first thing this process does with it, so its
     // time is the context creation's own.
     let (open_ms, (device, info)) = time_once(|| select(args.common.device))?;
-    check_fits(&device, &cfg)?;
-    let output = args.common.output("overhead", &info)?;
+    fits::check_all(&device, &overhead::needs(&device, &cfg)?, args.host.check())?;
+    let outputs = args.common.outputs("overhead", &info)?;
     let telemetry = Telemetry::open(&device);
     eprintln!("{}", telemetry::line(&telemetry.source()));
-
     let result = overhead::run(&device, open_ms, &cfg, &telemetry)?;
-
-    let tables = overhead::tables(&result, &info.label);
-    output.save(&result_file(info, Body::Overhead(result)))?;
-    print_tables(&tables, &[], output.screen())?;
+    let file = result_file(info, Body::Overhead(result));
+    outputs.save_all(&file)?;
+    export::show(&file, &[], outputs.screen())?;
     Ok(Completion::Complete)
 }

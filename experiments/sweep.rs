@@ -6,12 +6,13 @@
 
 use anyhow::Result;
 use candle_lab::bench::sweep::{self, Config, DEFAULT_MAX_SECONDS, MAX_SECONDS_RANGE};
-use candle_lab::cli::{finish, parse, result_file, Common, Completion, Dtypes, MAX_SIZE};
+use candle_lab::cli::{
+    finish, parse, result_file, Common, Completion, Dtypes, HostMemoryFlag, MAX_SIZE,
+};
 use candle_lab::device::select;
-use candle_lab::export::output::Output;
-use candle_lab::export::table::print_tables;
+use candle_lab::export::{self, views};
 use candle_lab::memory::CountingAlloc;
-use candle_lab::schema::{Body, SweepResults};
+use candle_lab::schema::Body;
 use clap::Parser;
 
 #[global_allocator]
@@ -39,6 +40,9 @@ struct Args {
     /// samples a point stops when its median is known to +-1%, or when this runs out.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_MAX_SECONDS, value_parser = seconds)]
     max_seconds: f64,
+
+    #[command(flatten)]
+    host: HostMemoryFlag,
 }
 
 fn seconds(text: &str) -> Result<f64, String> {
@@ -71,9 +75,8 @@ fn run(args: Args) -> Result<Completion> {
     }
     let (device, info) = select(args.common.device)?;
     let cfg = config(&args, device.is_cuda())?;
-    cfg.check_fits(&device)?;
-    let json = args.common.output("sweep", &info)?;
-    let (csv, svg) = (json.beside("csv")?, json.beside("svg")?);
+    cfg.check_fits(&device, args.host.check())?;
+    let outputs = args.common.outputs("sweep", &info)?;
     eprintln!(
         "sweep: sizes {:?} x {} on {}; per point {}",
         cfg.sizes,
@@ -85,55 +88,31 @@ fn run(args: Args) -> Result<Completion> {
         info.label,
         cfg.sampling
     );
-    let machine = info.slug();
-    let title = sweep::title(&info, &candle_lab::env::capture());
-    // Standard output takes one JSON document: it is written once, at the end.
-    let as_we_go = !matches!(json, Output::Stdout);
-    let save = |r: &SweepResults, quietly: bool| -> Result<()> {
-        let file = result_file(info.clone(), Body::Sweep(r.clone()));
-        let csv_text = sweep::csv(&machine, r)?;
-        // No chart until a point has a measurement.
-        let chart = sweep::chart(&title, r).ok();
-        if quietly {
-            json.save_quietly(&file)?;
-            csv.write(csv_text.as_bytes())?;
-            chart.map_or(Ok(()), |c| svg.write(c.as_bytes()))
-        } else {
-            json.save(&file)?;
-            csv.save_bytes(csv_text.as_bytes())?;
-            chart.map_or(Ok(()), |c| svg.save_bytes(c.as_bytes()))
-        }
-    };
-
+    // After every point: its line, and the files saved as they stand (all three
+    // together: an interrupt keeps the same finished points in each). Standard
+    // output takes one JSON document: it is written once, at the end.
     let started = std::time::Instant::now();
     let gpu_name = device.is_cuda().then_some(info.name.as_str());
     let results = sweep::run(&device, gpu_name, &cfg, |r| {
-        if as_we_go {
-            save(r, true)?;
+        if let Some(point) = r.points.last() {
+            eprintln!("{}", views::sweep::point_line(point));
         }
-        Ok(())
+        if outputs.is_stdout() {
+            return Ok(());
+        }
+        outputs.save_quietly(&result_file(info.clone(), Body::Sweep(r.clone())))
     })?;
     let wall_s = started.elapsed().as_secs_f64();
-    save(&results, false)?;
+    let points = results.points.len();
+    let file = result_file(info, Body::Sweep(results));
+    outputs.save_all(&file)?;
 
-    let o = &results.clock_overhead;
-    let mut notes = vec![
-        format!(
-            "the sweep took {wall_s:.1} s ({} points, inputs and accuracy checks included)",
-            results.points.len()
-        ),
-        format!(
-            "clock overhead (an empty sample through the same path, {} samples): median {:.6} ms wall{}",
-            o.samples,
-            o.wall_median_ms,
-            o.gpu_median_ms
-                .map_or(String::new(), |g| format!(", {g:.6} ms CUDA events"))
-        ),
-    ];
-    if matches!(json, Output::Stdout) {
+    let mut notes = vec![format!(
+        "the sweep took {wall_s:.1} s ({points} points, inputs and accuracy checks included)"
+    )];
+    if outputs.is_stdout() {
         notes.push("the CSV and SVG are written beside a JSON file (--output FILE or --results-dir), not with --output -".into());
     }
-    let tables = [sweep::table(&title, &results)];
-    print_tables(&tables, &notes, json.screen())?;
+    export::show(&file, &notes, outputs.screen())?;
     Ok(Completion::Complete)
 }

@@ -12,8 +12,10 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::{Args, Parser};
 
+use crate::clock::Plan;
 use crate::device::DeviceArg;
 use crate::export::output::Output;
+use crate::memory::fits::HostCheck;
 use crate::precision::Precision;
 use crate::schema::{Body, DeviceInfo, ResultFile, SCHEMA_VERSION};
 
@@ -53,6 +55,12 @@ impl Common {
             (None, None) => return Ok(Output::None),
         };
         crate::export::output::prepare(&path)
+    }
+
+    /// [`Common::output`] and, beside it, every other format the experiment
+    /// is written in ([`crate::export::Outputs`]), all checked now.
+    pub fn outputs(&self, experiment: &str, device: &DeviceInfo) -> Result<crate::export::Outputs> {
+        crate::export::Outputs::new(self.output(experiment, device)?, experiment)
     }
 
     /// Ends a dry run: checks the output path as [`Common::output`] does (any
@@ -108,24 +116,36 @@ pub const MAX_ITERS: u64 = 100_000;
 /// Largest `--warmup`: a few runs pay the one-time costs; 10,000 is far beyond.
 pub const MAX_WARMUP: u64 = 10_000;
 
-/// The size and run counts of a matmul benchmark, with the reference lab's
-/// defaults (4096, 20 timed runs, 5 warm-up runs).
+/// Timed and untimed runs per row: every experiment that times rows takes
+/// these two flags, with these bounds; the defaults are each experiment's
+/// (and may depend on the device), resolved by [`RunCounts::plan`].
 #[derive(Args, Debug, Clone)]
-pub struct BenchSize {
-    /// Side n of the n x n matrices (1 to 1,000,000; the memory check refuses
-    /// what does not fit).
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=MAX_SIZE))]
-    pub size: u64,
+pub struct RunCounts {
+    /// Timed runs per row, 1 to 100,000 (default: the experiment's; see --help
+    /// of each).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_ITERS))]
+    pub iters: Option<u64>,
 
-    /// Timed runs per row on the device, 1 to 100,000 (the CPU comparison makes
-    /// max(3, iters/4)).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=MAX_ITERS))]
-    pub iters: u64,
+    /// Untimed runs before timing, per row, 0 to 10,000 (default: the
+    /// experiment's).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=MAX_WARMUP))]
+    pub warmup: Option<u64>,
+}
 
-    /// Untimed runs before timing, per row, 0 to 10,000 (the CPU comparison makes one).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(0..=MAX_WARMUP))]
-    pub warmup: u64,
+impl RunCounts {
+    /// The plan these flags ask for, `default` filling what they leave out.
+    pub fn plan(&self, default: Plan) -> Plan {
+        Plan {
+            warmup: self.warmup.map_or(default.warmup, |n| n as usize),
+            iters: self.iters.map_or(default.iters, |n| n as usize),
+        }
+    }
+}
 
+/// The host-memory check every experiment makes before it allocates
+/// ([`crate::memory::fits`]), and the flag that skips it.
+#[derive(Args, Debug, Clone)]
+pub struct HostMemoryFlag {
     /// Do not check host memory before allocating. For machines whose memory
     /// grows on demand, where what the kernel reports at start understates what
     /// a run can have; a size that does not fit then aborts the process.
@@ -133,24 +153,46 @@ pub struct BenchSize {
     pub skip_host_memory_check: bool,
 }
 
+impl HostMemoryFlag {
+    pub fn check(&self) -> HostCheck {
+        if self.skip_host_memory_check {
+            HostCheck::Skip
+        } else {
+            HostCheck::Enforce
+        }
+    }
+}
+
+/// The reference lab's matmul defaults: 20 timed runs, 5 warm-up runs.
+pub const REFERENCE_PLAN: Plan = Plan {
+    warmup: 5,
+    iters: 20,
+};
+
+/// The size and run counts of a matmul benchmark, with the reference lab's
+/// defaults (4096; 20 timed runs and 5 warm-up runs, see [`REFERENCE_PLAN`]:
+/// the CPU comparison makes max(3, iters/4) runs and one warm-up).
+#[derive(Args, Debug, Clone)]
+pub struct BenchSize {
+    /// Side n of the n x n matrices (1 to 1,000,000; the memory check refuses
+    /// what does not fit).
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=MAX_SIZE))]
+    pub size: u64,
+
+    #[command(flatten)]
+    pub counts: RunCounts,
+
+    #[command(flatten)]
+    pub host: HostMemoryFlag,
+}
+
 impl BenchSize {
     pub fn n(&self) -> usize {
         self.size as usize
     }
 
-    pub fn plan(&self) -> crate::clock::Plan {
-        crate::clock::Plan {
-            warmup: self.warmup as usize,
-            iters: self.iters as usize,
-        }
-    }
-
-    pub fn host_check(&self) -> crate::bench::matmul::HostCheck {
-        if self.skip_host_memory_check {
-            crate::bench::matmul::HostCheck::Skip
-        } else {
-            crate::bench::matmul::HostCheck::Enforce
-        }
+    pub fn plan(&self) -> Plan {
+        self.counts.plan(REFERENCE_PLAN)
     }
 }
 
@@ -161,20 +203,7 @@ pub const EXIT_USAGE: u8 = 2;
 /// The report was written, but some benchmark rows failed: each holds its error.
 pub const EXIT_ROWS_FAILED: u8 = 3;
 
-/// How a run that wrote its report (or had none to write) ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Completion {
-    /// Everything it set out to measure was measured.
-    Complete,
-    /// These rows (by name) failed; the others, and the report, are kept.
-    RowsFailed { failed: Vec<String>, total: usize },
-}
-
-impl From<()> for Completion {
-    fn from(_: ()) -> Self {
-        Self::Complete
-    }
-}
+pub use crate::outcome::Completion;
 
 /// The precisions a matmul benchmark runs (`matmul`, `sweep`).
 #[derive(Args, Debug, Clone)]

@@ -17,6 +17,7 @@ pub mod env;
 pub mod error;
 pub mod export;
 pub mod memory;
+pub mod outcome;
 pub mod peaks;
 pub mod precision;
 pub mod read;

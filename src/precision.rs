@@ -107,9 +107,37 @@ impl FromStr for Precision {
     }
 }
 
+/// A plain dtype flag value (f64, f32, f16, bf16, with the aliases
+/// [`Precision`] reads): the element type alone, without a cuBLAS mode, for
+/// experiments whose operations are not GEMMs (`memory --dtypes`).
+pub fn plain_dtype(s: &str) -> Result<candle_core::DType, String> {
+    const PLAIN: &str = "expected one of f64, f32, f16, bf16";
+    match s.parse::<Precision>() {
+        Ok(p) if !p.reduced_gemm() => Ok(p.dtype()),
+        Ok(p) => Err(format!(
+            "'{s}' is a cuBLAS GEMM mode ({p}), not a dtype: {PLAIN}"
+        )),
+        Err(_) => Err(format!("unknown dtype '{s}': {PLAIN}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_dtypes_are_the_element_types_alone() {
+        use candle_core::DType;
+        assert_eq!(plain_dtype("fp16"), Ok(DType::F16));
+        assert_eq!(plain_dtype("bfloat16"), Ok(DType::BF16));
+        assert!(plain_dtype("tf32")
+            .unwrap_err()
+            .contains("a cuBLAS GEMM mode"));
+        assert_eq!(
+            plain_dtype("f12").unwrap_err(),
+            "unknown dtype 'f12': expected one of f64, f32, f16, bf16"
+        );
+    }
 
     #[test]
     fn names_parse_back_and_unknown_ones_list_the_valid() {

@@ -128,6 +128,20 @@ pub fn median_ci95_rel_sorted(sorted: &[f64]) -> Option<f64> {
     Some((sorted[k] - sorted[j]) / (2.0 * median))
 }
 
+/// Error of `got` against `want`, each element's |got - want| divided by the
+/// root-mean-square of `want` (a relative error that does not explode where an
+/// output happens to be near zero). Returns (max, mean).
+pub fn relative_errors(got: &[f64], want: &[f64]) -> (f64, f64) {
+    let rms = (want.iter().map(|w| w * w).sum::<f64>() / want.len() as f64).sqrt();
+    let errs: Vec<f64> = got
+        .iter()
+        .zip(want)
+        .map(|(g, w)| (g - w).abs() / rms)
+        .collect();
+    let max = errs.iter().copied().fold(0.0, f64::max);
+    (max, mean(&errs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -118,7 +118,9 @@ fn summary_of_a_fresh_run(device: &str) {
         names,
         [
             "basics.json",
+            "cpu_vs_gpu.csv",
             "cpu_vs_gpu.json",
+            "matmul.csv",
             "matmul.json",
             "summary.md"
         ]

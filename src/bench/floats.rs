@@ -2,10 +2,16 @@
 //! f8e4m3. Each limit is derived from the format's bit layout (sign, exponent
 //! bits, mantissa bits) by a pure function, and checked against the constants
 //! that Rust, the `half` crate and Candle's f8 type (the `float8` crate) ship.
-//! The layout values are what `torch.finfo` reports.
+//! The layout values are what `torch.finfo` reports. Then the `precision`
+//! experiment's demonstrations: what those limits do to real numbers, on Candle
+//! tensors converted on the selected device.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use anyhow::Result;
+use candle_core::{DType, Device, Tensor};
+
+use crate::schema::{
+    Accumulation, FormatLimits, JsonF64, Limits, PointOne, PrecisionResults as Precision, RoundTrip,
+};
 
 /// A binary floating-point format: 1 sign bit, `exponent_bits`, `mantissa_bits`
 /// (stored fraction bits; the leading 1 of a normal number is implicit).
@@ -53,25 +59,6 @@ pub const FORMATS: [Format; 5] = [
         has_infinity: false,
     },
 ];
-
-/// What a format can represent. All values are exact (powers of two and their
-/// sums), so f64 holds them without rounding.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Limits {
-    pub bits: u32,
-    pub exponent_bits: u32,
-    pub mantissa_bits: u32,
-    pub max: f64,
-    /// Smallest positive normal number (`torch.finfo.smallest_normal`, `tiny`).
-    pub smallest_normal: f64,
-    /// Smallest positive subnormal number: below it, everything is 0.
-    pub smallest_subnormal: f64,
-    /// Gap between 1 and the next larger number (`torch.finfo.eps`).
-    pub eps: f64,
-    /// Decimal digits that always survive a round trip: floor((p - 1) log10 2)
-    /// with p = mantissa_bits + 1 (C's FLT_DIG; `numpy.finfo.precision`).
-    pub decimal_digits: u32,
-}
 
 impl Format {
     pub fn bits(&self) -> u32 {
@@ -186,6 +173,113 @@ pub fn sci(x: f64, digits: usize) -> String {
     let exp: i32 = exp.parse().unwrap_or(0);
     let sign = if exp < 0 { '-' } else { '+' };
     format!("{mantissa}e{sign}{:02}", exp.abs())
+}
+
+/// What the limits do to real numbers, shown by converting Candle tensors on
+/// the selected device.
+/// The formats the demonstrations convert to.
+const DEMO_DTYPES: [DType; 4] = [DType::F64, DType::F32, DType::F16, DType::BF16];
+/// Values around the f16 maximum (65504).
+const OVERFLOW_VALUES: [f64; 3] = [65504.0, 65520.0, 70000.0];
+/// Consecutive integers where bf16 (8 significant bits) starts skipping.
+const INTEGERS: [f64; 5] = [256.0, 257.0, 258.0, 259.0, 260.0];
+pub const STEP: f64 = 0.01;
+pub const STEPS: usize = 10_000;
+
+/// The format table and the demonstrations, computed on `dev`.
+pub fn run(dev: &Device) -> Result<Precision> {
+    let formats = FORMATS
+        .iter()
+        .map(|f| {
+            let (limits, crate_limits) = (f.limits(), f.crate_limits());
+            FormatLimits {
+                format: f.name.into(),
+                limits,
+                crate_limits,
+                crate_differs_in: limits
+                    .differences(&crate_limits)
+                    .into_iter()
+                    .map(String::from)
+                    .collect(),
+            }
+        })
+        .collect();
+    let per_dtype = |values: &dyn Fn(DType) -> Vec<f64>| -> Result<Vec<RoundTrip>> {
+        DEMO_DTYPES
+            .iter()
+            .map(|&dt| round_trip(&values(dt), dt, dev))
+            .collect()
+    };
+    let one_plus_eps = per_dtype(&|dt| {
+        let eps = eps(dt);
+        vec![1.0 + eps / 2.0, 1.0 + eps]
+    })?;
+    let overflow = per_dtype(&|_| OVERFLOW_VALUES.to_vec())?;
+    let integers = per_dtype(&|_| INTEGERS.to_vec())?;
+    let point_one = DEMO_DTYPES
+        .iter()
+        .map(|&dt| {
+            let stored = round_trip(&[0.1], dt, dev)?.stored[0].0;
+            // Against 1/10 itself, not f64's 0.1: |stored - 1/10| = |10 stored - 1| / 10,
+            // with 10 stored - 1 from one fused multiply-add, which keeps f64's own
+            // error (5.6e-18) that `stored - 0.1` would cancel to 0.
+            let abs_error = stored.mul_add(10.0, -1.0).abs() / 10.0;
+            Ok(PointOne {
+                dtype: dt.as_str().into(),
+                stored,
+                abs_error,
+                rel_error: abs_error / 0.1,
+            })
+        })
+        .collect::<Result<_>>()?;
+    let accumulation = DEMO_DTYPES
+        .iter()
+        .map(|&dt| accumulate(dt, dev))
+        .collect::<Result<_>>()?;
+    Ok(Precision {
+        formats,
+        one_plus_eps,
+        overflow,
+        integers,
+        point_one,
+        accumulation,
+    })
+}
+
+fn eps(dt: DType) -> f64 {
+    FORMATS
+        .iter()
+        .find(|f| f.name == dt.as_str())
+        .map_or(f64::EPSILON, |f| f.limits().eps)
+}
+
+/// `values` as an f64 tensor on `dev`, converted to `dtype` and back.
+fn round_trip(values: &[f64], dtype: DType, dev: &Device) -> Result<RoundTrip> {
+    let stored = Tensor::new(values, dev)?
+        .to_dtype(dtype)?
+        .to_dtype(DType::F64)?
+        .to_vec1::<f64>()?;
+    Ok(RoundTrip {
+        dtype: dtype.as_str().into(),
+        input: values.to_vec(),
+        stored: stored.into_iter().map(JsonF64).collect(),
+    })
+}
+
+fn accumulate(dtype: DType, dev: &Device) -> Result<Accumulation> {
+    let step = Tensor::new(STEP, dev)?.to_dtype(dtype)?;
+    let mut running = Tensor::zeros((), dtype, dev)?;
+    for _ in 0..STEPS {
+        running = (&running + &step)?;
+    }
+    let many = Tensor::full(STEP, STEPS, dev)?.to_dtype(dtype)?;
+    let scalar = |t: Tensor| -> Result<f64> { Ok(t.to_dtype(DType::F64)?.to_scalar()?) };
+    Ok(Accumulation {
+        dtype: dtype.as_str().into(),
+        running_sum: scalar(running)?,
+        candle_sum: scalar(many.sum_all()?)?,
+        exact: STEP * STEPS as f64,
+    })
 }
 
 #[cfg(test)]

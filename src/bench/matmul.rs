@@ -3,119 +3,20 @@
 //! [`crate::clock::time_on_device`], with peak memory from
 //! [`crate::memory::MemoryMeter`] and accuracy against an f64 reference.
 
-use std::sync::{Mutex, MutexGuard};
-
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use candle_core::{DType, Device, Tensor};
 use indicatif::ProgressBar;
 
-use crate::cli::Completion;
+use crate::bench::gemm_mode::GemmMode;
+// The formulas, also under this module's name while the readers use them so.
+pub use crate::bench::formulas::{gflops, matmul_flops, matrix_bytes, payload_bytes, speedup};
 use crate::clock::{progress_bar, time_on_device, Plan, Sampling, StopRule};
-use crate::export::table::{mib, Table};
+use crate::export::table::mib;
+use crate::memory::fits::Need;
 use crate::memory::MemoryMeter;
 pub use crate::precision::Precision;
-use crate::schema::{fill_vs_fp32, Accuracy, Measured, Row, RowStatus};
-use crate::stats::summarize;
-
-/// Candle's three reduced-precision GEMM switches (f32 as TF32, f16, bf16), in
-/// that order, as a row of precision `p` wants them: only its own mode on.
-pub fn flags_for(p: Precision) -> [bool; 3] {
-    [
-        p == Precision::Tf32,
-        p == Precision::F16Reduced,
-        p == Precision::Bf16Reduced,
-    ]
-}
-
-/// Guards Candle's GEMM switches: they are process-wide, so two threads (two
-/// tests under cargo's parallel runner) setting them for their own rows would
-/// make each other's GEMMs use the wrong mode.
-static GEMM_SWITCHES: Mutex<()> = Mutex::new(());
-
-/// Sets Candle's process-wide reduced-precision GEMM switches for one row and
-/// puts them back when dropped, holding [`GEMM_SWITCHES`] all the while, so rows
-/// that set the switches run one at a time. The switches change cuBLAS calls
-/// only: CPU GEMMs ignore them (and Candle's CPU-build stubs always read true).
-struct GemmMode {
-    saved: [bool; 3],
-    _lock: MutexGuard<'static, ()>,
-}
-
-impl GemmMode {
-    fn set(precision: Precision) -> Self {
-        // A test that panicked while holding the lock leaves the switches in a
-        // state the next row overwrites anyway: poisoning is not an error here.
-        let lock = GEMM_SWITCHES.lock().unwrap_or_else(|e| e.into_inner());
-        let saved = read_switches();
-        write_switches(flags_for(precision));
-        Self { saved, _lock: lock }
-    }
-
-    /// Puts the switches back as they were before [`Self::set`].
-    fn restore(&self) {
-        write_switches(self.saved);
-    }
-}
-
-impl Drop for GemmMode {
-    // Runs before the fields are dropped: the switches are restored while the
-    // lock is still held.
-    fn drop(&mut self) {
-        self.restore();
-    }
-}
-
-fn read_switches() -> [bool; 3] {
-    use candle_core::cuda as c;
-    [
-        c::gemm_reduced_precision_f32(),
-        c::gemm_reduced_precision_f16(),
-        c::gemm_reduced_precision_bf16(),
-    ]
-}
-
-fn write_switches([tf32, f16_reduced, bf16_reduced]: [bool; 3]) {
-    use candle_core::cuda as c;
-    c::set_gemm_reduced_precision_f32(tf32);
-    c::set_gemm_reduced_precision_f16(f16_reduced);
-    c::set_gemm_reduced_precision_bf16(bf16_reduced);
-}
-
-/// Floating-point operations of one n x n by n x n matmul: each of the n^2
-/// outputs takes n multiplications and n - 1 additions, counted as 2n^3 by
-/// convention (as BLAS benchmarks and the reference lab do).
-pub fn matmul_flops(n: usize) -> f64 {
-    2.0 * (n as f64).powi(3)
-}
-
-/// Throughput in GFLOP/s of one n x n matmul that took `ms` milliseconds.
-pub fn gflops(n: usize, ms: f64) -> f64 {
-    matmul_flops(n) / (ms * 1e-3) / 1e9
-}
-
-/// Bytes of one n x n matrix at `elem_bytes` per element: n^2 x element size.
-pub fn matrix_bytes(n: usize, elem_bytes: usize) -> u64 {
-    (n as u64).pow(2) * elem_bytes as u64
-}
-
-/// Bytes of the three n x n matrices (A, B and C) at `elem_bytes` per element.
-pub fn payload_bytes(n: usize, elem_bytes: usize) -> u64 {
-    3 * matrix_bytes(n, elem_bytes)
-}
-
-/// Error of `got` against `want`, each element's |got - want| divided by the
-/// root-mean-square of `want` (a relative error that does not explode where an
-/// output happens to be near zero). Returns (max, mean).
-pub fn relative_errors(got: &[f64], want: &[f64]) -> (f64, f64) {
-    let rms = (want.iter().map(|w| w * w).sum::<f64>() / want.len() as f64).sqrt();
-    let errs: Vec<f64> = got
-        .iter()
-        .zip(want)
-        .map(|(g, w)| (g - w).abs() / rms)
-        .collect();
-    let max = errs.iter().copied().fold(0.0, f64::max);
-    (max, crate::stats::mean(&errs))
-}
+use crate::schema::{fill_vs_fp32, Accuracy, DeviceKind, MatmulResults, Measured, Row, RowStatus};
+use crate::stats::{relative_errors, summarize};
 
 /// The reference lab's CPU plan for a GPU run of `gpu_iters`: one warm-up and
 /// max(3, gpu_iters / 4) timed runs, since each CPU matmul is much slower.
@@ -136,11 +37,6 @@ impl Config {
             ..self.clone()
         }
     }
-}
-
-/// How many times faster the GPU was: CPU median over GPU median.
-pub fn speedup(cpu_ms: f64, gpu_ms: f64) -> f64 {
-    cpu_ms / gpu_ms
 }
 
 /// What a run asks for, validated by the caller's argument parsing.
@@ -216,97 +112,72 @@ pub fn device_bytes(device: &Device, p: Precision, n: usize) -> u64 {
     payload_bytes(n, elem) + widened
 }
 
-/// Whether [`check_fits`] checks host memory (`--skip-host-memory-check` turns it off).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HostCheck {
-    Enforce,
-    Skip,
-}
-
-/// Refuses a size the host or the device cannot hold before anything is
-/// allocated: a failed host allocation aborts the process instead of returning
-/// an error, so it has to be caught here.
-pub fn check_fits(device: &Device, cfg: &Config, host: HostCheck) -> Result<()> {
+/// What `cfg` needs on `device`, for [`crate::memory::fits::check`]: the
+/// inputs on the host, and the widest precision's matrices on the device.
+pub fn need(device: &Device, cfg: &Config) -> Need {
     let n = cfg.size;
-    let on_device = cfg
-        .precisions
-        .iter()
-        .map(|&p| device_bytes(device, p, n))
-        .max()
-        .unwrap_or(0);
-    let mut host_needed = Inputs::host_bytes(n);
-    if device.is_cpu() {
-        host_needed += on_device;
+    Need {
+        what: format!("--size {n}"),
+        host_bytes: Inputs::host_bytes(n),
+        device_bytes: cfg
+            .precisions
+            .iter()
+            .map(|&p| device_bytes(device, p, n))
+            .max()
+            .unwrap_or(0),
     }
-    if host == HostCheck::Enforce {
-        let reserved = try_reserve_host(host_needed);
-        if let Some(note) = host_verdict(n, host_needed, crate::env::host_memory(), reserved)? {
-            eprintln!("note: {note}");
-        }
-    }
-    #[cfg(feature = "cuda")]
-    if let Device::Cuda(dev) = device {
-        let (free, _) = crate::cuda::memory_info(dev)?;
-        if on_device > free {
-            bail!(
-                "--size {n}: needs {} on the GPU, {} free; choose a smaller --size",
-                crate::export::table::bytes(on_device),
-                crate::export::table::bytes(free)
-            );
-        }
-    }
-    Ok(())
 }
 
-/// Asks the allocator for `bytes` at once and gives them back untouched (no
-/// page is written, so nothing is used). It fails where the real allocations
-/// would: under a process limit (`ulimit -v`) or beyond what the kernel agrees
-/// to commit.
-fn try_reserve_host(bytes: u64) -> bool {
-    let Ok(bytes) = usize::try_from(bytes) else {
-        return false;
+/// The `matmul` experiment: every precision of `cfg` on `device` (inputs made
+/// once), then, on a GPU and when `compare_cpu`, the fp32 CPU comparison the
+/// reference lab makes, as one result body. A failed row is kept with its error.
+pub fn benchmark(
+    device: &Device,
+    gpu_name: Option<&str>,
+    cfg: &Config,
+    compare_cpu: bool,
+) -> Result<MatmulResults> {
+    let n = cfg.size;
+    let on_gpu = device.is_cuda();
+    let inputs = Inputs::random(n, cfg.accuracy_rows)?;
+    let rows = run(device, gpu_name, cfg, &inputs)?;
+    let cpu_row = if on_gpu && compare_cpu {
+        Some(run_cpu_fp32(cfg, &inputs)?)
+    } else {
+        None
     };
-    Vec::<u8>::new().try_reserve_exact(bytes).is_ok()
-}
-
-/// The host-memory decision, from what was measured: `needed` bytes for
-/// `--size n`, `/proc/meminfo` (when there is one) and whether a trial
-/// reservation of `needed` succeeded. Refuses what cannot fit: a reservation the
-/// system refused, or more than the machine's memory and swap. Less
-/// `MemAvailable` than needed is a note, not a refusal: the kernel can free
-/// caches, and a VM whose memory grows on demand can take more than it reports.
-pub fn host_verdict(
-    n: usize,
-    needed: u64,
-    memory: Option<crate::env::HostMemory>,
-    reserved: bool,
-) -> Result<Option<String>> {
-    let need = crate::export::table::bytes(needed);
-    if !reserved {
-        bail!(
-            "--size {n}: needs {need} of host memory and the allocator refused to reserve it \
-             (a process limit such as `ulimit -v`, or more than the system will commit); \
-             choose a smaller --size"
-        );
-    }
-    let Some(mem) = memory else {
-        return Ok(None);
+    let device_fp32 = rows.iter().find_map(Row::fp32_median_ms);
+    let cpu_fp32_ms = if on_gpu {
+        cpu_row.as_ref().and_then(Row::fp32_median_ms)
+    } else {
+        device_fp32
     };
-    let most = mem.total_bytes.saturating_add(mem.swap_bytes);
-    if needed > most {
-        bail!(
-            "--size {n}: needs {need} of host memory, more than this machine's {} of memory \
-             and swap; choose a smaller --size (or, where memory grows on demand, \
-             --skip-host-memory-check)",
-            crate::export::table::bytes(most)
-        );
-    }
-    Ok((needed > mem.available_bytes).then(|| {
-        format!(
-            "--size {n} needs {need} of host memory and {} is available now; trying anyway",
-            crate::export::table::bytes(mem.available_bytes)
-        )
-    }))
+    Ok(MatmulResults {
+        size: n,
+        warmup: cfg.plan.warmup,
+        iters: cfg.plan.iters,
+        gpu_iters: on_gpu.then_some(cfg.plan.iters),
+        // The CPU comparison's runs on a GPU; on a CPU run, the fp32 row's own.
+        cpu_iters: match &cpu_row {
+            Some(_) => Some(cfg.cpu_fp32_comparison().plan.iters),
+            None if !on_gpu => device_fp32.map(|_| cfg.plan.iters),
+            None => None,
+        },
+        device: if on_gpu {
+            DeviceKind::Cuda
+        } else {
+            DeviceKind::Cpu
+        },
+        precisions: rows,
+        cpu_fp32_ms,
+        gpu_speedup_fp32: if on_gpu {
+            cpu_fp32_ms.zip(device_fp32).map(|(c, g)| speedup(c, g))
+        } else {
+            None
+        },
+        cpu_fp32: cpu_row,
+        flops_per_matmul: matmul_flops(n),
+    })
 }
 
 /// Runs every precision of `cfg` on `device`. `gpu_name` (the driver's name of
@@ -412,23 +283,6 @@ fn row_of(p: Precision, memory_source: &str, label: &str, outcome: Result<Measur
     }
 }
 
-/// [`Completion::RowsFailed`] naming every row that failed, else complete.
-pub fn completion<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Completion {
-    let mut total = 0;
-    let mut failed = Vec::new();
-    for row in rows {
-        total += 1;
-        if row.measured.is_none() {
-            failed.push(row.precision.to_string());
-        }
-    }
-    if failed.is_empty() {
-        Completion::Complete
-    } else {
-        Completion::RowsFailed { failed, total }
-    }
-}
-
 /// Runs [`Config::cpu_fp32_comparison`] of `cfg` on the CPU: its one row.
 pub fn run_cpu_fp32(cfg: &Config, inputs: &Inputs) -> Result<Row> {
     let cpu = cfg.cpu_fp32_comparison();
@@ -440,60 +294,6 @@ pub fn run_cpu_fp32(cfg: &Config, inputs: &Inputs) -> Result<Row> {
     run(&Device::Cpu, None, &cpu, inputs)?
         .pop()
         .context("the CPU fp32 row did not run")
-}
-
-/// The terminal table of benchmark rows.
-pub fn rows_table(title: &str, rows: &[Row]) -> Table {
-    let mut t = Table::new(
-        title,
-        &[
-            "precision",
-            "median ms",
-            "GFLOP/s",
-            "x fp32",
-            "IQR/median",
-            "GPU ms",
-            "GPU x fp32",
-            "% datasheet",
-            "peak MiB",
-            "peak x fp32",
-            "payload MiB",
-            "max rel err",
-        ],
-    );
-    let opt =
-        |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
-    // Against the fp32 row: speed (2.00x is twice as fast), peak (0.50x is half).
-    let times = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}x"));
-    for r in rows {
-        let Some(m) = &r.measured else {
-            t.row([
-                r.precision.to_string(),
-                format!("error: {}", r.error.as_deref().unwrap_or("")),
-            ]);
-            continue;
-        };
-        let spread = format!(
-            "{:.1}%{}",
-            100.0 * m.wall_ms.iqr_over_median,
-            if m.wall_ms.noisy { " noisy" } else { "" }
-        );
-        t.row([
-            r.precision.to_string(),
-            format!("{:.3}", m.median_ms),
-            format!("{:.1}", m.gflops),
-            times(m.speedup_vs_fp32_wall),
-            spread,
-            opt(m.gpu_median_ms, 3),
-            times(m.speedup_vs_fp32_gpu),
-            opt(m.pct_of_datasheet, 1),
-            opt(m.peak_mib, 1),
-            times(m.peak_vs_fp32),
-            format!("{:.1}", m.payload_mib),
-            crate::bench::floats::sci(m.accuracy.max_rel_err, 2),
-        ]);
-    }
-    t
 }
 
 /// `host` as `dtype` on `device`, in storage of its own, so the peak counts it
@@ -582,16 +382,9 @@ fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn flops_and_bytes_follow_their_formulas() {
-        assert_eq!(matmul_flops(4096), 2.0 * 4096f64.powi(3));
-        // The reference: 4096 at 7.44 ms is 18473.0 GFLOP/s.
-        assert!((gflops(4096, 7.44) - 18473.0).abs() < 0.1);
-        // The reference's payload: 192 MiB at fp32, 96 MiB at fp16.
-        assert_eq!(mib(payload_bytes(4096, 4)), 192.0);
-        assert_eq!(mib(payload_bytes(4096, 2)), 96.0);
-    }
+    use crate::memory::fits::{self, HostCheck};
+    use crate::outcome::Completion;
+    use anyhow::bail;
 
     #[test]
     fn narrow_formats_on_the_cpu_count_their_f32_copies() {
@@ -630,43 +423,6 @@ mod tests {
         assert!((mean - 0.5 / 12.5f64.sqrt()).abs() < 1e-15);
     }
 
-    #[test]
-    fn each_row_turns_on_only_its_own_gemm_switch() {
-        assert_eq!(flags_for(Precision::Tf32), [true, false, false]);
-        assert_eq!(flags_for(Precision::F16Reduced), [false, true, false]);
-        assert_eq!(flags_for(Precision::Bf16Reduced), [false, false, true]);
-        for p in Precision::ALL {
-            let on = flags_for(p).iter().filter(|&&f| f).count();
-            assert_eq!(on, usize::from(p.reduced_gemm()), "{p}");
-        }
-    }
-
-    #[test]
-    fn gemm_mode_holds_the_switches_lock_while_it_lives() {
-        let mode = GemmMode::set(Precision::F32);
-        assert!(
-            GEMM_SWITCHES.try_lock().is_err(),
-            "no other row or test can set the switches meanwhile"
-        );
-        drop(mode);
-    }
-
-    // Candle's CPU-build switches are stubs (they read true, set nothing), so
-    // what the switches hold is checked on CUDA builds only.
-    #[cfg(feature = "cuda")]
-    #[test]
-    fn gemm_mode_is_set_for_one_row_then_restored() {
-        let mode = GemmMode::set(Precision::Tf32);
-        assert_eq!(read_switches(), [true, false, false]);
-        assert_eq!(
-            mode.saved, [false; 3],
-            "rows leave Candle's defaults behind"
-        );
-        // Restored while the lock is still held, so no other test interferes.
-        mode.restore();
-        assert_eq!(read_switches(), mode.saved);
-    }
-
     fn small(precisions: Vec<Precision>) -> Config {
         Config {
             size: 64,
@@ -687,7 +443,7 @@ mod tests {
             Precision::Bf16,
         ]);
         let inputs = Inputs::random(cfg.size, cfg.accuracy_rows).unwrap();
-        check_fits(device, &cfg, HostCheck::Enforce).unwrap();
+        fits::check(device, &need(device, &cfg), HostCheck::Enforce).unwrap();
         let rows = run(device, None, &cfg, &inputs).unwrap();
         assert_eq!(rows.len(), 4);
         let err = |i: usize| rows[i].measured.as_ref().unwrap().accuracy.max_rel_err;
@@ -724,7 +480,7 @@ mod tests {
             size: 200_000,
             ..cfg
         };
-        let err = check_fits(&Device::Cpu, &huge, HostCheck::Enforce)
+        let err = fits::check(&Device::Cpu, &need(&Device::Cpu, &huge), HostCheck::Enforce)
             .unwrap_err()
             .to_string();
         assert!(
@@ -732,44 +488,7 @@ mod tests {
             "{err}"
         );
         // Skipped on request (nothing is allocated by the check itself).
-        check_fits(&Device::Cpu, &huge, HostCheck::Skip).unwrap();
-    }
-
-    #[test]
-    fn host_memory_refuses_what_cannot_fit_not_what_is_not_free_now() {
-        use crate::env::HostMemory;
-        const GIB: u64 = 1 << 30;
-        let mem = HostMemory {
-            total_bytes: 16 * GIB,
-            swap_bytes: 4 * GIB,
-            available_bytes: 2 * GIB,
-        };
-        // Within what is available: nothing to say.
-        assert_eq!(host_verdict(8192, GIB, Some(mem), true).unwrap(), None);
-        // More than is available now (a VM that grows, caches to free): a note.
-        let note = host_verdict(8192, 3 * GIB, Some(mem), true)
-            .unwrap()
-            .unwrap();
-        assert!(note.contains("trying anyway"), "{note}");
-        // More than memory and swap together: refused.
-        let err = host_verdict(8192, 21 * GIB, Some(mem), true).unwrap_err();
-        assert!(err.to_string().contains("memory and swap"), "{err}");
-        // A refused reservation (a process limit) is refused whatever meminfo says.
-        let err = host_verdict(8192, GIB, Some(mem), false)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("ulimit -v") && err.contains("--size 8192"),
-            "{err}"
-        );
-        // No /proc/meminfo: only the reservation decides.
-        assert_eq!(host_verdict(8192, 100 * GIB, None, true).unwrap(), None);
-    }
-
-    #[test]
-    fn a_reservation_beyond_the_address_space_fails() {
-        assert!(try_reserve_host(1 << 20));
-        assert!(!try_reserve_host(u64::MAX));
+        fits::check(&Device::Cpu, &need(&Device::Cpu, &huge), HostCheck::Skip).unwrap();
     }
 
     #[test]
@@ -841,7 +560,7 @@ mod tests {
             panic!("not a matmul file")
         };
         assert_eq!(back.precisions, rows);
-        let done = completion(&rows);
+        let done = Completion::of_rows(&rows);
         assert_eq!(
             done,
             Completion::RowsFailed {
@@ -853,6 +572,6 @@ mod tests {
             crate::cli::exit_code(Ok(done)).0,
             crate::cli::EXIT_ROWS_FAILED
         );
-        assert_eq!(completion(&rows[..1]), Completion::Complete);
+        assert_eq!(Completion::of_rows(&rows[..1]), Completion::Complete);
     }
 }

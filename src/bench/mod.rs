@@ -2,7 +2,11 @@
 //! (a matmul, a copy, a transfer), times it with the [`crate::clock`] and
 //! returns plain result types. Nothing here prints a result or opens a file.
 
+pub mod basics;
+pub mod cpu_vs_gpu;
 pub mod floats;
+pub mod formulas;
+mod gemm_mode;
 pub mod matmul;
 pub mod memory;
 pub mod overhead;

@@ -11,11 +11,10 @@ use anyhow::{Context, Result};
 use candle_core::{Device, Tensor};
 use indicatif::ProgressBar;
 
-use crate::bench::matmul;
+use crate::bench::formulas::{matrix_bytes, payload_bytes};
 use crate::clock::{time_on_device, time_with_setup, ClockOverhead, Plan, Samples};
 use crate::device::largest_cache;
-use crate::export::table::{mib, Table};
-use crate::memory::check_fits_on;
+use crate::memory::fits::Need;
 use crate::schema::{
     CacheRow, CacheSection, FirstCall, LaunchMode, LaunchRow, OverheadResults, SectionStatus, Timed,
 };
@@ -71,34 +70,39 @@ pub fn device_open_includes(device: &Device) -> String {
 /// Refuses sizes that do not fit, before anything is allocated: each matmul's
 /// A, B and C on the device (A and B made on the host first), and the flush
 /// buffer.
-pub fn check_fits(device: &Device, cfg: &Config) -> Result<()> {
+pub fn needs(device: &Device, cfg: &Config) -> Result<Vec<Need>> {
     let sizes = cfg.cache_sizes.iter().map(|&n| ("--cache-sizes", n));
-    for (flag, n) in sizes.chain([("--first-size", cfg.first_size)]) {
-        let host = if device.is_cpu() {
-            0
-        } else {
-            2 * matmul::matrix_bytes(n, 4)
-        };
-        check_fits_on(
-            device,
-            &format!("{flag} {n}"),
-            host,
-            matmul::payload_bytes(n, 4),
-        )?;
-    }
+    let mut needs: Vec<Need> = sizes
+        .chain([("--first-size", cfg.first_size)])
+        .map(|(flag, n)| Need {
+            what: format!("{flag} {n}"),
+            // Inputs are made on the host, then moved.
+            host_bytes: if device.is_cpu() {
+                0
+            } else {
+                2 * matrix_bytes(n, 4)
+            },
+            device_bytes: payload_bytes(n, 4),
+        })
+        .collect();
     let cache = largest_cache(device)?;
-    let (what, flush) = match (cfg.flush_bytes, &cache) {
-        (Some(b), _) => (format!("--flush-mib {}", b >> 20), b),
-        (None, Some(c)) => (
+    let flush = match (cfg.flush_bytes, &cache) {
+        (Some(b), _) => Some((format!("--flush-mib {}", b >> 20), b)),
+        (None, Some(c)) => Some((
             format!(
                 "the cache flush ({FLUSH_FACTOR} x the {}; set --flush-mib)",
                 c.name
             ),
             FLUSH_FACTOR * c.bytes,
-        ),
-        (None, None) => return Ok(()),
+        )),
+        (None, None) => None,
     };
-    check_fits_on(device, &what, 0, flush)
+    needs.extend(flush.map(|(what, bytes)| Need {
+        what,
+        host_bytes: 0,
+        device_bytes: bytes,
+    }));
+    Ok(needs)
 }
 
 fn flush_bytes(cfg: &Config, cache_bytes: u64) -> u64 {
@@ -279,7 +283,7 @@ pub fn launch_row(
 
 /// One cache row: an n x n f32 matmul hot and cold.
 pub fn cache_row(n: usize, cache_bytes: u64, hot: Timed, cold: Timed) -> CacheRow {
-    let working_set_bytes = matmul::payload_bytes(n, 4);
+    let working_set_bytes = payload_bytes(n, 4);
     CacheRow {
         size: n,
         working_set_bytes,
@@ -388,109 +392,6 @@ pub fn flush_host(buf: &mut [u8]) {
     std::hint::black_box(buf);
 }
 
-/// The terminal tables of a run.
-pub fn tables(r: &OverheadResults, device: &str) -> Vec<Table> {
-    let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".into(), f);
-    let mut first = Table::new(
-        format!(
-            "first call in this process vs warm, on {device} (device opened in {:.1} ms)",
-            r.device_open_ms
-        ),
-        &[
-            "op",
-            "size",
-            "first ms",
-            "first GPU ms",
-            "warm ms",
-            "warm GPU ms",
-            "first / warm",
-        ],
-    );
-    for f in &r.first_calls {
-        first.row([
-            f.op.clone(),
-            f.size.to_string(),
-            format!("{:.3}", f.first_ms),
-            opt(f.first_gpu_ms, &|v| format!("{v:.3}")),
-            format!("{:.3}", f.warm.median_ms),
-            opt(f.warm.gpu_median_ms, &|v| format!("{v:.3}")),
-            format!("{:.1}x", f.first_over_warm),
-        ]);
-    }
-    let launch_title = match &r.clock_overhead {
-        Some(o) => format!(
-            "launch overhead: the smallest operations (net: less the clock's own {:.2} us{} per sample)",
-            o.wall_median_ms * 1e3,
-            o.gpu_median_ms
-                .map_or(String::new(), |g| format!(", {:.2} us in events", g * 1e3)),
-        ),
-        None => "launch overhead: the smallest operations".into(),
-    };
-    let mut launch = Table::new(
-        launch_title,
-        &[
-            "op",
-            "mode",
-            "calls/sample",
-            "us/call",
-            "net us/call",
-            "GPU us/call",
-            "net GPU us/call",
-            "calls/s",
-        ],
-    );
-    for l in &r.launch {
-        launch.row([
-            l.op.clone(),
-            format!("{:?}", l.mode).to_lowercase(),
-            l.calls_per_sample.to_string(),
-            format!("{:.2}", l.per_call_us),
-            opt(l.per_call_net_us, &|v| format!("{v:.2}")),
-            opt(l.per_call_gpu_us, &|v| format!("{v:.2}")),
-            opt(l.per_call_gpu_net_us, &|v| format!("{v:.2}")),
-            format!("{:.0}", l.calls_per_s),
-        ]);
-    }
-    let c = &r.cache;
-    let title = match (&c.cache, c.cache_bytes, c.flush_bytes) {
-        (Some(name), Some(size), Some(flush)) => format!(
-            "cold vs hot cache: f32 matmul, {name} {:.0} MiB, {:.0} MiB written before each cold sample",
-            mib(size),
-            mib(flush)
-        ),
-        _ => format!(
-            "cold vs hot cache: skipped ({})",
-            c.reason.as_deref().unwrap_or("")
-        ),
-    };
-    let mut cache = Table::new(
-        title,
-        &[
-            "size",
-            "working set MiB",
-            "fits",
-            "hot ms",
-            "cold ms",
-            "cold / hot",
-            "hot GPU ms",
-            "cold GPU ms",
-        ],
-    );
-    for row in &c.rows {
-        cache.row([
-            row.size.to_string(),
-            format!("{:.2}", mib(row.working_set_bytes)),
-            row.fits_in_cache.to_string(),
-            format!("{:.3}", row.hot.median_ms),
-            format!("{:.3}", row.cold.median_ms),
-            format!("{:.2}x", row.cold_over_hot),
-            opt(row.hot.gpu_median_ms, &|v| format!("{v:.3}")),
-            opt(row.cold.gpu_median_ms, &|v| format!("{v:.3}")),
-        ]);
-    }
-    vec![first, launch, cache]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -586,7 +487,9 @@ mod tests {
             cache_sizes: vec![16, 48],
             flush_bytes: Some(1 << 20),
         };
-        check_fits(device, &cfg).unwrap();
+        let needs = needs(device, &cfg).unwrap();
+        crate::memory::fits::check_all(device, &needs, crate::memory::fits::HostCheck::Enforce)
+            .unwrap();
         let r = run(device, 0.5, &cfg, &Telemetry::open(device)).unwrap();
         assert_eq!(r.first_calls.len(), 2);
         for f in &r.first_calls {

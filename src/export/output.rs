@@ -77,11 +77,16 @@ impl Output {
     /// says where on standard error.
     pub fn save_bytes(&self, bytes: &[u8]) -> Result<()> {
         self.write(bytes)?;
+        self.say_written();
+        Ok(())
+    }
+
+    /// "wrote FILE" on standard error, for a file (nothing for standard output).
+    pub fn say_written(&self) {
         if let Output::File(target) = self {
             // A closed standard error must not fail a run whose file is written.
             let _ = writeln!(io::stderr(), "wrote {}", shown(&target.given));
         }
-        Ok(())
     }
 
     /// [`Output::save`] without the message, for a file rewritten as a run goes
@@ -131,7 +136,8 @@ impl Output {
     }
 }
 
-fn to_json(value: &impl Serialize) -> Result<Vec<u8>> {
+/// `value` as pretty JSON with a final newline, as every result file is written.
+pub fn to_json(value: &impl Serialize) -> Result<Vec<u8>> {
     let mut json = serde_json::to_vec_pretty(value).context("serializing the report")?;
     json.push(b'\n');
     Ok(json)
@@ -169,7 +175,13 @@ pub fn prepare(path: &Path) -> Result<Output> {
 }
 
 impl Target {
-    fn write(&self, json: &[u8]) -> Result<()> {
+    fn write(&self, bytes: &[u8]) -> Result<()> {
+        self.stage(bytes)?.commit()
+    }
+
+    /// Writes `bytes` to a synced temporary file beside the target, not yet in
+    /// its place ([`StagedFile::commit`] renames it there).
+    fn stage(&self, bytes: &[u8]) -> Result<StagedFile<'_>> {
         let fail = || format!("cannot write {}", shown(&self.given));
         // The target may have changed while the run computed.
         let existing = match fs::metadata(&self.real) {
@@ -190,24 +202,63 @@ impl Target {
             file.set_permissions(Permissions::from_mode(meta.mode() & 0o7777))
                 .with_context(fail)?;
         }
-        file.write_all(json)
+        file.write_all(bytes)
             .and_then(|()| file.sync_all())
             .with_context(fail)?;
         pause_for_tests();
-        temp.persist(&self.real).with_context(fail)
+        Ok(StagedFile { target: self, temp })
     }
+}
+
+/// A file written and synced beside its target, waiting to replace it.
+struct StagedFile<'a> {
+    target: &'a Target,
+    temp: Temp,
+}
+
+impl StagedFile<'_> {
+    fn commit(self) -> Result<()> {
+        let t = self.target;
+        self.temp
+            .persist(&t.real)
+            .with_context(|| format!("cannot write {}", shown(&t.given)))
+    }
+}
+
+/// Writes each `(output, bytes)` as one step: every file is written and synced
+/// beside its target first, then all are renamed into place while the signal
+/// handler ([`abandon`]) waits. An interrupt before the renames leaves every
+/// target as it was (the temporary files are removed); one during them waits
+/// for the last, so files that belong together (a result's JSON, CSV and
+/// chart) always hold the same result. Standard output is written at its turn.
+pub fn write_together(files: &[(&Output, &[u8])]) -> Result<()> {
+    let mut staged = Vec::new();
+    for &(out, bytes) in files {
+        staged.push(match out {
+            Output::File(target) => Some(target.stage(bytes)?),
+            _ => None,
+        });
+    }
+    let _writing = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
+    for (staged, &(out, bytes)) in staged.into_iter().zip(files) {
+        match staged {
+            Some(file) => file.commit()?,
+            None => out.write(bytes)?,
+        }
+    }
+    Ok(())
 }
 
 /// What an interrupted or failed run must remove: the temporary file being
 /// written and the folders this run created (deepest last).
 #[derive(Default)]
 struct Pending {
-    temp: Option<PathBuf>,
+    temps: Vec<PathBuf>,
     created_dirs: Vec<PathBuf>,
 }
 
 static PENDING: Mutex<Pending> = Mutex::new(Pending {
-    temp: None,
+    temps: Vec::new(),
     created_dirs: Vec::new(),
 });
 
@@ -216,24 +267,34 @@ fn pending() -> MutexGuard<'static, Pending> {
     PENDING.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Held while files that belong together are renamed into place
+/// ([`write_together`]).
+static WRITING: Mutex<()> = Mutex::new(());
+
 /// Holds the pending list locked after [`abandon`], so that the run cannot start
 /// another write while the process exits.
 pub struct Abandoned {
     _lock: MutexGuard<'static, Pending>,
+    _writing: MutexGuard<'static, ()>,
 }
 
 /// Removes the temporary file being written, if any, and the folders this run
-/// created that are still empty. For a failed run, and from the signal handler.
+/// created that are still empty. For a failed run, and from the signal handler,
+/// which so waits for files being renamed [`write_together`] to be all in place.
 pub fn abandon() -> Abandoned {
+    let writing = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
     let mut p = pending();
-    if let Some(temp) = p.temp.take() {
+    for temp in p.temps.drain(..) {
         let _ = fs::remove_file(temp);
     }
     // Deepest first; a folder that holds anything (someone else's file) stays.
     while let Some(dir) = p.created_dirs.pop() {
         let _ = fs::remove_dir(dir);
     }
-    Abandoned { _lock: p }
+    Abandoned {
+        _lock: p,
+        _writing: writing,
+    }
 }
 
 /// A temporary file in the target's folder (so the rename stays on one file
@@ -261,7 +322,7 @@ impl Temp {
             })
             .map_err(|e| anyhow!("cannot create a file in {}: {e}", shown(dir)))?
             .into_parts();
-        p.temp = Some(path.to_path_buf());
+        p.temps.push(path.to_path_buf());
         Ok(Self {
             file,
             path: Some(path),
@@ -273,7 +334,7 @@ impl Temp {
     fn persist(mut self, target: &Path) -> Result<()> {
         let mut p = pending();
         let path = self.path.take().context("the temporary file is gone")?;
-        p.temp = None;
+        p.temps.retain(|t| t.as_path() != &*path);
         // On failure the returned TempPath is dropped, which removes the file; the
         // error is the OS's reason, without the temporary name.
         path.persist(target).map_err(|e| e.error)?;
@@ -286,7 +347,7 @@ impl Drop for Temp {
     fn drop(&mut self) {
         if let Some(path) = self.path.take() {
             let mut p = pending();
-            p.temp = None;
+            p.temps.retain(|t| t.as_path() != &*path);
             drop(path);
         }
     }

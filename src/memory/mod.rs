@@ -4,6 +4,9 @@
 //! every tensor from the device's stream-ordered memory pool, whose own
 //! high-water mark (`CU_MEMPOOL_ATTR_USED_MEM_HIGH`) is the analogue of PyTorch's
 //! `max_memory_allocated`. [`MemoryMeter`] hides which one a device uses.
+//! [`fits`] is the one policy for "does it fit", checked before allocating.
+
+pub mod fits;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -154,70 +157,5 @@ impl MemoryMeter {
             Source::Unavailable(_) => {}
         }
         Ok(())
-    }
-}
-
-/// Refuses a request for `needed` bytes where `available` are free, before
-/// anything is allocated: a failed CPU allocation aborts the process instead of
-/// returning an error, and a failed GPU one is better not tried. `what` names
-/// what asked ("--mib 100000"), `place` the memory ("host memory", "the GPU").
-pub fn check_room(what: &str, needed: u64, available: u64, place: &str) -> Result<()> {
-    if needed > available {
-        anyhow::bail!(
-            "{what}: needs {} of {place}, {} available",
-            crate::export::table::bytes(needed),
-            crate::export::table::bytes(available)
-        );
-    }
-    Ok(())
-}
-
-/// [`check_room`] for a run on `device`: `host` bytes that live on the host
-/// whatever the device, and `on_device` bytes that live on the device (on the
-/// CPU, host memory too), against available host memory and free GPU memory.
-pub fn check_fits_on(device: &Device, what: &str, host: u64, on_device: u64) -> Result<()> {
-    let host_total = if device.is_cpu() {
-        host + on_device
-    } else {
-        host
-    };
-    if let Some(available) = crate::env::host_memory().map(|m| m.available_bytes) {
-        check_room(what, host_total, available, "host memory")?;
-    }
-    #[cfg(feature = "cuda")]
-    if let Device::Cuda(dev) = device {
-        let (free, _) = crate::cuda::memory_info(dev)?;
-        check_room(what, on_device, free, "GPU memory")?;
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_cpu_run_counts_device_bytes_as_host_bytes() {
-        check_fits_on(&Device::Cpu, "--mib 1", 1 << 20, 1 << 20).unwrap();
-        let err = check_fits_on(&Device::Cpu, "--mib 9", 1 << 20, u64::MAX / 2)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.starts_with("--mib 9: needs") && err.contains("of host memory"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn room_is_checked_with_both_sizes_named() {
-        check_room("--mib 1", 1 << 20, 1 << 30, "host memory").unwrap();
-        check_room("exact", 1 << 20, 1 << 20, "host memory").unwrap();
-        let err = check_room("--mib 4096", 4 << 30, 1 << 30, "host memory")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            err,
-            "--mib 4096: needs 4294967296 (4.0 GiB) of host memory, 1073741824 (1.0 GiB) available"
-        );
     }
 }

@@ -42,7 +42,7 @@ pub use memory::{
     RooflinePoint, TransferRow, Transfers,
 };
 pub use overhead::{CacheRow, CacheSection, FirstCall, LaunchMode, LaunchRow, OverheadResults};
-pub use precision::{Accumulation, FormatLimits, PointOne, PrecisionResults, RoundTrip};
+pub use precision::{Accumulation, FormatLimits, Limits, PointOne, PrecisionResults, RoundTrip};
 pub use timed::{GpuState, SectionStatus, TelemetrySource, TimeSource, Timed};
 
 pub use sampling::{Adaptive, ClockOverhead, Plan, Sampling, StopRule};

@@ -5,7 +5,25 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::JsonF64;
-use crate::bench::floats::Limits;
+
+/// What a format can represent. All values are exact (powers of two and their
+/// sums), so f64 holds them without rounding.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Limits {
+    pub bits: u32,
+    pub exponent_bits: u32,
+    pub mantissa_bits: u32,
+    pub max: f64,
+    /// Smallest positive normal number (`torch.finfo.smallest_normal`, `tiny`).
+    pub smallest_normal: f64,
+    /// Smallest positive subnormal number: below it, everything is 0.
+    pub smallest_subnormal: f64,
+    /// Gap between 1 and the next larger number (`torch.finfo.eps`).
+    pub eps: f64,
+    /// Decimal digits that always survive a round trip: floor((p - 1) log10 2)
+    /// with p = mantissa_bits + 1 (C's FLT_DIG; `numpy.finfo.precision`).
+    pub decimal_digits: u32,
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PrecisionResults {

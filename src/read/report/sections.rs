@@ -4,8 +4,8 @@
 use anyhow::Result;
 
 use super::{figure, link, rate, row, Built, Source};
-use crate::bench::sweep;
 use crate::export::svg::{roofline_svg, RooflineDot};
+use crate::export::views::sweep;
 use crate::schema::{Body, SweepResults};
 
 /// Speedups: every `cpu_vs_gpu` file, and every matmul file that timed fp32 on
@@ -124,7 +124,7 @@ pub(super) fn sweep(built: &mut Built, files: &[&Source]) -> Result<()> {
                 .map_or(String::new(), |g| format!(", {g:.6} ms CUDA events")),
             link(&format!("{stem}.csv"), &csv_path),
         ));
-        match sweep::chart(&sweep::title(&file.device, &file.environment), r) {
+        match sweep::chart(&sweep::title(&file.device, &file.environment, r), r) {
             Ok(svg) => {
                 let path = s.chart_path();
                 out.push_str(&figure(
@@ -137,7 +137,8 @@ pub(super) fn sweep(built: &mut Built, files: &[&Source]) -> Result<()> {
             Err(_) => out.push_str("No point was measured: no chart.\n\n"),
         }
         sweep_table(out, r);
-        built.files.push((csv_path, sweep::csv(&s.machine, r)?));
+        let csv = crate::export::csv::write(&sweep::records(&s.machine, r))?;
+        built.files.push((csv_path, String::from_utf8(csv)?));
     }
     Ok(())
 }

@@ -219,7 +219,7 @@ fn a_sweep_has_its_chart_csv_sampling_and_table() {
         .1;
     assert_eq!(csv.lines().count(), 1 + 4);
     assert!(
-        csv.contains("\nnvidia-h200,sweep,1024,bf16,error,,,0,\n"),
+        csv.contains("\nnvidia-h200,sweep,1024,bf16,error,,,0,,true\n"),
         "{csv}"
     );
 }

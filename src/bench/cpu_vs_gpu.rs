@@ -1,0 +1,52 @@
+//! The `cpu_vs_gpu` experiment's core: the same fp32 matmul, on the same
+//! inputs, on the CPU and on the GPU in one run, and the speedup. Its rows are
+//! measured by [`crate::bench::matmul`]'s one row path.
+
+use anyhow::Result;
+use candle_core::Device;
+
+use crate::bench::formulas::speedup;
+use crate::bench::matmul::{self, Config, Inputs};
+use crate::precision::Precision;
+use crate::schema::{CpuVsGpuResults, Row};
+
+/// Times `cfg` (fp32) on `device` when it is a GPU, then the reference lab's
+/// CPU plan on the CPU. Without a GPU the CPU row is measured and the GPU row
+/// says why it was skipped (`no_gpu`).
+pub fn run(
+    device: &Device,
+    gpu_name: Option<&str>,
+    cfg: &Config,
+    no_gpu: &str,
+) -> Result<CpuVsGpuResults> {
+    let n = cfg.size;
+    let cpu_cfg = cfg.cpu_fp32_comparison();
+    let inputs = Inputs::random(n, cfg.accuracy_rows)?;
+    let (gpu, gpu_skipped) = if device.is_cuda() {
+        eprintln!(
+            "gpu fp32 {n}x{n}: warmup {}, iters {}",
+            cfg.plan.warmup, cfg.plan.iters
+        );
+        (matmul::run(device, gpu_name, cfg, &inputs)?.pop(), None)
+    } else {
+        (None, Some(format!("no CUDA device in use ({no_gpu})")))
+    };
+    let cpu = matmul::run_cpu_fp32(cfg, &inputs)?;
+    let cpu_fp32_ms = cpu.fp32_median_ms();
+    let gpu_fp32_ms = gpu.as_ref().and_then(Row::fp32_median_ms);
+    Ok(CpuVsGpuResults {
+        size: n,
+        precision: Precision::F32,
+        cpu_threads: candle_core::utils::get_num_threads(),
+        cpu_warmup: cpu_cfg.plan.warmup,
+        cpu_iters: cpu_cfg.plan.iters,
+        gpu_warmup: cfg.plan.warmup,
+        gpu_iters: cfg.plan.iters,
+        cpu,
+        gpu,
+        gpu_skipped,
+        cpu_fp32_ms,
+        gpu_fp32_ms,
+        gpu_speedup_fp32: cpu_fp32_ms.zip(gpu_fp32_ms).map(|(c, g)| speedup(c, g)),
+    })
+}

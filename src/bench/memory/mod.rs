@@ -1,0 +1,416 @@
+//! The `memory` experiment's measurement core: how close Candle's memory-bound
+//! operations come to the device's bandwidth. First the ceiling, a plain copy
+//! between two preallocated buffers (`memcpy` on the CPU, `cuMemcpyDtoD` on a
+//! GPU); then Candle's contiguous copy, add, multiply-add (`affine`), strided
+//! copy (transpose then `.contiguous()`), casts and sum on large tensors, per
+//! dtype; host <-> device transfers on a GPU; a request larger than memory; and
+//! the points of a roofline.
+//!
+//! Bytes follow the STREAM benchmark's convention (McCalpin, "Memory Bandwidth
+//! and Machine Balance", 1995): every input element is counted as read once and
+//! every output element as written once, the least traffic an operation can
+//! cause. Extra traffic (a CPU reading a line before writing it, page faults on
+//! a fresh output) is not counted and so shows as a lower GB/s. GB/s is bytes
+//! moved / time / 10^9; arithmetic intensity is FLOPs / bytes moved (Williams,
+//! Waterman and Patterson, "Roofline", CACM 2009).
+
+use anyhow::{Context, Result};
+use candle_core::{DType, Device, Tensor};
+
+mod oom;
+mod ops;
+mod rows;
+mod transfers;
+
+use crate::bench::formulas::copy_traffic;
+use crate::bench::matmul::{self, Inputs, Precision};
+use crate::clock::Plan;
+use crate::memory::fits::Need;
+use crate::schema::{MemoryResults, Timed};
+use crate::telemetry::Telemetry;
+pub use ops::{traffic, Op};
+pub use rows::{bandwidth_row, roofline, transfer_row};
+pub use transfers::transfer_sizes;
+
+pub(crate) const MIB: u64 = 1 << 20;
+pub(crate) const GIB: u64 = 1 << 30;
+/// Columns of the tensors the operations run on; one MiB of f32 is 64 rows.
+pub const COLS: usize = 4096;
+
+/// What a `memory` run asks for, validated by the program's flags.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Size of one f32 tensor, in MiB.
+    pub mib: u64,
+    pub plan: Plan,
+    /// Dtypes the operations run in; casts go from f32 to each other one.
+    pub dtypes: Vec<DType>,
+    /// Side of the matmuls that give the roofline its compute points.
+    pub matmul_size: usize,
+    /// Largest host <-> device transfer, in MiB (GPU only).
+    pub transfer_max_mib: u64,
+}
+
+impl Config {
+    /// (rows, COLS): `mib` MiB at f32.
+    pub fn shape(&self) -> (usize, usize) {
+        (self.mib as usize * 64, COLS)
+    }
+
+    pub fn elements(&self) -> u64 {
+        self.mib * MIB / 4
+    }
+
+    pub fn tensor_bytes(&self) -> u64 {
+        self.mib * MIB
+    }
+
+    fn matmul(&self) -> matmul::Config {
+        matmul::Config {
+            size: self.matmul_size,
+            plan: self.plan,
+            precisions: self.dtypes.iter().filter_map(|&d| precision(d)).collect(),
+            accuracy_rows: 4,
+        }
+    }
+}
+
+/// Defaults that keep a 2-core CPU run well under a minute (Candle's CPU
+/// kernels for f16 and bf16 convert element by element and run at a fraction
+/// of memory speed) and make a GPU run large enough to leave its 50 MB-class
+/// L2 far behind: one f32 tensor of 32 MiB on the CPU and 1 GiB on a GPU.
+pub fn default_mib(on_cuda: bool) -> u64 {
+    if on_cuda {
+        1024
+    } else {
+        32
+    }
+}
+
+/// Warm-up and timed runs per row: 1 and 5 on the CPU, where a row's call
+/// takes up to a second; 3 and 20 on a GPU, where it takes about a millisecond.
+pub fn default_plan(on_cuda: bool) -> Plan {
+    if on_cuda {
+        Plan {
+            warmup: 3,
+            iters: 20,
+        }
+    } else {
+        Plan {
+            warmup: 1,
+            iters: 5,
+        }
+    }
+}
+
+/// The roofline's matmul side: 1024 on the CPU (tens of ms), 8192 on a GPU.
+pub fn default_matmul_size(on_cuda: bool) -> usize {
+    if on_cuda {
+        8192
+    } else {
+        1024
+    }
+}
+
+fn precision(dtype: DType) -> Option<Precision> {
+    match dtype {
+        DType::F64 => Some(Precision::F64),
+        DType::F32 => Some(Precision::F32),
+        DType::F16 => Some(Precision::F16),
+        DType::BF16 => Some(Precision::Bf16),
+        _ => None,
+    }
+}
+
+/// Refuses, before anything is allocated, a run whose tensors, transfers or
+/// matmuls do not fit. The operations hold two f32 inputs, two inputs in the
+/// widest dtype and one output; transfers hold a pageable, a pinned and a
+/// returned host copy of the largest size and two device copies; the matmuls
+/// are [`matmul::check_fits`]'s.
+pub fn needs(device: &Device, cfg: &Config) -> Vec<Need> {
+    let t = cfg.tensor_bytes();
+    let widest = cfg
+        .dtypes
+        .iter()
+        .map(|d| d.size_in_bytes() as u64)
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut needs = vec![Need {
+        what: format!("--mib {}", cfg.mib),
+        host_bytes: 0,
+        device_bytes: 2 * t + 3 * t * widest / 4,
+    }];
+    if device.is_cuda() {
+        let x = cfg.transfer_max_mib * MIB;
+        needs.push(Need {
+            what: format!("--transfer-max-mib {}", cfg.transfer_max_mib),
+            host_bytes: 3 * x,
+            device_bytes: 2 * x,
+        });
+    }
+    let m = cfg.matmul();
+    needs.push(Need {
+        what: format!("--matmul-size {}", m.size),
+        ..matmul::need(device, &m)
+    });
+    needs
+}
+
+/// Runs the whole experiment. `gpu_name` (the driver's name, `None` on the
+/// CPU) looks up the datasheet bandwidth and peaks.
+pub fn run(
+    device: &Device,
+    gpu_name: Option<&str>,
+    cfg: &Config,
+    telemetry: &Telemetry,
+) -> Result<MemoryResults> {
+    let datasheet = gpu_name.and_then(crate::peaks::datasheet_memory_gb_per_s);
+    let transfers = transfers::transfers(device, cfg, telemetry)?;
+
+    let bytes = cfg.tensor_bytes();
+    let (ceiling_op, ceiling_call, timed) = ceiling(device, bytes, cfg.plan, telemetry)?;
+    let ceiling = bandwidth_row(
+        ceiling_op,
+        ceiling_call.into(),
+        DType::U8,
+        DType::U8,
+        bytes,
+        copy_traffic(bytes),
+        timed,
+        None,
+        datasheet,
+    );
+
+    let n = cfg.elements();
+    let a32 = Tensor::randn(0f32, 1f32, cfg.shape(), device)?;
+    let b32 = Tensor::randn(0f32, 1f32, cfg.shape(), device)?;
+    let mut ops = Vec::new();
+    let mut measure = |op: Op, a: &Tensor, b: &Tensor, dout: DType| -> Result<()> {
+        let din = a.dtype();
+        let label = format!("{} {}", op.name(), dout.as_str());
+        let timed = telemetry
+            .time(device, cfg.plan, &label, || Ok(op.run(a, b, dout)?))
+            .with_context(|| format!("{} on {}", op.call(dout), din.as_str()))?;
+        let elem = |d: DType| d.size_in_bytes() as u64;
+        ops.push(bandwidth_row(
+            op.name(),
+            op.call(dout),
+            din,
+            dout,
+            n,
+            traffic(op, n, elem(din), elem(dout)),
+            timed,
+            Some(ceiling.gb_per_s),
+            datasheet,
+        ));
+        Ok(())
+    };
+    for &d in &cfg.dtypes {
+        // Converted once per dtype, off the clock.
+        let (a, b) = (a32.to_dtype(d)?, b32.to_dtype(d)?);
+        for op in Op::PER_DTYPE {
+            measure(op, &a, &b, d)?;
+        }
+    }
+    for &d in cfg.dtypes.iter().filter(|&&d| d != DType::F32) {
+        measure(Op::Cast, &a32, &b32, d)?;
+    }
+    drop((a32, b32));
+
+    let mcfg = cfg.matmul();
+    let matmuls = if mcfg.precisions.is_empty() {
+        Vec::new()
+    } else {
+        let inputs = Inputs::random(mcfg.size, mcfg.accuracy_rows)?;
+        matmul::run(device, gpu_name, &mcfg, &inputs)?
+    };
+    let roofline = roofline(&ceiling, datasheet, &ops, mcfg.size, &matmuls);
+    let out_of_memory = oom::out_of_memory(device)?;
+
+    let (rows, cols) = cfg.shape();
+    Ok(MemoryResults {
+        shape: vec![rows, cols],
+        elements: n,
+        tensor_bytes_f32: bytes,
+        warmup: cfg.plan.warmup,
+        iters: cfg.plan.iters,
+        cache_bytes: crate::device::largest_cache(device)?.map(|c| c.bytes),
+        telemetry: telemetry.source(),
+        transfers,
+        ceiling,
+        datasheet_gb_per_s: datasheet,
+        ops,
+        out_of_memory,
+        roofline,
+    })
+}
+
+/// Why a GPU-only section did not run on `device`.
+pub(crate) fn no_gpu_reason(device: &Device) -> Option<String> {
+    if device.is_cuda() {
+        None
+    } else if cfg!(feature = "cuda") {
+        Some("the selected device is the CPU".into())
+    } else {
+        Some("this build has no CUDA support".into())
+    }
+}
+
+/// The ceiling's name, what it calls, and its samples: a plain copy between
+/// two preallocated buffers.
+fn ceiling(
+    device: &Device,
+    bytes: u64,
+    plan: Plan,
+    telemetry: &Telemetry,
+) -> Result<(&'static str, &'static str, Timed)> {
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(dev) = device {
+        // Two preallocated device buffers: reads `bytes`, writes `bytes`.
+        let src = crate::cuda::DeviceBuffer::zeroed(dev, bytes as usize)?;
+        let mut dst = crate::cuda::DeviceBuffer::zeroed(dev, bytes as usize)?;
+        let timed = telemetry.time(device, plan, "cuMemcpyDtoD", || dst.copy_from(&src))?;
+        return Ok(("cuMemcpyDtoD", "cuMemcpyDtoDAsync(dst, src)", timed));
+    }
+    // Both buffers written once first, so no page is mapped on the clock.
+    let src = vec![1u8; bytes as usize];
+    let mut dst = vec![2u8; bytes as usize];
+    let timed = telemetry.time(device, plan, "memcpy", || {
+        dst.copy_from_slice(&src);
+        std::hint::black_box(&mut dst);
+        Ok(())
+    })?;
+    Ok(("memcpy", "dst.copy_from_slice(&src)", timed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::fits::{self, HostCheck};
+    use crate::schema::SectionStatus;
+
+    fn small(dtypes: Vec<DType>) -> Config {
+        Config {
+            mib: 1,
+            plan: Plan {
+                warmup: 1,
+                iters: 2,
+            },
+            dtypes,
+            matmul_size: 32,
+            transfer_max_mib: 1,
+        }
+    }
+
+    #[test]
+    fn sizes_beyond_memory_are_refused_before_allocating() {
+        let cfg = Config {
+            mib: 1 << 30,
+            ..small(vec![DType::F32])
+        };
+        let err = fits::check_all(&Device::Cpu, &needs(&Device::Cpu, &cfg), HostCheck::Enforce)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("--mib 1073741824: needs") && err.contains("available"),
+            "{err}"
+        );
+        let cfg = Config {
+            matmul_size: 300_000,
+            ..small(vec![DType::F32])
+        };
+        let err = fits::check_all(&Device::Cpu, &needs(&Device::Cpu, &cfg), HostCheck::Enforce)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("--matmul-size 300000: needs"), "{err}");
+    }
+
+    fn memory_run(device: &Device) {
+        let cfg = small(vec![DType::F32, DType::F16]);
+        fits::check_all(device, &needs(device, &cfg), HostCheck::Enforce).unwrap();
+        let r = run(device, None, &cfg, &Telemetry::open(device)).unwrap();
+        assert_eq!(r.elements, 1 << 18);
+        assert_eq!(r.shape, [64, COLS]);
+        // Five operations per dtype, then the cast f32 -> f16.
+        let names: Vec<String> = r
+            .ops
+            .iter()
+            .map(|o| format!("{} {}", o.op, o.dtype_out))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "copy f32",
+                "add f32",
+                "affine f32",
+                "transpose f32",
+                "sum f32",
+                "copy f16",
+                "add f16",
+                "affine f16",
+                "transpose f16",
+                "sum f16",
+                "cast f16"
+            ]
+        );
+        for row in std::iter::once(&r.ceiling).chain(&r.ops) {
+            assert_eq!(row.bytes_moved, row.bytes_read + row.bytes_written);
+            let expect = row.bytes_moved as f64 / (row.time_ms * 1e-3) / 1e9;
+            assert!(
+                (row.gb_per_s - expect).abs() <= 1e-12 * expect,
+                "{}",
+                row.op
+            );
+            assert_eq!(row.timed.samples_wall_ms.len(), 2);
+            assert_eq!(row.timed.gpu_ms.is_some(), device.is_cuda());
+        }
+        assert_eq!(r.ceiling.bytes_moved, 2 << 20);
+        assert_eq!(r.ceiling.pct_of_ceiling, 100.0);
+        let add = |d: &str| {
+            r.ops
+                .iter()
+                .find(|o| o.op == "add" && o.dtype_in == d)
+                .unwrap()
+        };
+        assert_eq!(add("f32").bytes_moved, 3 << 20);
+        assert_eq!(add("f16").bytes_moved, 3 << 19);
+        // Points for add, affine and sum per dtype, and one matmul per dtype.
+        assert_eq!(r.roofline.points.len(), 3 * 2 + 2);
+        assert_eq!(r.roofline.memory_gb_per_s, r.ceiling.gb_per_s);
+        let mm = r
+            .roofline
+            .points
+            .iter()
+            .find(|p| p.kind == "matmul")
+            .unwrap();
+        // 2 x 32^3 FLOPs over 3 x 32^2 x 4 bytes.
+        assert_eq!(mm.flop_per_byte, 2.0 * 32.0 / 12.0);
+        if device.is_cpu() {
+            assert_eq!(r.transfers.status, SectionStatus::Skipped);
+            assert!(r.out_of_memory.device_attempt.is_none());
+        } else {
+            let a = r.out_of_memory.device_attempt.as_ref().unwrap();
+            assert!(
+                a.error.as_deref().unwrap().contains("OUT_OF_MEMORY"),
+                "{a:?}"
+            );
+            assert!(a.matmul_after_ok);
+        }
+        if let Some(refusal) = &r.out_of_memory.refusal {
+            assert!(refusal.requested_bytes > refusal.available_bytes);
+            assert!(refusal.error.contains("available"), "{}", refusal.error);
+        }
+    }
+
+    #[test]
+    fn memory_run_cpu() {
+        memory_run(&Device::Cpu);
+    }
+
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn memory_run_cuda() {
+        memory_run(&Device::new_cuda(0).unwrap());
+    }
+}

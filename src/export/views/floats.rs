@@ -1,0 +1,119 @@
+//! The precision experiment shown: the formats' limits and what they do.
+
+use super::Shown;
+use crate::bench::floats::{sci, STEP, STEPS};
+use crate::export::table::Table;
+use crate::schema::{PrecisionResults as Precision, RoundTrip};
+
+/// The precision tables.
+pub fn show(r: &Precision) -> Shown {
+    Shown {
+        tables: tables(r),
+        notes: Vec::new(),
+    }
+}
+
+fn tables(r: &Precision) -> Vec<Table> {
+    let mut limits = Table::new(
+        "float formats (values from the bit layout = torch.finfo)",
+        &[
+            "format",
+            "bits",
+            "exp bits",
+            "mant bits",
+            "max",
+            "smallest normal",
+            "smallest subnormal",
+            "eps",
+            "digits",
+            "crate constants",
+        ],
+    );
+    for f in &r.formats {
+        let l = &f.limits;
+        let agrees = match f.crate_differs_in.as_slice() {
+            [] => "agree".to_string(),
+            fields => format!(
+                "differ in {} (max {})",
+                fields.join(", "),
+                f.crate_limits.max
+            ),
+        };
+        limits.row([
+            f.format.to_string(),
+            l.bits.to_string(),
+            l.exponent_bits.to_string(),
+            l.mantissa_bits.to_string(),
+            sci(l.max, 3),
+            sci(l.smallest_normal, 3),
+            sci(l.smallest_subnormal, 3),
+            sci(l.eps, 3),
+            l.decimal_digits.to_string(),
+            agrees,
+        ]);
+    }
+    let round_trips = |title: &str, rows: &[RoundTrip]| {
+        let inputs: Vec<String> = rows[0].input.iter().map(|v| format!("{v}")).collect();
+        let mut header = vec!["dtype".to_string()];
+        header.extend(inputs);
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut t = Table::new(title, &header);
+        for row in rows {
+            let mut cells = vec![row.dtype.to_string()];
+            cells.extend(row.stored.iter().map(|v| format!("{}", v.0)));
+            t.row(cells);
+        }
+        t
+    };
+    let mut one = Table::new(
+        "1 + eps/2 rounds back to 1; 1 + eps does not",
+        &["dtype", "1 + eps/2 stored", "1 + eps stored"],
+    );
+    for row in &r.one_plus_eps {
+        one.row([
+            row.dtype.to_string(),
+            format!("{}", row.stored[0].0),
+            format!("{}", row.stored[1].0),
+        ]);
+    }
+    let mut tenth = Table::new(
+        "0.1 is stored inexactly",
+        &["dtype", "stored", "abs error", "rel error"],
+    );
+    for p in &r.point_one {
+        tenth.row([
+            p.dtype.to_string(),
+            format!("{:.20}", p.stored),
+            sci(p.abs_error, 3),
+            sci(p.rel_error, 3),
+        ]);
+    }
+    let mut sums = Table::new(
+        format!(
+            "adding {STEP} {STEPS} times (exact: {})",
+            STEP * STEPS as f64
+        ),
+        &["dtype", "one add at a time", "Candle sum()"],
+    );
+    for a in &r.accumulation {
+        sums.row([
+            a.dtype.to_string(),
+            format!("{}", a.running_sum),
+            format!("{}", a.candle_sum),
+        ]);
+    }
+    vec![
+        limits,
+        one,
+        round_trips(
+            "overflow: f16 tops out at 65504, bf16 keeps f32's range",
+            &r.overflow,
+        ),
+        round_trips(
+            "integers: bf16 has 8 significant bits, so above 256 it skips",
+            &r.integers,
+        ),
+        tenth,
+        sums,
+    ]
+}

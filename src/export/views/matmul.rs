@@ -1,0 +1,169 @@
+//! Matmul rows shown: the terminal table `matmul`, `cpu_vs_gpu` and the
+//! sweep print.
+
+use super::{num, Records, Shown};
+use crate::export::table::Table;
+use crate::schema::{CpuVsGpuResults, MatmulResults, ResultFile, Row};
+
+/// The terminal table of benchmark rows.
+pub fn rows_table(title: &str, rows: &[Row]) -> Table {
+    let mut t = Table::new(
+        title,
+        &[
+            "precision",
+            "median ms",
+            "GFLOP/s",
+            "x fp32",
+            "IQR/median",
+            "GPU ms",
+            "GPU x fp32",
+            "% datasheet",
+            "peak MiB",
+            "peak x fp32",
+            "payload MiB",
+            "max rel err",
+        ],
+    );
+    let opt =
+        |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+    // Against the fp32 row: speed (2.00x is twice as fast), peak (0.50x is half).
+    let times = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}x"));
+    for r in rows {
+        let Some(m) = &r.measured else {
+            t.row([
+                r.precision.to_string(),
+                format!("error: {}", r.error.as_deref().unwrap_or("")),
+            ]);
+            continue;
+        };
+        let spread = format!(
+            "{:.1}%{}",
+            100.0 * m.wall_ms.iqr_over_median,
+            if m.wall_ms.noisy { " noisy" } else { "" }
+        );
+        t.row([
+            r.precision.to_string(),
+            format!("{:.3}", m.median_ms),
+            format!("{:.1}", m.gflops),
+            times(m.speedup_vs_fp32_wall),
+            spread,
+            opt(m.gpu_median_ms, 3),
+            times(m.speedup_vs_fp32_gpu),
+            opt(m.pct_of_datasheet, 1),
+            opt(m.peak_mib, 1),
+            times(m.peak_vs_fp32),
+            format!("{:.1}", m.payload_mib),
+            crate::bench::floats::sci(m.accuracy.max_rel_err, 2),
+        ]);
+    }
+    t
+}
+
+/// `matmul`'s tables: its rows, then the CPU comparison a GPU run makes.
+pub fn show(file: &ResultFile, r: &MatmulResults) -> Shown {
+    let n = r.size;
+    let d = &file.device;
+    let mut tables = vec![rows_table(
+        &format!("matmul {n}x{n} on {} ({})", d.label, d.name),
+        &r.precisions,
+    )];
+    if let Some(cpu) = &r.cpu_fp32 {
+        tables.push(rows_table(
+            "the same fp32 matmul on the CPU",
+            std::slice::from_ref(cpu),
+        ));
+    }
+    let notes = r
+        .gpu_speedup_fp32
+        .iter()
+        .map(|&s| speedup_note(s))
+        .collect();
+    Shown { tables, notes }
+}
+
+/// `cpu_vs_gpu`'s tables: the CPU row, the GPU row, and the speedup.
+pub fn show_cpu_vs_gpu(file: &ResultFile, r: &CpuVsGpuResults) -> Shown {
+    let n = r.size;
+    let mut tables = vec![rows_table(
+        &format!(
+            "fp32 {n}x{n} on the CPU ({}, {} threads)",
+            file.environment.cpu_model, r.cpu_threads
+        ),
+        std::slice::from_ref(&r.cpu),
+    )];
+    if let Some(gpu) = &r.gpu {
+        tables.push(rows_table(
+            &format!(
+                "fp32 {n}x{n} on {} ({})",
+                file.device.label, file.device.name
+            ),
+            std::slice::from_ref(gpu),
+        ));
+    }
+    let mut notes: Vec<String> = r
+        .gpu_skipped
+        .iter()
+        .map(|why| format!("GPU row skipped: {why}"))
+        .collect();
+    notes.push(match r.gpu_speedup_fp32 {
+        Some(s) => speedup_note(s),
+        None => "speedup: n/a (no GPU row)".to_string(),
+    });
+    Shown { tables, notes }
+}
+
+fn speedup_note(s: f64) -> String {
+    format!("GPU is {s:.1}x faster than the CPU at fp32 (median wall time, device synchronized)")
+}
+
+/// Matmul rows in long format, one record per row: machine, experiment,
+/// size, precision, device, status, median_ms, gflops, gpu_median_ms,
+/// gpu_gflops, peak_mib, payload_mib, max_rel_err, n_samples, error.
+pub fn records<'a>(
+    machine: &str,
+    experiment: &str,
+    size: usize,
+    rows: impl IntoIterator<Item = &'a Row>,
+) -> Records {
+    let header = [
+        "machine",
+        "experiment",
+        "size",
+        "precision",
+        "memory_source",
+        "status",
+        "median_ms",
+        "gflops",
+        "gpu_median_ms",
+        "gpu_gflops",
+        "peak_mib",
+        "payload_mib",
+        "max_rel_err",
+        "n_samples",
+        "error",
+    ];
+    let rows = rows
+        .into_iter()
+        .map(|r| {
+            let m = r.measured.as_ref();
+            vec![
+                machine.to_string(),
+                experiment.to_string(),
+                size.to_string(),
+                r.precision.name().into(),
+                r.memory_source.clone(),
+                if m.is_some() { "ok" } else { "error" }.into(),
+                num(m.map(|m| m.median_ms)),
+                num(m.map(|m| m.gflops)),
+                num(m.and_then(|m| m.gpu_median_ms)),
+                num(m.and_then(|m| m.gpu_gflops)),
+                num(m.and_then(|m| m.peak_mib)),
+                num(m.map(|m| m.payload_mib)),
+                num(m.map(|m| m.accuracy.max_rel_err)),
+                m.map_or(0, |m| m.wall_ms.n).to_string(),
+                r.error.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    Records::new(&header, rows)
+}

@@ -1,0 +1,223 @@
+//! The memory experiment shown: notes and terminal tables from its result.
+
+use super::{num, Records, Shown};
+use crate::export::table::{mib, Table};
+use crate::schema::{BandwidthRow, MemoryResults, ResultFile, TimeSource};
+
+const MIB: u64 = 1 << 20;
+
+/// Lines printed under the tables: what the numbers cannot show by themselves.
+pub fn notes(r: &MemoryResults) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(reason) = &r.transfers.reason {
+        notes.push(format!("transfers skipped: {reason}"));
+    }
+    // An add's three tensors are its working set.
+    if let Some(cache) = r.cache_bytes.filter(|&c| c >= 3 * r.tensor_bytes_f32) {
+        notes.push(format!(
+            "note: three {:.0} MiB tensors fit in the {:.0} MiB cache: these rates are partly the \
+             cache's; --mib {} or more measures memory",
+            mib(r.tensor_bytes_f32),
+            mib(cache),
+            (cache / MIB).next_power_of_two()
+        ));
+    }
+    notes
+}
+
+/// The terminal tables of a run.
+pub fn tables(r: &MemoryResults, device: &str) -> Vec<Table> {
+    let mut tables = Vec::new();
+    if !r.transfers.rows.is_empty() {
+        let mut t = Table::new(
+            "host <-> device transfers",
+            &["direction", "host memory", "MiB", "ms", "GB/s"],
+        );
+        for row in &r.transfers.rows {
+            t.row([
+                format!("{:?}", row.direction),
+                format!("{:?}", row.host_memory),
+                format!("{:.0}", mib(row.bytes)),
+                format!("{:.3}", row.time_ms),
+                format!("{:.1}", row.gb_per_s),
+            ]);
+        }
+        tables.push(t);
+    }
+
+    let mut t = Table::new(
+        format!(
+            "memory-bound operations on {device}, {} elements ({:.0} MiB at f32), time from {}",
+            r.elements,
+            mib(r.tensor_bytes_f32),
+            match r.ceiling.time_source {
+                crate::schema::TimeSource::GpuMedianMs => "CUDA events",
+                crate::schema::TimeSource::MedianMs => "the wall clock",
+            }
+        ),
+        &[
+            "op",
+            "call",
+            "dtype",
+            "read MiB",
+            "written MiB",
+            "ms",
+            "GB/s",
+            "G elem/s",
+            "% ceiling",
+            "% datasheet",
+        ],
+    );
+    for row in std::iter::once(&r.ceiling).chain(&r.ops) {
+        let dtype = if row.dtype_in == row.dtype_out {
+            row.dtype_in.clone()
+        } else {
+            format!("{}->{}", row.dtype_in, row.dtype_out)
+        };
+        t.row([
+            row.op.clone(),
+            row.call.clone(),
+            dtype,
+            format!("{:.1}", mib(row.bytes_read)),
+            format!("{:.1}", mib(row.bytes_written)),
+            format!("{:.3}", row.time_ms),
+            format!("{:.1}", row.gb_per_s),
+            if row.dtype_in == "u8" {
+                "-".into()
+            } else {
+                format!("{:.2}", row.elements_per_s / 1e9)
+            },
+            format!("{:.0}%", row.pct_of_ceiling),
+            row.pct_of_datasheet
+                .map_or("-".into(), |p| format!("{p:.0}%")),
+        ]);
+    }
+    tables.push(t);
+
+    let mut t = Table::new("out of memory", &["", ""]);
+    let oom = &r.out_of_memory;
+    match (&oom.refusal, &oom.refusal_skipped) {
+        (Some(refusal), _) => {
+            t.row(["suite's check, before allocating", refusal.error.as_str()]);
+            if let Some(g) = refusal.heap_growth_bytes {
+                t.row(["heap growth across the check".to_string(), format!("{g} B")]);
+            }
+        }
+        (None, reason) => {
+            t.row(["suite's check", reason.as_deref().unwrap_or("")]);
+        }
+    }
+    match (&oom.device_attempt, &oom.device_attempt_skipped) {
+        (Some(a), _) => {
+            t.row([
+                "Candle's answer",
+                a.error.as_deref().unwrap_or("no error: it fit"),
+            ]);
+            let pool = |b: Option<u64>| b.map_or("-".into(), |b| format!("{:.1} MiB", mib(b)));
+            t.row([
+                "pool in use before / after".to_string(),
+                format!(
+                    "{} / {}",
+                    pool(a.pool_used_bytes_before),
+                    pool(a.pool_used_bytes_after)
+                ),
+            ]);
+            t.row([
+                "a matmul afterwards",
+                if a.matmul_after_ok {
+                    "ran, values right"
+                } else {
+                    "failed"
+                },
+            ]);
+        }
+        (None, reason) => {
+            t.row(["GPU demonstration", reason.as_deref().unwrap_or("")]);
+        }
+    }
+    tables.push(t);
+
+    let rl = &r.roofline;
+    let mut t = Table::new(
+        format!(
+            "roofline points (ceilings: {:.1} GB/s measured{}{})",
+            rl.memory_gb_per_s,
+            rl.compute_gflop_per_s
+                .map_or(String::new(), |c| format!(", {c:.1} GFLOP/s best matmul")),
+            rl.ridge_flop_per_byte
+                .map_or(String::new(), |x| format!(", ridge at {x:.1} FLOP/byte")),
+        ),
+        &["point", "FLOP/byte", "GFLOP/s", "attainable GFLOP/s"],
+    );
+    for p in &rl.points {
+        t.row([
+            p.label.clone(),
+            format!("{:.3}", p.flop_per_byte),
+            format!("{:.2}", p.gflop_per_s),
+            format!("{:.2}", p.attainable_gflop_per_s),
+        ]);
+    }
+    tables.push(t);
+    tables
+}
+
+/// The memory experiment's tables and notes.
+pub fn show(file: &ResultFile, r: &MemoryResults) -> Shown {
+    Shown {
+        tables: tables(r, &file.device.label),
+        notes: notes(r),
+    }
+}
+
+/// The copy ceiling, every operation and every transfer in long format:
+/// machine, experiment, kind (ceiling, op, transfer), name, dtype_in,
+/// dtype_out, bytes_moved, time_ms, time_source, gb_per_s, pct_of_ceiling.
+pub fn records(machine: &str, r: &MemoryResults) -> Records {
+    let header = [
+        "machine",
+        "experiment",
+        "kind",
+        "name",
+        "dtype_in",
+        "dtype_out",
+        "bytes_moved",
+        "time_ms",
+        "time_source",
+        "gb_per_s",
+        "pct_of_ceiling",
+    ];
+    let source = |s: TimeSource| format!("{s:?}");
+    let band = |kind: &str, b: &BandwidthRow| {
+        vec![
+            machine.to_string(),
+            "memory".into(),
+            kind.into(),
+            b.op.clone(),
+            b.dtype_in.clone(),
+            b.dtype_out.clone(),
+            b.bytes_moved.to_string(),
+            num(Some(b.time_ms)),
+            source(b.time_source),
+            num(Some(b.gb_per_s)),
+            num(Some(b.pct_of_ceiling)),
+        ]
+    };
+    let mut rows = vec![band("ceiling", &r.ceiling)];
+    rows.extend(r.ops.iter().map(|b| band("op", b)));
+    rows.extend(r.transfers.rows.iter().map(|t| {
+        vec![
+            machine.to_string(),
+            "memory".into(),
+            "transfer".into(),
+            format!("{:?} {:?}", t.direction, t.host_memory),
+            String::new(),
+            String::new(),
+            t.bytes.to_string(),
+            num(Some(t.time_ms)),
+            source(t.time_source),
+            num(Some(t.gb_per_s)),
+            String::new(),
+        ]
+    }));
+    Records::new(&header, rows)
+}

@@ -1,0 +1,122 @@
+//! Views: each experiment's result turned into what a person reads (terminal
+//! tables and notes: [`show`]) and into long-format records for the CSV
+//! ([`records`]). They read result types and never measure. One module per
+//! experiment; this one dispatches on the result's body.
+
+pub mod basics;
+pub mod floats;
+pub mod matmul;
+pub mod memory;
+pub mod overhead;
+pub mod sweep;
+
+use crate::device::machine_slug;
+use crate::export::table::Table;
+use crate::schema::{Body, ResultFile};
+
+/// What a result shows on the terminal: tables, then one line per note.
+#[derive(Default)]
+pub struct Shown {
+    pub tables: Vec<Table>,
+    pub notes: Vec<String>,
+}
+
+/// Rows for the CSV: a header, then records of the same length, in long format
+/// (one record per measured row, the file's machine and experiment in each).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Records {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Records {
+    pub fn new(header: &[&str], rows: Vec<Vec<String>>) -> Self {
+        Self {
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows,
+        }
+    }
+}
+
+/// A number for a CSV cell, written as the JSON writes it (shortest form that
+/// reads back to the same f64: "2.0", "0.5", "1e-7"); empty when absent or not
+/// finite.
+pub fn num(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.is_finite() => serde_json::to_string(&v).unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+/// The machine folder a file's results belong to (`results/<machine>/`), from
+/// the file itself.
+pub fn machine(file: &ResultFile) -> String {
+    machine_slug(
+        file.device.kind,
+        &file.device.name,
+        file.environment.cpu_threads_available,
+    )
+}
+
+/// The tables and notes of `file`.
+pub fn show(file: &ResultFile) -> Shown {
+    match &file.body {
+        Body::Basics(r) => basics::show(r),
+        Body::Precision(r) => floats::show(r),
+        Body::Matmul(r) => matmul::show(file, r),
+        Body::CpuVsGpu(r) => matmul::show_cpu_vs_gpu(file, r),
+        Body::Sweep(r) => sweep::show(file, r),
+        Body::Memory(r) => memory::show(file, r),
+        Body::Overhead(r) => overhead::show(file, r),
+    }
+}
+
+/// Whether results of `experiment` have records (a CSV beside the JSON).
+pub fn has_records(experiment: &str) -> bool {
+    matches!(
+        experiment,
+        "matmul" | "cpu_vs_gpu" | "sweep" | "memory" | "overhead"
+    )
+}
+
+/// The CSV records of `file`, for the experiments with rows.
+pub fn records(file: &ResultFile) -> Option<Records> {
+    let m = machine(file);
+    match &file.body {
+        Body::Basics(_) | Body::Precision(_) => None,
+        Body::Matmul(r) => Some(matmul::records(
+            &m,
+            "matmul",
+            r.size,
+            r.precisions.iter().chain(&r.cpu_fp32),
+        )),
+        Body::CpuVsGpu(r) => Some(matmul::records(
+            &m,
+            "cpu_vs_gpu",
+            r.size,
+            std::iter::once(&r.cpu).chain(&r.gpu),
+        )),
+        Body::Sweep(r) => Some(sweep::records(&m, r)),
+        Body::Memory(r) => Some(memory::records(&m, r)),
+        Body::Overhead(r) => Some(overhead::records(&m, r)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_experiment_with_rows_has_records_and_only_those() {
+        for e in ["matmul", "cpu_vs_gpu", "sweep", "memory", "overhead"] {
+            assert!(has_records(e), "{e}");
+        }
+        for e in ["basics", "precision", "nothing"] {
+            assert!(!has_records(e), "{e}");
+        }
+        assert_eq!(num(Some(0.5)), "0.5");
+        assert_eq!(num(Some(2.0)), "2.0");
+        assert_eq!(num(None), "");
+        assert_eq!(num(Some(f64::NAN)), "");
+    }
+}
