@@ -5,7 +5,6 @@
 //! the report was written but some of its benchmark rows failed, and 128 + the
 //! signal (130, 143) for an interrupted run.
 
-use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -204,6 +203,7 @@ pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_ROWS_FAILED: u8 = 3;
 
 pub use crate::outcome::Completion;
+pub use crate::quote::{command_line, shell_quote};
 
 /// The precisions a matmul benchmark runs (`matmul`, `sweep`).
 #[derive(Args, Debug, Clone)]
@@ -339,33 +339,9 @@ fn exit_on_signals() {
     });
 }
 
-/// The command line as typed, to paste back into bash: read with
-/// `args_os` (so bytes that are not UTF-8 survive) and each argument quoted only
-/// when it needs it.
-pub fn command_line() -> String {
-    std::env::args_os()
-        .map(|a| shell_quote(&a))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// `arg` as bash reads it back: as is when it is only letters, digits and
-/// `,._+:@/-`, else ANSI-C quoted (`$'a b'`, `$'\xFF.json'`). Valid UTF-8 stays
-/// readable; other bytes become `\xHH`, so nothing is lost and the result is text.
-pub fn shell_quote(arg: &OsStr) -> String {
-    use shell_quote::Bash;
-    let quoted = match arg.to_str() {
-        Some(text) => Bash::quote_vec(text),
-        None => Bash::quote_vec(arg),
-    };
-    // Always text: UTF-8 kept as is, every other byte escaped as ASCII.
-    String::from_utf8_lossy(&quoted).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::ffi::OsStrExt;
 
     #[test]
     fn each_outcome_has_its_exit_code() {
@@ -381,21 +357,5 @@ mod tests {
         assert!(line.unwrap().contains("1 of 7 rows failed (bf16-reduced)"));
         // Distinct from every other outcome, clap's usage code included.
         assert!(![0, EXIT_ERROR, EXIT_USAGE].contains(&EXIT_ROWS_FAILED));
-    }
-
-    #[test]
-    fn arguments_are_quoted_only_when_they_need_it() {
-        let q = |s: &str| shell_quote(OsStr::new(s));
-        assert_eq!(q("--size"), "--size");
-        assert_eq!(q("/tmp/out.json"), "/tmp/out.json");
-        assert_eq!(q("a b"), "$'a b'");
-        assert_eq!(q("a;b$c`d`*"), "$'a;b$c`d`*'");
-        assert_eq!(q("it's"), r"$'it\'s'");
-        assert_eq!(q(""), "''");
-        assert_eq!(q("été"), "$'été'");
-        assert_eq!(
-            shell_quote(OsStr::from_bytes(b"\xff.json")),
-            r"$'\xFF.json'"
-        );
     }
 }

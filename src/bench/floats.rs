@@ -163,18 +163,6 @@ impl Limits {
     }
 }
 
-/// Scientific notation as Python prints `f"{x:.3e}"`: "3.403e+38", "9.766e-04".
-pub fn sci(x: f64, digits: usize) -> String {
-    if !x.is_finite() {
-        return format!("{x}");
-    }
-    let s = format!("{x:.digits$e}");
-    let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let sign = if exp < 0 { '-' } else { '+' };
-    format!("{mantissa}e{sign}{:02}", exp.abs())
-}
-
 /// What the limits do to real numbers, shown by converting Candle tensors on
 /// the selected device.
 /// The formats the demonstrations convert to.
@@ -183,8 +171,8 @@ const DEMO_DTYPES: [DType; 4] = [DType::F64, DType::F32, DType::F16, DType::BF16
 const OVERFLOW_VALUES: [f64; 3] = [65504.0, 65520.0, 70000.0];
 /// Consecutive integers where bf16 (8 significant bits) starts skipping.
 const INTEGERS: [f64; 5] = [256.0, 257.0, 258.0, 259.0, 260.0];
-pub const STEP: f64 = 0.01;
-pub const STEPS: usize = 10_000;
+const STEP: f64 = Accumulation::STEP;
+const STEPS: usize = Accumulation::STEPS;
 
 /// The format table and the demonstrations, computed on `dev`.
 pub fn run(dev: &Device) -> Result<Precision> {
@@ -285,6 +273,7 @@ fn accumulate(dtype: DType, dev: &Device) -> Result<Accumulation> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::units::sci;
 
     fn format(name: &str) -> Format {
         *FORMATS.iter().find(|f| f.name == name).unwrap()
@@ -338,12 +327,5 @@ mod tests {
         assert_eq!(krate.max, 416.0);
         assert_ne!(layout.max, krate.max);
         assert_eq!(layout.differences(&krate), ["max"]);
-    }
-
-    #[test]
-    fn sci_formats_like_python() {
-        assert_eq!(sci(65504.0, 3), "6.550e+04");
-        assert_eq!(sci(1.0, 1), "1.0e+00");
-        assert_eq!(sci(f64::INFINITY, 3), "inf");
     }
 }

@@ -11,12 +11,12 @@ use crate::bench::gemm_mode::GemmMode;
 // The formulas, also under this module's name while the readers use them so.
 pub use crate::bench::formulas::{gflops, matmul_flops, matrix_bytes, payload_bytes, speedup};
 use crate::clock::{progress_bar, time_on_device, Plan, Sampling, StopRule};
-use crate::export::table::mib;
 use crate::memory::fits::Need;
 use crate::memory::MemoryMeter;
 pub use crate::precision::Precision;
 use crate::schema::{fill_vs_fp32, Accuracy, DeviceKind, MatmulResults, Measured, Row, RowStatus};
 use crate::stats::{relative_errors, summarize};
+use crate::units::mib;
 
 /// The reference lab's CPU plan for a GPU run of `gpu_iters`: one warm-up and
 /// max(3, gpu_iters / 4) timed runs, since each CPU matmul is much slower.

@@ -41,8 +41,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
-use crate::cli::shell_quote;
 use crate::export::table::Screen;
+use crate::quote::shell_quote;
 
 /// Test aid: milliseconds to sleep between syncing the temporary file and
 /// renaming it, so that tests/files.rs can interrupt a run mid-write. Unset in use.

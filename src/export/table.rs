@@ -99,36 +99,3 @@ fn write_flushed(mut to: impl Write, text: &str) -> std::io::Result<()> {
     to.write_all(text.as_bytes())?;
     to.flush()
 }
-
-/// Formats a byte count with its binary-prefixed size: "4194304 (4.0 MiB)".
-pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = n as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{n} ({value:.1} {})", UNITS[unit])
-    }
-}
-
-/// Bytes to MiB (1 MiB = 1024 x 1024 bytes), as the reference lab reports.
-pub fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn byte_formatting() {
-        assert_eq!(bytes(12), "12 B");
-        assert_eq!(bytes(4_194_304), "4194304 (4.0 MiB)");
-        assert_eq!(mib(201_326_592), 192.0);
-    }
-}

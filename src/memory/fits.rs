@@ -17,7 +17,7 @@ use anyhow::{bail, Result};
 use candle_core::Device;
 
 use crate::env::HostMemory;
-use crate::export::table::bytes;
+use crate::units::bytes;
 
 /// Whether [`check`] checks host memory (`--skip-host-memory-check` turns it off).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -81,6 +81,23 @@ pub struct Row {
     pub measured: Option<Measured>,
 }
 
+impl MatmulResults {
+    pub(super) fn validate(&self) -> Result<()> {
+        self.precisions
+            .iter()
+            .chain(&self.cpu_fp32)
+            .try_for_each(Row::validate)
+    }
+}
+
+impl CpuVsGpuResults {
+    pub(super) fn validate(&self) -> Result<()> {
+        std::iter::once(&self.cpu)
+            .chain(&self.gpu)
+            .try_for_each(Row::validate)
+    }
+}
+
 impl Row {
     /// The measured fp32 median, if this row is a plain fp32 row that ran.
     pub fn fp32_median_ms(&self) -> Option<f64> {

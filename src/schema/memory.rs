@@ -33,6 +33,13 @@ pub struct MemoryResults {
     pub roofline: Roofline,
 }
 
+impl MemoryResults {
+    pub(super) fn validate(&self) -> anyhow::Result<()> {
+        let t = &self.transfers;
+        super::section(t.status, t.reason.as_deref(), t.rows.len())
+    }
+}
+
 /// One copy or operation, its bytes, and the rates they give.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BandwidthRow {

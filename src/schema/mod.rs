@@ -235,36 +235,27 @@ impl ResultFile {
                 self.body.experiment()
             );
         }
-        let rows: Vec<&Row> = match &self.body {
-            Body::Matmul(m) => m.precisions.iter().chain(&m.cpu_fp32).collect(),
-            Body::CpuVsGpu(c) => std::iter::once(&c.cpu).chain(&c.gpu).collect(),
-            Body::Memory(m) => {
-                let t = &m.transfers;
-                section(t.status, t.reason.as_deref(), t.rows.len())?;
-                Vec::new()
-            }
-            Body::Overhead(o) => {
-                let c = &o.cache;
-                section(c.status, c.reason.as_deref(), c.rows.len())?;
-                Vec::new()
-            }
-            Body::Sweep(s) => {
-                for point in &s.points {
-                    point.validate()?;
-                }
-                Vec::new()
-            }
-            Body::Basics(_) | Body::Precision(_) => Vec::new(),
-        };
-        for row in rows {
-            row.validate()?;
+        self.body.validate()
+    }
+}
+
+impl Body {
+    /// What each body's types cannot say themselves (row status against
+    /// measurements, a skipped section's reason): each body checks its own.
+    fn validate(&self) -> Result<()> {
+        match self {
+            Self::Basics(_) | Self::Precision(_) => Ok(()),
+            Self::Matmul(m) => m.validate(),
+            Self::CpuVsGpu(c) => c.validate(),
+            Self::Memory(m) => m.validate(),
+            Self::Overhead(o) => o.validate(),
+            Self::Sweep(s) => s.validate(),
         }
-        Ok(())
     }
 }
 
 /// A skipped section says why and has no rows; a section that ran has no reason.
-fn section(status: SectionStatus, reason: Option<&str>, rows: usize) -> Result<()> {
+pub(crate) fn section(status: SectionStatus, reason: Option<&str>, rows: usize) -> Result<()> {
     let consistent = match status {
         SectionStatus::Ok => reason.is_none(),
         SectionStatus::Skipped => reason.is_some() && rows == 0,

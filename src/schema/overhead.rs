@@ -28,6 +28,13 @@ pub struct OverheadResults {
     pub cache: CacheSection,
 }
 
+impl OverheadResults {
+    pub(super) fn validate(&self) -> anyhow::Result<()> {
+        let c = &self.cache;
+        super::section(c.status, c.reason.as_deref(), c.rows.len())
+    }
+}
+
 /// One operation's first call in this process against its warm median.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FirstCall {

@@ -75,3 +75,9 @@ pub struct Accumulation {
     pub candle_sum: f64,
     pub exact: f64,
 }
+
+impl Accumulation {
+    /// The number added, and how many times: the exact sum is their product.
+    pub const STEP: f64 = 0.01;
+    pub const STEPS: usize = 10_000;
+}

@@ -68,6 +68,10 @@ impl SweepPoint {
 }
 
 impl SweepResults {
+    pub(super) fn validate(&self) -> anyhow::Result<()> {
+        self.points.iter().try_for_each(SweepPoint::validate)
+    }
+
     /// Points planned: every size at every precision.
     pub fn planned(&self) -> usize {
         self.sizes.len() * self.precisions.len()

@@ -1,9 +1,9 @@
 //! The precision experiment shown: the formats' limits and what they do.
 
 use super::Shown;
-use crate::bench::floats::{sci, STEP, STEPS};
 use crate::export::table::Table;
-use crate::schema::{PrecisionResults as Precision, RoundTrip};
+use crate::schema::{Accumulation, PrecisionResults as Precision, RoundTrip};
+use crate::units::sci;
 
 /// The precision tables.
 pub fn show(r: &Precision) -> Shown {
@@ -90,8 +90,10 @@ fn tables(r: &Precision) -> Vec<Table> {
     }
     let mut sums = Table::new(
         format!(
-            "adding {STEP} {STEPS} times (exact: {})",
-            STEP * STEPS as f64
+            "adding {} {} times (exact: {})",
+            Accumulation::STEP,
+            Accumulation::STEPS,
+            Accumulation::STEP * Accumulation::STEPS as f64
         ),
         &["dtype", "one add at a time", "Candle sum()"],
     );

@@ -53,7 +53,7 @@ pub fn rows_table(title: &str, rows: &[Row]) -> Table {
             opt(m.peak_mib, 1),
             times(m.peak_vs_fp32),
             format!("{:.1}", m.payload_mib),
-            crate::bench::floats::sci(m.accuracy.max_rel_err, 2),
+            crate::units::sci(m.accuracy.max_rel_err, 2),
         ]);
     }
     t

@@ -1,8 +1,9 @@
 //! The memory experiment shown: notes and terminal tables from its result.
 
 use super::{num, Records, Shown};
-use crate::export::table::{mib, Table};
+use crate::export::table::Table;
 use crate::schema::{BandwidthRow, MemoryResults, ResultFile, TimeSource};
+use crate::units::mib;
 
 const MIB: u64 = 1 << 20;
 

@@ -2,8 +2,9 @@
 //! cache, as terminal tables.
 
 use super::{num, Records, Shown};
-use crate::export::table::{mib, Table};
+use crate::export::table::Table;
 use crate::schema::{OverheadResults, ResultFile};
+use crate::units::mib;
 
 /// The terminal tables of a run.
 pub fn tables(r: &OverheadResults, device: &str) -> Vec<Table> {

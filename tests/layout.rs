@@ -1,0 +1,252 @@
+//! The crate's shape, checked from its code (README, Layout): the top-level
+//! modules of `src/` import each other without a circle; result types import
+//! nothing that measures; the measurement cores never import the exporters,
+//! the flags or the readers; the CUDA module is a leaf; and no source file holds
+//! more than 500 lines of code outside its tests. Imports are read from
+//! `crate::` paths in code, comments and strings left out.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Lines of code a file may hold before its tests.
+const MAX_LINES: usize = 500;
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The code before a file's `#[cfg(test)] mod tests`, or none for a file of
+/// tests (`tests.rs`, declared `#[cfg(test)] mod tests;` by its parent).
+fn code(path: &Path) -> String {
+    if path.file_name().is_some_and(|n| n == "tests.rs") {
+        return String::new();
+    }
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut end = text.len();
+    let mut at = 0;
+    while let Some(i) = text[at..].find("#[cfg(test)]") {
+        let after = text[at + i + "#[cfg(test)]".len()..].trim_start();
+        if after.starts_with("mod tests") {
+            end = at + i;
+            break;
+        }
+        at += i + 1;
+    }
+    text[..end].to_string()
+}
+
+/// `text` without comments, string and char literals (so that a path in a
+/// doc comment or a message is not an import).
+fn strip(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < b.len() {
+        match (b[i], b.get(i + 1).copied()) {
+            (b'/', Some(b'/')) => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            (b'/', Some(b'*')) => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 2;
+            }
+            (b'"', _) => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+                out.push_str("\"\"");
+            }
+            // A char literal ('x', '\n'), not a lifetime ('a).
+            (b'\'', _) if b.get(i + 2) == Some(&b'\'') || b.get(i + 1) == Some(&b'\\') => {
+                i += 1;
+                while i < b.len() && b[i] != b'\'' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            (c, _) => {
+                out.push(c as char);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The top-level modules `code` names after `crate::` (`crate::a::b`,
+/// `crate::{a, b::c}`).
+fn imports(code: &str) -> BTreeSet<String> {
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut found = BTreeSet::new();
+    for (i, _) in code.match_indices("crate::") {
+        let rest = &code[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // Top-level names only: at the group's own depth, up to its `}`.
+            let mut depth = 0;
+            let mut start = true;
+            for (j, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => start = true,
+                    c if start && !c.is_whitespace() => {
+                        start = false;
+                        found.insert(ident(&group[j..]));
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            found.insert(ident(rest));
+        }
+    }
+    found.remove("");
+    found
+}
+
+/// The top-level module a file belongs to: `src/x.rs` and `src/x/**` are `x`.
+fn top_module(path: &Path) -> String {
+    let rel = path.strip_prefix(src()).unwrap();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
+    first.trim_end_matches(".rs").to_string()
+}
+
+/// Every top-level module's imports of the others.
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in files {
+        let top = top_module(&f);
+        if top == "lib" {
+            continue;
+        }
+        let mut used = imports(&strip(&code(&f)));
+        used.remove(&top);
+        graph.entry(top).or_default().extend(used);
+    }
+    graph
+}
+
+/// A circle in `graph`, as the modules around it, if there is one.
+fn circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == node) {
+            let mut c = path[at..].to_vec();
+            c.push(node.to_string());
+            return Some(c);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(c) = visit(next, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|k| visit(k, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn imports_are_read_from_code_not_comments() {
+    let code = "use crate::{a, b::{c, d}, e};\n// crate::zz\nlet s = \"crate::yy\";\nfn f<'a>(x: &'a crate::f::T) {}";
+    let got = imports(&strip(code));
+    let want: BTreeSet<String> = ["a", "b", "e", "f"].map(String::from).into();
+    assert_eq!(got, want);
+    let g: BTreeMap<String, BTreeSet<String>> = [
+        ("x".to_string(), ["y".to_string()].into()),
+        ("y".to_string(), ["x".to_string()].into()),
+    ]
+    .into();
+    assert_eq!(circle(&g), Some(vec!["x".into(), "y".into(), "x".into()]));
+}
+
+#[test]
+fn no_import_circle_between_top_level_modules() {
+    let graph = graph();
+    assert!(graph.len() > 10, "modules found: {graph:?}");
+    let shown: Vec<String> = graph
+        .iter()
+        .map(|(k, v)| format!("{k} -> {}", v.iter().cloned().collect::<Vec<_>>().join(" ")))
+        .collect();
+    assert_eq!(circle(&graph), None, "import graph:\n{}", shown.join("\n"));
+}
+
+#[test]
+fn each_layer_imports_only_what_its_place_allows() {
+    let graph = graph();
+    let uses = |m: &str| graph.get(m).cloned().unwrap_or_default();
+    // Result types import nothing that measures (and nothing that shows).
+    let measuring = ["bench", "clock", "cuda", "device", "memory", "telemetry"];
+    let showing = ["export", "read", "cli", "outcome"];
+    for m in measuring.iter().chain(&showing) {
+        assert!(!uses("schema").contains(*m), "schema imports {m}");
+    }
+    // The cores never import the exporters, the flags or the readers.
+    for m in ["export", "cli", "read", "outcome"] {
+        assert!(!uses("bench").contains(m), "bench imports {m}");
+    }
+    // CUDA-only code is a leaf.
+    assert!(uses("cuda").is_empty(), "cuda imports {:?}", uses("cuda"));
+    // Exporters never measure.
+    for m in measuring.iter().filter(|&&m| m != "device") {
+        assert!(!uses("export").contains(*m), "export imports {m}");
+    }
+}
+
+#[test]
+fn no_source_file_is_over_500_lines_of_code() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let long: Vec<String> = files
+        .iter()
+        .map(|f| (f, code(f).lines().count()))
+        .filter(|(_, n)| *n > MAX_LINES)
+        .map(|(f, n)| format!("{}: {n}", f.display()))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "over {MAX_LINES} lines before the tests: {long:?}"
+    );
+}
