@@ -180,11 +180,21 @@ pub fn benchmark(
     })
 }
 
-/// Runs every precision of `cfg` on `device`. `gpu_name` (the driver's name of
-/// the GPU, `None` on the CPU) looks up the datasheet peak. A row that fails
-/// (out of memory, a GEMM mode cuBLAS refuses, anything) is recorded with its
-/// error and the next row runs; only a failure before any row (no memory
-/// meter) is an error of the run.
+/// What every row of one set of inputs is measured with: the device, the
+/// GPU's name (`None` on the CPU; it looks up the datasheet peak), the sampling
+/// plan, the inputs and the memory meter.
+pub struct RowContext<'a> {
+    pub device: &'a Device,
+    pub gpu_name: Option<&'a str>,
+    pub sampling: Sampling,
+    pub inputs: &'a Inputs,
+    pub meter: &'a MemoryMeter,
+}
+
+/// Runs every precision of `cfg` on `device`. A row that fails (out of memory,
+/// a GEMM mode cuBLAS refuses, anything) is recorded with its error and the
+/// next row runs; only a failure before any row (no memory meter) is an error
+/// of the run.
 pub fn run(
     device: &Device,
     gpu_name: Option<&str>,
@@ -192,9 +202,15 @@ pub fn run(
     inputs: &Inputs,
 ) -> Result<Vec<Row>> {
     let meter = MemoryMeter::for_device(device)?;
-    let sampling = Sampling::Fixed(cfg.plan);
+    let ctx = RowContext {
+        device,
+        gpu_name,
+        sampling: Sampling::Fixed(cfg.plan),
+        inputs,
+        meter: &meter,
+    };
     let mut rows = run_rows(&cfg.precisions, meter.source(), |p| {
-        sample_row(device, gpu_name, &sampling, inputs, &meter, p, p.name()).map(|(m, _)| m)
+        sample_row(&ctx, p, p.name()).map(|(m, _)| m)
     });
     fill_vs_fp32(&mut rows);
     Ok(rows)
@@ -222,41 +238,24 @@ pub struct RowRun {
     pub sampling_s: Option<f64>,
 }
 
-/// Measures one precision on `inputs` (their size) under `sampling`, with a
-/// progress bar labelled `label`: the one row-measuring path of `matmul`,
-/// `cpu_vs_gpu` and `sweep`. A failure (out of memory, a GEMM mode cuBLAS
-/// refuses, anything) is that row's, recorded with its error. `meter` reads
-/// peak memory on `device`.
-pub fn measure_row(
-    device: &Device,
-    gpu_name: Option<&str>,
-    sampling: &Sampling,
-    inputs: &Inputs,
-    meter: &MemoryMeter,
-    p: Precision,
-    label: &str,
-) -> RowRun {
-    let outcome = sample_row(device, gpu_name, sampling, inputs, meter, p, label);
+/// Measures precision `p` in `ctx`, with a progress bar labelled `label`: the
+/// one row-measuring path of `matmul`, `cpu_vs_gpu` and `sweep`. A failure
+/// (out of memory, a GEMM mode cuBLAS refuses, anything) is that row's,
+/// recorded with its error.
+pub fn measure_row(ctx: &RowContext, p: Precision, label: &str) -> RowRun {
+    let outcome = sample_row(ctx, p, label);
     let sampled = outcome.as_ref().ok().map(|(_, s)| *s);
     RowRun {
-        row: row_of(p, meter.source(), label, outcome.map(|(m, _)| m)),
+        row: row_of(p, ctx.meter.source(), label, outcome.map(|(m, _)| m)),
         stopped_by: sampled.map(|s| s.0),
         sampling_s: sampled.map(|s| s.1),
     }
 }
 
 /// [`measure`] under a progress bar labelled `label`.
-fn sample_row(
-    device: &Device,
-    gpu_name: Option<&str>,
-    sampling: &Sampling,
-    inputs: &Inputs,
-    meter: &MemoryMeter,
-    p: Precision,
-    label: &str,
-) -> Result<(Measured, (StopRule, f64))> {
-    let bar = progress_bar(sampling, label);
-    let outcome = measure(device, gpu_name, sampling, inputs, meter, p, &bar);
+fn sample_row(ctx: &RowContext, p: Precision, label: &str) -> Result<(Measured, (StopRule, f64))> {
+    let bar = progress_bar(&ctx.sampling, label);
+    let outcome = measure(ctx, p, &bar);
     bar.finish_and_clear();
     outcome
 }
@@ -307,14 +306,17 @@ fn owned_on(host: &Tensor, dtype: DType, device: &Device) -> Result<Tensor> {
 /// One precision's measurements, with the rule that ended sampling and the
 /// seconds it took.
 fn measure(
-    device: &Device,
-    gpu_name: Option<&str>,
-    sampling: &Sampling,
-    inputs: &Inputs,
-    meter: &MemoryMeter,
+    ctx: &RowContext,
     p: Precision,
     bar: &ProgressBar,
 ) -> Result<(Measured, (StopRule, f64))> {
+    let RowContext {
+        device,
+        gpu_name,
+        sampling,
+        inputs,
+        meter,
+    } = *ctx;
     let n = inputs.size();
     let dtype = p.dtype();
     let _mode = GemmMode::set(p);
@@ -326,7 +328,7 @@ fn measure(
     let b = owned_on(&inputs.b, dtype, device).context("moving B to the device")?;
     meter.reset_peak()?;
 
-    let samples = time_on_device(device, *sampling, bar, || Ok(a.matmul(&b)?))?;
+    let samples = time_on_device(device, sampling, bar, || Ok(a.matmul(&b)?))?;
     let peak_bytes = match (base, meter.peak_bytes()?) {
         (Some(base), Some(peak)) => Some(peak.saturating_sub(base)),
         _ => None,
@@ -497,21 +499,19 @@ mod tests {
         let inputs = Inputs::random(cfg.size, cfg.accuracy_rows).unwrap();
         let meter = MemoryMeter::for_device(&Device::Cpu).unwrap();
         let bar = ProgressBar::hidden();
+        let ctx = RowContext {
+            device: &Device::Cpu,
+            gpu_name: None,
+            sampling: Sampling::Fixed(cfg.plan),
+            inputs: &inputs,
+            meter: &meter,
+        };
         // The middle row fails as cuBLAS refusing a mode would: not out of memory.
         let rows = run_rows(&cfg.precisions, meter.source(), |p| {
             if p == Precision::F16 {
                 bail!("cuBLAS: CUBLAS_STATUS_NOT_SUPPORTED (injected)");
             }
-            measure(
-                &Device::Cpu,
-                None,
-                &Sampling::Fixed(cfg.plan),
-                &inputs,
-                &meter,
-                p,
-                &bar,
-            )
-            .map(|(m, _)| m)
+            measure(&ctx, p, &bar).map(|(m, _)| m)
         });
         let status: Vec<_> = rows.iter().map(|r| (r.precision, r.status)).collect();
         use crate::schema::RowStatus::{Error, Ok as Ran};

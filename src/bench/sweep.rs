@@ -9,7 +9,7 @@
 use anyhow::{Context, Result};
 use candle_core::Device;
 
-use crate::bench::matmul::{self, measure_row, Inputs, RowRun};
+use crate::bench::matmul::{self, measure_row, Inputs, RowContext, RowRun};
 use crate::clock::{clock_overhead, Adaptive, Plan, Sampling};
 use crate::memory::MemoryMeter;
 use crate::precision::Precision;
@@ -132,13 +132,20 @@ pub fn run(
     };
     for &n in &cfg.sizes {
         let inputs = Inputs::random(n, ACCURACY_ROWS)?;
+        let ctx = RowContext {
+            device,
+            gpu_name,
+            sampling: cfg.sampling,
+            inputs: &inputs,
+            meter: &meter,
+        };
         for &p in &cfg.precisions {
             let label = format!("{p} {n}");
             let RowRun {
                 row,
                 stopped_by,
                 sampling_s,
-            } = measure_row(device, gpu_name, &cfg.sampling, &inputs, &meter, p, &label);
+            } = measure_row(&ctx, p, &label);
             let point = SweepPoint {
                 size: n,
                 row,
