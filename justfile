@@ -8,6 +8,12 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 profile := env("CANDLE_LAB_PROFILE", "release")
 features := if env("CANDLE_LAB_FEATURES", "auto") != "auto" { env("CANDLE_LAB_FEATURES") } else if `command -v nvcc >/dev/null 2>&1 && echo yes || echo no` == "yes" { "--features cuda" } else { "" }
 run := "cargo run --profile " + profile + " --quiet " + features + " --bin"
+# CANDLE_LAB_QUICK=1: `just results` and `just bench` at small sizes, as CI checks the README's two
+# commands in order (`just results`, then `just test`); its numbers are not the machine's speed.
+quick := env("CANDLE_LAB_QUICK", "")
+bench_args := if quick != "" { "--size 128 --iters 3 --warmup 1" } else { "--size 4096 --iters 20 --warmup 5" }
+memory_args := if quick != "" { "--mib 1 --matmul-size 128 --iters 2 --warmup 1" } else { "" }
+overhead_args := if quick != "" { "--first-size 128 --calls 20 --cache-sizes 64,128 --flush-mib 4 --iters 3 --warmup 1" } else { "" }
 
 # List the recipes
 default:
@@ -43,16 +49,16 @@ compare *args:
 
 # Transfers, Candle's memory-bound ops against the copy ceiling, out of memory, roofline points
 memory *args: _which-build
-    {{run}} memory -- --results-dir results {{args}}
+    {{run}} memory -- --results-dir results {{memory_args}} {{args}}
 
 # First call vs warm, launch overhead of the smallest ops, cold vs hot cache
 overhead *args: _which-build
-    {{run}} overhead -- --results-dir results {{args}}
+    {{run}} overhead -- --results-dir results {{overhead_args}} {{args}}
 
 # The reference benchmark: matmul and cpu_vs_gpu at 4096, 20 iters, 5 warm-up
 bench: _which-build
-    {{run}} matmul -- --size 4096 --iters 20 --warmup 5 --results-dir results
-    {{run}} cpu_vs_gpu -- --size 4096 --iters 20 --warmup 5 --results-dir results
+    {{run}} matmul -- {{bench_args}} --results-dir results
+    {{run}} cpu_vs_gpu -- {{bench_args}} --results-dir results
 
 # The PyTorch reference (pytorch/matmul.py, same flags; --experiment matmul|cpu_vs_gpu)
 pytorch *args:
@@ -124,7 +130,19 @@ gpu-run-rehearsal: pack-gpu
 # Everything CI runs: lint, tests, the PyTorch reference's tests and a Candle-vs-PyTorch
 # comparison at a small size, the one-call run on the CPU, the CUDA compile check, and
 # the GPU call's rehearsal
-ci: lint test test-pytorch vs-pytorch-smoke gpu-run-cpu cuda-check gpu-run-rehearsal
+ci: lint results-then-test test-pytorch vs-pytorch-smoke gpu-run-cpu cuda-check gpu-run-rehearsal
+
+# The README's two commands in the README's order, as a new user runs them on a fresh clone:
+# `just results` (at small sizes, on the dev build) and then `just test`. The results/ folder
+# is put back as it was afterwards, so a local `just ci` leaves the committed results alone.
+results-then-test:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    saved=$(mktemp -d)
+    cp -a results "$saved/"
+    trap 'rm -rf results && mv "$saved/results" results && rm -rf "$saved"' EXIT
+    CANDLE_LAB_PROFILE=dev CANDLE_LAB_QUICK=1 just results
+    just test
 
 # Candle and PyTorch at a small size on the CPU, compared: the whole path CI can run
 # (Candle's dev build: this checks the path, its times are not Candle's speed)
