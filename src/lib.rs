@@ -7,9 +7,11 @@
 //! files back through [`read`] (compare, summary, report). CUDA-only code is the
 //! leaf [`cuda`]; [`telemetry`] reads the GPU's state around timed rows.
 
+pub mod availability;
 pub mod bench;
 pub mod cli;
 pub mod clock;
+pub mod cpu_identity;
 #[cfg(feature = "cuda")]
 mod cuda;
 pub mod device;
