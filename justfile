@@ -13,6 +13,9 @@ run := "cargo run --profile " + profile + " --quiet " + features + " --bin"
 quick := env("CANDLE_LAB_QUICK", "")
 bench_args := if quick != "" { "--size 128 --iters 3 --warmup 1" } else { "--size 4096 --iters 20 --warmup 5" }
 memory_args := if quick != "" { "--mib 1 --matmul-size 128 --iters 2 --warmup 1" } else { "" }
+# `just results` waits up to two minutes for a quiet machine before each timed program (README,
+# "How it measures"); the quick CI run does not wait.
+quiet_args := if quick != "" { "" } else { "--require-quiet 120" }
 overhead_args := if quick != "" { "--first-size 128 --calls 20 --cache-sizes 64,128 --flush-mib 4 --iters 3 --warmup 1" } else { "" }
 
 # List the recipes
@@ -56,9 +59,9 @@ overhead *args: _which-build
     {{run}} overhead -- --results-dir results {{overhead_args}} {{args}}
 
 # The reference benchmark: matmul and cpu_vs_gpu at 4096, 20 iters, 5 warm-up
-bench: _which-build
-    {{run}} matmul -- {{bench_args}} --results-dir results
-    {{run}} cpu_vs_gpu -- {{bench_args}} --results-dir results
+bench *args: _which-build
+    {{run}} matmul -- {{bench_args}} --results-dir results {{args}}
+    {{run}} cpu_vs_gpu -- {{bench_args}} --results-dir results {{args}}
 
 # The PyTorch reference (pytorch/matmul.py, same flags; --experiment matmul|cpu_vs_gpu)
 pytorch *args:
@@ -81,7 +84,14 @@ summary *args: _which-build
 
 # All six experiments: regenerates results/<machine>/ and results/README.md, then ends
 # with the summary (the reference lab's table beside this machine's values)
-results: basics precision bench memory overhead report summary
+results: _which-build
+    just basics
+    just precision
+    just bench {{quiet_args}}
+    just memory {{quiet_args}}
+    just overhead {{quiet_args}}
+    just report
+    just summary
 
 # Unit and integration tests (CPU; small sizes, no timing asserted)
 test:

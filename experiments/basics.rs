@@ -37,6 +37,7 @@ fn run(args: Args) -> Result<Completion> {
     }
     let (device, info) = select(args.common.device)?;
     let outputs = args.common.outputs("basics", &info)?;
+    args.common.wait_for_quiet()?;
     let file = result_file(info, Body::Basics(basics::run(&device)?));
     outputs.save_all(&file)?;
     export::show(&file, &[], outputs.screen())?;

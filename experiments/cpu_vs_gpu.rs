@@ -53,6 +53,7 @@ fn run(args: Args) -> Result<Completion> {
         fits::check(&device, &matmul::need(&device, &cfg), host)?;
     }
     let outputs = args.common.outputs("cpu_vs_gpu", &info)?;
+    args.common.wait_for_quiet()?;
     let gpu_name = device.is_cuda().then_some(info.name.as_str());
     let result = cpu_vs_gpu::run(&device, gpu_name, &cfg, &info.chosen_because)?;
     let done = Completion::of_rows(std::iter::once(&result.cpu).chain(&result.gpu));

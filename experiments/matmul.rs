@@ -72,6 +72,7 @@ fn run(args: Args) -> Result<Completion> {
         fits::check(&Device::Cpu, &matmul::need(&Device::Cpu, &cpu), host)?;
     }
     let outputs = args.common.outputs("matmul", &info)?;
+    args.common.wait_for_quiet()?;
     let n = cfg.size;
     eprintln!(
         "matmul {n}x{n}, warmup {}, iters {}, on {}",

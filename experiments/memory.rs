@@ -91,6 +91,7 @@ fn run(args: Args) -> Result<Completion> {
     let cfg = config(&args, device.is_cuda());
     fits::check_all(&device, &memory::needs(&device, &cfg), args.host.check())?;
     let outputs = args.common.outputs("memory", &info)?;
+    args.common.wait_for_quiet()?;
     let telemetry = Telemetry::open(&device);
     eprintln!("{}", telemetry::line(&telemetry.source()));
     eprintln!(

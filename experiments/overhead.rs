@@ -81,6 +81,7 @@ fn run(args: Args) -> Result<Completion> {
     let (open_ms, (device, info)) = time_once(|| select(args.common.device))?;
     fits::check_all(&device, &overhead::needs(&device, &cfg)?, args.host.check())?;
     let outputs = args.common.outputs("overhead", &info)?;
+    args.common.wait_for_quiet()?;
     let telemetry = Telemetry::open(&device);
     eprintln!("{}", telemetry::line(&telemetry.source()));
     let result = overhead::run(&device, open_ms, &cfg, &telemetry)?;

@@ -36,6 +36,7 @@ fn run(args: Args) -> Result<Completion> {
     }
     let (device, info) = select(args.common.device)?;
     let outputs = args.common.outputs("precision", &info)?;
+    args.common.wait_for_quiet()?;
     let file = result_file(info, Body::Precision(floats::run(&device)?));
     outputs.save_all(&file)?;
     export::show(&file, &[], outputs.screen())?;

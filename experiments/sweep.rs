@@ -77,6 +77,7 @@ fn run(args: Args) -> Result<Completion> {
     let cfg = config(&args, device.is_cuda())?;
     cfg.check_fits(&device, args.host.check())?;
     let outputs = args.common.outputs("sweep", &info)?;
+    args.common.wait_for_quiet()?;
     eprintln!(
         "sweep: sizes {:?} x {} on {}; per point {}",
         cfg.sizes,

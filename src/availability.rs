@@ -17,42 +17,15 @@
 
 use std::time::{Duration, Instant};
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+pub use crate::schema::{
+    verdict, Availability, QuietReport, RowKind, Verdict, QUIET_OTHERS_PCT_MAX,
+};
 
 /// Seconds per tick in `/proc/stat` and `/proc/<pid>/stat` are 1/USER_HZ, and
 /// USER_HZ is 100 on every Linux architecture this suite builds for (x86_64,
 /// aarch64). `sysconf(_SC_CLK_TCK)` would say so, but needs libc or a rustix
 /// feature (and a rebuild of everything above rustix) for a constant.
 const TICKS_PER_S: f64 = 100.0;
-
-/// Windows shorter than this are recorded but not judged: `/proc` counts in
-/// 10 ms ticks, so a 0.2 s window on 2 CPUs spans 40 ticks and one tick of
-/// rounding per counter is a few percent, well inside the thresholds below; a
-/// shorter window would flag on rounding.
-pub const MIN_JUDGED_WINDOW_S: f64 = 0.2;
-
-/// A CPU row whose process held less than this share of its threads did not
-/// have its cores. A quiet 2-thread busy loop or GEMM holds above 0.9; one
-/// steady competitor on 2 CPUs leaves a 2-thread row 2/3 under fair scheduling,
-/// and the contended run (106 against 197 GFLOP/s) held about half.
-pub const HELD_FRACTION_MIN: f64 = 0.75;
-
-/// Others may use the CPUs the row leaves spare, plus at most this share of the
-/// CPUs the row needs. With a 2-thread row on 2 CPUs that is 0.5 CPU (25% of the
-/// machine): one busy process there takes 0.67 CPU or more. On a 64-CPU machine
-/// a 2-thread row is not contended by others using 40 idle cores.
-pub const OTHERS_SHARE_MAX: f64 = 0.25;
-
-/// Steal is time our virtual CPUs wanted to run and the hypervisor ran another
-/// guest. Above 10% of the machine's CPU time the row lost a tenth of its cores
-/// to a neighbour we cannot see any other way; 1-2% is ordinary on a cloud VM.
-pub const STEAL_PCT_MAX: f64 = 10.0;
-
-/// [`wait_for_quiet`] calls the machine quiet when others use less than this
-/// share of it: stricter than the contended rule, so that a run that waited
-/// starts with room to spare. An idle VM's own daemons and interrupts use 1-3%.
-pub const QUIET_OTHERS_PCT_MAX: f64 = 10.0;
 
 /// The machine's CPU time in clock ticks, summed over its logical CPUs: the
 /// aggregate `cpu` line of `/proc/stat` (guest time is inside `user` already).
@@ -127,173 +100,47 @@ impl Snapshot {
     }
 }
 
-/// What a row does with the host's threads, which decides the rules that apply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum RowKind {
-    /// The threads compute: a row that did not hold them lost them. All rules.
-    Cpu,
-    /// The host threads mostly wait on the device, so their CPU time says
-    /// nothing; others' use and steal still apply (the launching thread needs
-    /// its core).
-    Gpu,
-}
-
-/// Whether the machine was ours while one row was timed, from a [`Snapshot`]
-/// before and one after. A figure is null where `/proc` could not be read.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Availability {
-    /// Which rules judged the row.
-    pub row_kind: RowKind,
-    pub wall_s: f64,
-    /// This process's user + system CPU time over the window, all its threads.
-    pub process_cpu_s: Option<f64>,
-    /// Threads the row computes with (for a GPU row, the launching threads).
-    pub threads: usize,
-    /// CPU time over wall time: how many threads were running on average.
-    pub threads_held: Option<f64>,
-    /// `threads_held` over the threads that could run at once (`threads`, or
-    /// `logical_cpus` when fewer).
-    pub held_fraction: Option<f64>,
-    pub logical_cpus: Option<usize>,
-    /// The machine's busy CPU time (user, nice, system, irq, softirq; not
-    /// iowait or steal) minus this process's, as a percentage of all logical
-    /// CPUs over the window.
-    pub others_cpu_pct: Option<f64>,
-    /// Time the hypervisor ran other guests while our CPUs wanted to run, as a
-    /// percentage of all logical CPUs over the window.
-    pub steal_pct: Option<f64>,
-    /// The run queue at each end: runnable tasks machine-wide, the reading
-    /// thread and any of our own threads running at the time included.
-    pub procs_running_before: Option<u64>,
-    pub procs_running_after: Option<u64>,
-    /// The kernel's 1-minute load average at each end (our own threads count).
-    pub load_1m_before: Option<f64>,
-    pub load_1m_after: Option<f64>,
-    /// False when the window was shorter than [`MIN_JUDGED_WINDOW_S`] or no
-    /// rule had its figures: then `contended` is false for want of evidence.
-    pub judged: bool,
-    /// The figures say the cores were not there.
-    pub contended: bool,
-    /// Why, in plain words: "held 1.02 of 2 threads", "steal 12%".
-    pub reasons: Vec<String>,
-}
-
-impl Availability {
-    /// The figures of the window from `before` to `after` for a row computing
-    /// with `threads` threads, judged by [`verdict`].
-    pub fn between(before: &Snapshot, after: &Snapshot, threads: usize, kind: RowKind) -> Self {
-        let wall_s = after.at.saturating_duration_since(before.at).as_secs_f64();
-        let process_cpu_s = after
-            .process_cpu_s
-            .zip(before.process_cpu_s)
-            .map(|(a, b)| (a - b).max(0.0));
-        let logical_cpus = after.logical_cpus.or(before.logical_cpus);
-        let threads_held = process_cpu_s.filter(|_| wall_s > 0.0).map(|c| c / wall_s);
-        let could_run = logical_cpus.map_or(threads, |n| threads.min(n)).max(1);
-        let window = after
-            .machine
-            .zip(before.machine)
-            .map(|(a, b)| a.since(&b))
-            .filter(|d| d.total() > 0);
-        let pct = |ticks: f64, d: &CpuTicks| 100.0 * ticks / d.total() as f64;
-        let others_cpu_pct = window
-            .zip(process_cpu_s)
-            .map(|(d, ours_s)| pct((d.busy() as f64 - ours_s * TICKS_PER_S).max(0.0), &d));
-        let mut a = Availability {
-            row_kind: kind,
-            wall_s,
-            process_cpu_s,
-            threads,
-            threads_held,
-            held_fraction: threads_held.map(|h| h / could_run as f64),
-            logical_cpus,
-            others_cpu_pct,
-            steal_pct: window.map(|d| pct(d.steal as f64, &d)),
-            procs_running_before: before.procs_running,
-            procs_running_after: after.procs_running,
-            load_1m_before: before.load_1m,
-            load_1m_after: after.load_1m,
-            judged: false,
-            contended: false,
-            reasons: Vec::new(),
-        };
-        let v = verdict(&a);
-        (a.judged, a.contended, a.reasons) = (v.judged, v.contended, v.reasons);
-        a
-    }
-}
-
-/// A row's verdict: see [`verdict`].
-#[derive(Clone, Debug, PartialEq)]
-pub struct Verdict {
-    pub judged: bool,
-    pub contended: bool,
-    pub reasons: Vec<String>,
-}
-
-/// Judges a row on its figures alone (its own `judged`, `contended` and
-/// `reasons` are ignored): contended when, over a window of at least
-/// [`MIN_JUDGED_WINDOW_S`], a CPU row held under [`HELD_FRACTION_MIN`] of its
-/// threads, or others used more than the spare CPUs plus [`OTHERS_SHARE_MAX`]
-/// of the row's, or steal passed [`STEAL_PCT_MAX`].
-pub fn verdict(a: &Availability) -> Verdict {
-    let mut reasons = Vec::new();
-    let mut any_rule = false;
-    if a.wall_s < MIN_JUDGED_WINDOW_S {
-        return Verdict {
-            judged: false,
-            contended: false,
-            reasons,
-        };
-    }
-    let could_run = a
-        .logical_cpus
-        .map_or(a.threads, |n| a.threads.min(n))
-        .max(1);
-    if a.row_kind == RowKind::Cpu {
-        if let (Some(fraction), Some(held)) = (a.held_fraction, a.threads_held) {
-            any_rule = true;
-            if fraction < HELD_FRACTION_MIN {
-                reasons.push(format!("held {held:.2} of {could_run} threads"));
-            }
-        }
-    }
-    if let (Some(pct), Some(cpus)) = (a.others_cpu_pct, a.logical_cpus) {
-        any_rule = true;
-        let others = pct / 100.0 * cpus as f64;
-        let spare = cpus.saturating_sub(could_run) as f64;
-        if others > spare + OTHERS_SHARE_MAX * could_run as f64 {
-            reasons.push(format!(
-                "others kept {others:.2} of the {cpus} CPUs busy ({pct:.0}%)"
-            ));
-        }
-    }
-    if let Some(steal) = a.steal_pct {
-        any_rule = true;
-        if steal > STEAL_PCT_MAX {
-            reasons.push(format!(
-                "steal {steal:.0}% (the hypervisor ran other guests)"
-            ));
-        }
-    }
-    Verdict {
-        judged: any_rule,
-        contended: !reasons.is_empty(),
-        reasons,
-    }
-}
-
-/// The machine found quiet by [`wait_for_quiet`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct QuietReport {
-    /// Time spent sampling, the quiet window included.
-    pub waited_s: f64,
-    pub windows: usize,
-    /// Others' use in the quiet window, as a percentage of all logical CPUs.
-    pub others_cpu_pct: f64,
-    pub logical_cpus: usize,
-    pub load_1m: Option<f64>,
+/// The figures of the window from `before` to `after` for a row computing
+/// with `threads` threads, judged by [`verdict`].
+pub fn between(before: &Snapshot, after: &Snapshot, threads: usize, kind: RowKind) -> Availability {
+    let wall_s = after.at.saturating_duration_since(before.at).as_secs_f64();
+    let process_cpu_s = after
+        .process_cpu_s
+        .zip(before.process_cpu_s)
+        .map(|(a, b)| (a - b).max(0.0));
+    let logical_cpus = after.logical_cpus.or(before.logical_cpus);
+    let threads_held = process_cpu_s.filter(|_| wall_s > 0.0).map(|c| c / wall_s);
+    let could_run = logical_cpus.map_or(threads, |n| threads.min(n)).max(1);
+    let window = after
+        .machine
+        .zip(before.machine)
+        .map(|(a, b)| a.since(&b))
+        .filter(|d| d.total() > 0);
+    let pct = |ticks: f64, d: &CpuTicks| 100.0 * ticks / d.total() as f64;
+    let others_cpu_pct = window
+        .zip(process_cpu_s)
+        .map(|(d, ours_s)| pct((d.busy() as f64 - ours_s * TICKS_PER_S).max(0.0), &d));
+    let mut a = Availability {
+        row_kind: kind,
+        wall_s,
+        process_cpu_s,
+        threads,
+        threads_held,
+        held_fraction: threads_held.map(|h| h / could_run as f64),
+        logical_cpus,
+        others_cpu_pct,
+        steal_pct: window.map(|d| pct(d.steal as f64, &d)),
+        procs_running_before: before.procs_running,
+        procs_running_after: after.procs_running,
+        load_1m_before: before.load_1m,
+        load_1m_after: after.load_1m,
+        judged: false,
+        contended: false,
+        reasons: Vec::new(),
+    };
+    let v = verdict(&a);
+    (a.judged, a.contended, a.reasons) = (v.judged, v.contended, v.reasons);
+    a
 }
 
 /// Samples the machine in windows of `window` (this process asleep) until
@@ -303,7 +150,7 @@ pub fn wait_for_quiet(max_wait: Duration, window: Duration) -> Result<QuietRepor
     wait_until_quiet(max_wait, window, |w| {
         let before = Snapshot::take();
         std::thread::sleep(w);
-        Availability::between(&before, &Snapshot::take(), 1, RowKind::Gpu)
+        between(&before, &Snapshot::take(), 1, RowKind::Gpu)
     })
 }
 
@@ -467,7 +314,7 @@ mod tests {
     }
 
     fn judge(w: (Snapshot, Snapshot), threads: usize, kind: RowKind) -> Availability {
-        Availability::between(&w.0, &w.1, threads, kind)
+        between(&w.0, &w.1, threads, kind)
     }
 
     #[test]
@@ -562,7 +409,7 @@ mod tests {
             procs_running: None,
             load_1m: None,
         };
-        let a = Availability::between(
+        let a = between(
             &blind(at),
             &blind(at + Duration::from_secs(1)),
             2,
@@ -736,7 +583,7 @@ mod tests {
                 });
             }
         });
-        Availability::between(&before, &Snapshot::take(), 2, RowKind::Cpu)
+        between(&before, &Snapshot::take(), 2, RowKind::Cpu)
     }
 
     fn figures(a: &Availability) -> String {

@@ -43,6 +43,13 @@ pub struct Common {
     /// device or computing anything (CI rehearses the GPU call this way).
     #[arg(long)]
     pub dry_run: bool,
+
+    /// Before measuring, wait up to SECONDS (60 if not given) for other work to
+    /// leave the machine (others using under 10% of its CPUs), else refuse in
+    /// one line. Every row records how much of the machine it had either way.
+    #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "60",
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub require_quiet: Option<u64>,
 }
 
 impl Common {
@@ -50,7 +57,14 @@ impl Common {
     pub fn output(&self, experiment: &str, device: &DeviceInfo) -> Result<Output> {
         let path = match (&self.output, &self.results_dir) {
             (Some(file), _) => file.clone(),
-            (None, Some(dir)) => dir.join(device.slug()).join(format!("{experiment}.json")),
+            (None, Some(dir)) => {
+                let folder = dir.join(device.slug());
+                if device.kind == crate::schema::DeviceKind::Cpu {
+                    let here = crate::cpu_identity::CpuIdentity::detect();
+                    crate::cpu_identity::check_folder(&folder, &here)?;
+                }
+                folder.join(format!("{experiment}.json"))
+            }
             (None, None) => return Ok(Output::None),
         };
         crate::export::output::prepare(&path)
@@ -60,6 +74,25 @@ impl Common {
     /// is written in ([`crate::export::Outputs`]), all checked now.
     pub fn outputs(&self, experiment: &str, device: &DeviceInfo) -> Result<crate::export::Outputs> {
         crate::export::Outputs::new(self.output(experiment, device)?, experiment)
+    }
+
+    /// With `--require-quiet`, waits for a quiet machine (one line saying what
+    /// it found) or refuses; without it, returns at once.
+    pub fn wait_for_quiet(&self) -> Result<()> {
+        let Some(secs) = self.require_quiet else {
+            return Ok(());
+        };
+        let window = std::time::Duration::from_secs(1);
+        match crate::availability::wait_for_quiet(std::time::Duration::from_secs(secs), window) {
+            Ok(q) => {
+                eprintln!(
+                    "quiet: others used {:.1}% of the {} CPUs (after {:.0} s)",
+                    q.others_cpu_pct, q.logical_cpus, q.waited_s
+                );
+                Ok(())
+            }
+            Err(why) => bail!("--require-quiet {secs}: {why}"),
+        }
     }
 
     /// Ends a dry run: checks the output path as [`Common::output`] does (any

@@ -17,8 +17,7 @@
 
 use std::collections::BTreeSet;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+pub use crate::schema::{same_generation, CpuIdentity};
 
 /// The instruction sets recorded, by their `/proc/cpuinfo` names: what Candle's
 /// CPU kernels (through `gemm`) and future bf16/fp16/AMX paths choose between.
@@ -52,29 +51,6 @@ const LEVELS: [(&str, &[&str]); 3] = [
         &["avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"],
     ),
 ];
-
-/// A CPU's identity; a field is null (or empty) where the machine does not say.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct CpuIdentity {
-    /// `vendor_id`: "GenuineIntel", "AuthenticAMD".
-    pub vendor: Option<String>,
-    /// `cpu family`: 6 for Intel's current cores; AMD 23 (Zen 1/2), 25 (Zen 3/4), 26 (Zen 5).
-    pub family: Option<u32>,
-    /// `model`, in decimal as `/proc/cpuinfo` writes it.
-    pub model: Option<u32>,
-    pub stepping: Option<u32>,
-    pub model_name: Option<String>,
-    /// Of "avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile",
-    /// "amx_bf16", "amx_int8": those this CPU (and OS) offers.
-    pub isa: Vec<String>,
-    /// "x86-64", "x86-64-v2", "x86-64-v3" (AVX2, FMA, BMI...) or "x86-64-v4"
-    /// (AVX-512 F/BW/CD/DQ/VL); null off x86 or without a `flags` line.
-    pub isa_level: Option<String>,
-    /// Distinct (package, core) pairs: on a VM, the cores the hypervisor shows.
-    pub physical_cores: Option<usize>,
-    /// Logical CPUs (hardware threads) the OS has online.
-    pub logical_cpus: Option<usize>,
-}
 
 impl CpuIdentity {
     /// This machine's CPU. Never fails: what cannot be read stays empty.
@@ -146,116 +122,6 @@ impl CpuIdentity {
             isa_level: flags_line.is_some().then(|| isa_level(&flags).to_string()),
             physical_cores: cores.map(|c| c.len()).filter(|&n| n > 0),
             logical_cpus: (!blocks.is_empty()).then_some(blocks.len()),
-        }
-    }
-
-    /// A short name for a folder: vendor, family and model, ISA level, such as
-    /// "amd-f25m17-v4" or "intel-f6m143-v4"; the parts not known are left out,
-    /// and a CPU of which nothing is known is named by its architecture.
-    pub fn generation_tag(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(v) = &self.vendor {
-            parts.push(short_vendor(v));
-        }
-        match (self.family, self.model) {
-            (Some(f), Some(m)) => parts.push(format!("f{f}m{m}")),
-            (Some(f), None) => parts.push(format!("f{f}")),
-            _ => {}
-        }
-        if let Some(level) = &self.isa_level {
-            parts.push(match level.strip_prefix("x86-64-") {
-                Some(v) => v.to_string(),
-                None => "v1".into(),
-            });
-        }
-        if parts.is_empty() {
-            return std::env::consts::ARCH.into();
-        }
-        parts.join("-")
-    }
-
-    /// The model name, else the vendor with family and model, for messages.
-    fn describe(&self) -> String {
-        if let Some(name) = &self.model_name {
-            return name.clone();
-        }
-        let number = |n: Option<u32>| n.map_or("?".into(), |n| n.to_string());
-        format!(
-            "{} family {} model {}",
-            self.vendor.as_deref().unwrap_or("unknown CPU"),
-            number(self.family),
-            number(self.model)
-        )
-    }
-}
-
-/// `Ok` when `a` and `b` are the same CPU generation as far as both say, else
-/// one sentence naming the first difference: vendor, family/model, ISA level,
-/// then the recorded instruction sets (a hypervisor may hide AVX-512 or AMX on
-/// the same model). Only fields both sides know are compared: what an unknown
-/// identity means is the caller's choice.
-pub fn same_generation(a: &CpuIdentity, b: &CpuIdentity) -> Result<(), String> {
-    let (da, db) = (a.describe(), b.describe());
-    if let (Some(va), Some(vb)) = (&a.vendor, &b.vendor) {
-        if va != vb {
-            return Err(format!(
-                "different CPU vendors: {va} ({da}) against {vb} ({db})"
-            ));
-        }
-    }
-    if let (Some((fa, ma)), Some((fb, mb))) = (a.family.zip(a.model), b.family.zip(b.model)) {
-        if (fa, ma) != (fb, mb) {
-            return Err(format!(
-                "different CPU generations: family {fa} model {ma} ({da}) against family {fb} model {mb} ({db})"
-            ));
-        }
-    }
-    if let (Some(la), Some(lb)) = (&a.isa_level, &b.isa_level) {
-        if la != lb {
-            return Err(format!(
-                "different ISA levels: {la} ({da}) against {lb} ({db})"
-            ));
-        }
-    }
-    if a.isa_level.is_some() && b.isa_level.is_some() && a.isa != b.isa {
-        let only = |x: &CpuIdentity, y: &CpuIdentity| -> Vec<String> {
-            x.isa
-                .iter()
-                .filter(|f| !y.isa.contains(f))
-                .cloned()
-                .collect()
-        };
-        let (oa, ob) = (only(a, b), only(b, a));
-        let side = |fs: &[String], name: &str, d: &str| {
-            (!fs.is_empty()).then(|| format!("{} only on {name} ({d})", fs.join(", ")))
-        };
-        let said: Vec<String> = [side(&oa, "the first", &da), side(&ob, "the second", &db)]
-            .into_iter()
-            .flatten()
-            .collect();
-        return Err(format!("different instruction sets: {}", said.join("; ")));
-    }
-    Ok(())
-}
-
-/// "GenuineIntel" -> "intel", for folder names: lowercase letters and digits only.
-fn short_vendor(vendor: &str) -> String {
-    match vendor {
-        "GenuineIntel" => "intel".into(),
-        "AuthenticAMD" => "amd".into(),
-        "HygonGenuine" => "hygon".into(),
-        "CentaurHauls" | "  Shanghai  " => "zhaoxin".into(),
-        other => {
-            let s: String = other
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric())
-                .map(|c| c.to_ascii_lowercase())
-                .collect();
-            if s.is_empty() {
-                "cpu".into()
-            } else {
-                s
-            }
         }
     }
 }
@@ -344,6 +210,43 @@ fn sysfs_topology() -> (Option<usize>, Option<usize>) {
     }
     let some = |n: usize| (n > 0).then_some(n);
     (some(cores.len()), some(logical))
+}
+
+/// Refuses to write into `folder` when a result file there records another
+/// CPU generation than `here` (its `environment.cpu`, by [`same_generation`]),
+/// so that one machine's results are never silently replaced by another's.
+/// Files that record no identity (older ones, PyTorch's) are not judged; what
+/// cannot be read as a result file is left to the readers.
+pub fn check_folder(folder: &std::path::Path, here: &CpuIdentity) -> anyhow::Result<()> {
+    /// Larger files are not result files this suite wrote.
+    const MAX_BYTES: u64 = 64 << 20;
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let regular = entry.file_type().is_ok_and(|t| t.is_file());
+        let small = entry.metadata().is_ok_and(|m| m.len() <= MAX_BYTES);
+        if !(regular && small && path.extension().is_some_and(|e| e == "json")) {
+            continue;
+        }
+        let theirs = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| {
+                serde_json::from_value::<CpuIdentity>(v["environment"]["cpu"].clone()).ok()
+            });
+        if let Some(theirs) = theirs {
+            if let Err(why) = same_generation(&theirs, here) {
+                anyhow::bail!(
+                    "{} holds results of another CPU ({why}): they are not replaced; \
+                     write this machine's elsewhere (--results-dir DIR or --output FILE)",
+                    crate::quote::shell_quote(folder.as_os_str())
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -551,8 +454,10 @@ mod tests {
         id.vendor = Some("  Weird/Vendor ".into());
         id.model = None;
         assert_eq!(id.generation_tag(), "weirdvendor-f23-v3");
-        assert_eq!(short_vendor("  Shanghai  "), "zhaoxin");
-        assert_eq!(short_vendor("///"), "cpu");
+        id.vendor = Some("  Shanghai  ".into());
+        assert!(id.generation_tag().starts_with("zhaoxin-"));
+        id.vendor = Some("///".into());
+        assert!(id.generation_tag().starts_with("cpu-"));
     }
 
     #[cfg(target_os = "linux")]
@@ -574,5 +479,26 @@ mod tests {
                 (&by_flags.isa, &by_flags.isa_level)
             );
         }
+    }
+
+    #[test]
+    fn a_folder_of_another_generation_is_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let zen2 = CpuIdentity::parse(&epyc_zen2());
+        let zen4 = CpuIdentity::parse(&epyc_zen4());
+        let file = |cpu: &CpuIdentity| serde_json::json!({"environment": {"cpu": cpu}}).to_string();
+        // Empty, or files without an identity: nothing to judge.
+        check_folder(dir.path(), &zen4).unwrap();
+        std::fs::write(dir.path().join("old.json"), r#"{"environment": {}}"#).unwrap();
+        check_folder(dir.path(), &zen4).unwrap();
+        // The same generation writes on; another is refused, in one line saying why.
+        std::fs::write(dir.path().join("matmul.json"), file(&zen4)).unwrap();
+        check_folder(dir.path(), &zen4).unwrap();
+        let err = check_folder(dir.path(), &zen2).unwrap_err().to_string();
+        assert!(
+            err.contains("holds results of another CPU (different CPU generations: family 25"),
+            "{err}"
+        );
+        assert!(!err.contains('\n'), "{err}");
     }
 }

@@ -64,16 +64,24 @@ impl DeviceInfo {
     /// This machine's folder under `results/` (see [`machine_slug`]).
     pub fn slug(&self) -> String {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        machine_slug(self.kind, &self.name, threads)
+        let cpu = crate::cpu_identity::CpuIdentity::detect();
+        machine_slug(self.kind, &self.name, threads, cpu.model_tag().as_deref())
     }
 }
 
 /// The folder a machine's results go to, named from its hardware so that two
 /// machines never write over each other: a GPU by its name ("NVIDIA H200" ->
-/// "nvidia-h200"), a CPU by its model and logical CPUs ("Intel(R) Xeon(R)
-/// Processor" with 2 -> "intel-xeon-processor-2t"). Trademark signs are dropped
-/// and every other run of non-alphanumerics becomes one '-'.
-pub fn machine_slug(kind: DeviceKind, name: &str, cpu_threads: usize) -> String {
+/// "nvidia-h200"); a CPU by its model, its generation (`cpu_tag`, family/model
+/// and ISA level: two VMs that both say "AMD EPYC" differ there) and its
+/// logical CPUs ("Intel(R) Xeon(R) Processor", "f6m106-v4", 2 ->
+/// "intel-xeon-processor-f6m106-v4-2t"). Trademark signs are dropped and every
+/// other run of non-alphanumerics becomes one '-'.
+pub fn machine_slug(
+    kind: DeviceKind,
+    name: &str,
+    cpu_threads: usize,
+    cpu_tag: Option<&str>,
+) -> String {
     let lower = name
         .to_ascii_lowercase()
         .replace("(r)", "")
@@ -87,9 +95,10 @@ pub fn machine_slug(kind: DeviceKind, name: &str, cpu_threads: usize) -> String 
         .filter(|p| !p.is_empty())
         .collect::<Vec<_>>()
         .join("-");
-    match kind {
-        DeviceKind::Cuda => slug,
-        DeviceKind::Cpu => format!("{slug}-{cpu_threads}t"),
+    match (kind, cpu_tag) {
+        (DeviceKind::Cuda, _) => slug,
+        (DeviceKind::Cpu, Some(tag)) => format!("{slug}-{tag}-{cpu_threads}t"),
+        (DeviceKind::Cpu, None) => format!("{slug}-{cpu_threads}t"),
     }
 }
 
@@ -253,14 +262,26 @@ mod tests {
 
     #[test]
     fn slug_names_the_machine_folder() {
-        let cpu = |name| machine_slug(DeviceKind::Cpu, name, 2);
+        let cpu = |name| machine_slug(DeviceKind::Cpu, name, 2, None);
         assert_eq!(cpu("Intel(R) Xeon(R) Processor"), "intel-xeon-processor-2t");
         assert_eq!(cpu("AMD EPYC"), "amd-epyc-2t");
         assert_eq!(
-            machine_slug(DeviceKind::Cpu, "AMD EPYC 7763 64-Core Processor", 128),
+            machine_slug(
+                DeviceKind::Cpu,
+                "AMD EPYC 7763 64-Core Processor",
+                128,
+                None
+            ),
             "amd-epyc-7763-64-core-processor-128t"
         );
-        let gpu = |name| machine_slug(DeviceKind::Cuda, name, 2);
+        // Two generations that call themselves the same are two folders.
+        let zen2 = machine_slug(DeviceKind::Cpu, "AMD EPYC", 2, Some("f23m49-v3"));
+        let zen4 = machine_slug(DeviceKind::Cpu, "AMD EPYC", 2, Some("f25m17-v4"));
+        assert_eq!(
+            (zen2.as_str(), zen4.as_str()),
+            ("amd-epyc-f23m49-v3-2t", "amd-epyc-f25m17-v4-2t")
+        );
+        let gpu = |name| machine_slug(DeviceKind::Cuda, name, 2, Some("f6m106-v4"));
         assert_eq!(gpu("NVIDIA H200"), "nvidia-h200");
         assert_eq!(
             gpu("NVIDIA GeForce RTX 4090 (D)"),

@@ -19,6 +19,7 @@ pub fn capture() -> Environment {
         os: os_name(),
         arch: std::env::consts::ARCH.into(),
         cpu_model: cpu_model(),
+        cpu: Some(crate::cpu_identity::CpuIdentity::detect()),
         cpu_threads_available: std::thread::available_parallelism().map_or(1, |n| n.get()),
         compute_threads: candle_core::utils::get_num_threads(),
         build_features: strings(cargo_features()),

@@ -119,6 +119,10 @@ pub fn to_timed(
 ) -> Result<Timed> {
     let wall_ms = summarize(&samples.wall_ms).context("no timed samples")?;
     let gpu_ms = summarize(&samples.gpu_ms);
+    // The rows timed here (copies, element-wise ops, single launches) are judged
+    // as one thread's work: Candle's CPU element-wise kernels are not split
+    // across threads the way its GEMMs are.
+    let availability = samples.availability(1);
     Ok(Timed {
         median_ms: wall_ms.median,
         gpu_median_ms: gpu_ms.as_ref().map(|s| s.median),
@@ -128,6 +132,7 @@ pub fn to_timed(
         samples_gpu_ms: samples.gpu_ms,
         gpu_before,
         gpu_after,
+        availability,
     })
 }
 

@@ -295,6 +295,18 @@ pub fn run_cpu_fp32(cfg: &Config, inputs: &Inputs) -> Result<Row> {
         .context("the CPU fp32 row did not run")
 }
 
+/// Host threads an n x n matmul computes with: on the CPU, every thread of
+/// Candle's pool once the `gemm` crate splits the work (it splits above about
+/// 48 x 48 x 256 multiply-adds; from n = 256 it always does), one below that;
+/// on a GPU, the one launching thread.
+pub fn gemm_threads(device: &Device, n: usize) -> usize {
+    if device.is_cpu() && n >= 256 {
+        candle_core::utils::get_num_threads()
+    } else {
+        1
+    }
+}
+
 /// `host` as `dtype` on `device`, in storage of its own, so the peak counts it
 /// (`to_dtype`/`to_device` return the same storage when nothing changes).
 fn owned_on(host: &Tensor, dtype: DType, device: &Device) -> Result<Tensor> {
@@ -351,6 +363,7 @@ fn measure(
     let datasheet_tflops = gpu_name.and_then(|name| crate::peaks::datasheet_tflops(name, p));
     let payload = payload_bytes(n, dtype.size_in_bytes());
     let sampled = (samples.stopped_by, samples.elapsed_s);
+    let availability = samples.availability(gemm_threads(device, n));
     let measured = Measured {
         median_ms: wall_ms.median,
         gflops: gflops(n, wall_ms.median),
@@ -377,6 +390,7 @@ fn measure(
             max_rel_err,
             mean_rel_err,
         },
+        availability,
     };
     Ok((measured, sampled))
 }

@@ -20,8 +20,10 @@ use anyhow::Result;
 use candle_core::Device;
 use indicatif::ProgressBar;
 
+use crate::availability::{between, Snapshot};
 use crate::device::sync;
 pub use crate::schema::{Adaptive, ClockOverhead, Plan, Sampling, StopRule};
+use crate::schema::{Availability, RowKind};
 use events::EventClock;
 pub use overhead::{clock_overhead, clock_overhead_on, OVERHEAD_PLAN};
 pub use progress::progress_bar;
@@ -43,6 +45,26 @@ pub struct Samples {
     /// Wall-clock time of the whole call (warm-up, setup and synchronization
     /// included), as the time budget counts it.
     pub elapsed_s: f64,
+    /// What the OS counted just before the first timed sample and just after
+    /// the last ([`Samples::availability`] judges it).
+    pub window: Option<(Snapshot, Snapshot)>,
+    /// Whether the work ran on a GPU (its host threads then mostly wait).
+    pub on_gpu: bool,
+}
+
+impl Samples {
+    /// Whether the machine was ours while these samples were taken, for work
+    /// that computes with `threads` host threads (1 for a GPU's launches and for
+    /// single-threaded CPU work: the held-threads rule then judges one thread).
+    pub fn availability(&self, threads: usize) -> Option<Availability> {
+        let kind = if self.on_gpu {
+            RowKind::Gpu
+        } else {
+            RowKind::Cpu
+        };
+        let (before, after) = self.window.as_ref()?;
+        Some(between(before, after, threads, kind))
+    }
 }
 
 #[cfg(test)]
@@ -55,6 +77,8 @@ impl Samples {
             gpu_ms,
             stopped_by: StopRule::FixedCount,
             elapsed_s: 0.0,
+            window: None,
+            on_gpu: false,
         }
     }
 }
@@ -163,13 +187,18 @@ pub fn sample<R, C: Clock + ?Sized>(
         gpu_ms: Vec::new(),
         stopped_by: StopRule::FixedCount,
         elapsed_s: 0.0,
+        window: None,
+        on_gpu: device.is_cuda(),
     };
+    // The machine's counters around the timed samples (off the clock).
+    let opened = Snapshot::take();
     let mut rules = Rules::new(*sampling);
     loop {
         let elapsed = clock.now().saturating_sub(began);
         if let Some(rule) = rules.check(elapsed, progress) {
             samples.stopped_by = rule;
             samples.elapsed_s = elapsed.as_secs_f64();
+            samples.window = Some((opened, Snapshot::take()));
             return Ok(samples);
         }
         setup()?;

@@ -103,8 +103,13 @@ impl Outputs {
 
 /// Prints `file`'s views (its tables and notes), then `notes`: the one place
 /// that prints results, after they are saved.
+/// A run whose rows were contended ends with one warning line on stderr.
 pub fn show(file: &ResultFile, notes: &[String], screen: Screen) -> Result<()> {
     let mut shown = views::show(file);
     shown.notes.extend_from_slice(notes);
-    table::print_tables(&shown.tables, &shown.notes, screen)
+    table::print_tables(&shown.tables, &shown.notes, screen)?;
+    if let Some(warning) = views::contention_warning(file) {
+        eprintln!("{warning}");
+    }
+    Ok(())
 }

@@ -859,6 +859,7 @@ mod tests {
                     max_rel_err: 0.0,
                     mean_rel_err: 0.0,
                 },
+                availability: None,
             }),
         }
     }

@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::DeviceKind;
+use super::{Availability, DeviceKind};
 use crate::precision::Precision;
 use crate::stats::Summary;
 
@@ -154,6 +154,10 @@ pub struct Measured {
     pub samples_wall_ms: Vec<f64>,
     pub samples_gpu_ms: Vec<f64>,
     pub accuracy: Accuracy,
+    /// Whether the machine was this run's while the row was timed (2.2; null
+    /// in older files, and where /proc cannot be read).
+    #[serde(default)]
+    pub availability: Option<Availability>,
 }
 
 /// Fills each measured row's `speedup_vs_fp32_*` and `peak_vs_fp32` from the
@@ -227,6 +231,7 @@ mod tests {
                     max_rel_err: 0.0,
                     mean_rel_err: 0.0,
                 },
+                availability: None,
             }),
         }
     }

@@ -15,7 +15,9 @@
 //! other than `matmul` at the top level, Candle-only environment names) are
 //! upgraded on read, so committed results stay readable.
 
+mod availability;
 mod basics;
+mod cpu;
 mod matmul;
 mod memory;
 mod overhead;
@@ -31,9 +33,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use availability::{
+    verdict, Availability, QuietReport, RowKind, Verdict, HELD_FRACTION_MIN, MIN_JUDGED_WINDOW_S,
+    OTHERS_SHARE_MAX, QUIET_OTHERS_PCT_MAX, STEAL_PCT_MAX,
+};
 pub use basics::{
     BasicsResults, Broadcast, Described, Elementwise, Transfer, TransferStatus, View,
 };
+pub use cpu::{same_generation, CpuIdentity};
 pub use matmul::{
     fill_vs_fp32, Accuracy, CpuVsGpuResults, MatmulResults, Measured, Row, RowStatus,
 };
@@ -117,6 +124,10 @@ pub struct Environment {
     pub os: String,
     pub arch: String,
     pub cpu_model: String,
+    /// What CPU this is beyond its name: vendor, family/model, instruction sets,
+    /// ISA level, cores (2.2; null in older files and PyTorch's).
+    #[serde(default)]
+    pub cpu: Option<CpuIdentity>,
     /// Logical CPUs the OS offers this process.
     pub cpu_threads_available: usize,
     /// Threads the framework's CPU kernels use.

@@ -7,6 +7,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::Availability;
 use crate::stats::Summary;
 
 /// One row's samples from the clock (`clock::time_on_device`).
@@ -25,6 +26,10 @@ pub struct Timed {
     /// are not read (see the body's `telemetry`).
     pub gpu_before: Option<GpuState>,
     pub gpu_after: Option<GpuState>,
+    /// Whether the machine was this run's while the row was timed (2.2; null
+    /// in older files).
+    #[serde(default)]
+    pub availability: Option<Availability>,
 }
 
 impl Timed {

@@ -42,6 +42,7 @@ pub(crate) fn point(size: usize, p: Precision, ms: f64, peak_tflops: Option<f64>
                     max_rel_err: 0.0,
                     mean_rel_err: 0.0,
                 },
+                availability: None,
             }),
         },
         stopped_by: Some(StopRule::NoiseTarget),

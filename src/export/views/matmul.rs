@@ -39,8 +39,8 @@ pub fn rows_table(title: &str, rows: &[Row]) -> Table {
         let spread = format!(
             "{:.1}%{}",
             100.0 * m.wall_ms.iqr_over_median,
-            if m.wall_ms.noisy { " noisy" } else { "" }
-        );
+            if m.wall_ms.noisy { " noisy" } else { "" },
+        ) + super::mark(m.availability.as_ref());
         t.row([
             r.precision.to_string(),
             format!("{:.3}", m.median_ms),

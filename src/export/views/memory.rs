@@ -81,7 +81,7 @@ pub fn tables(r: &MemoryResults, device: &str) -> Vec<Table> {
             dtype,
             format!("{:.1}", mib(row.bytes_read)),
             format!("{:.1}", mib(row.bytes_written)),
-            format!("{:.3}", row.time_ms),
+            format!("{:.3}", row.time_ms) + super::mark(row.timed.availability.as_ref()),
             format!("{:.1}", row.gb_per_s),
             if row.dtype_in == "u8" {
                 "-".into()

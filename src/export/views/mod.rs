@@ -12,7 +12,7 @@ pub mod sweep;
 
 use crate::device::machine_slug;
 use crate::export::table::Table;
-use crate::schema::{Body, ResultFile};
+use crate::schema::{Availability, Body, ResultFile};
 
 /// What a result shows on the terminal: tables, then one line per note.
 #[derive(Default)]
@@ -51,11 +51,109 @@ pub fn num(v: Option<f64>) -> String {
 /// The machine folder a file's results belong to (`results/<machine>/`), from
 /// the file itself.
 pub fn machine(file: &ResultFile) -> String {
+    let tag = file.environment.cpu.as_ref().and_then(|c| c.model_tag());
     machine_slug(
         file.device.kind,
         &file.device.name,
         file.environment.cpu_threads_available,
+        tag.as_deref(),
     )
+}
+
+/// The mark a contended row carries in a table cell: " contended", or nothing.
+pub fn mark(a: Option<&Availability>) -> &'static str {
+    if a.is_some_and(|a| a.contended) {
+        " contended"
+    } else {
+        ""
+    }
+}
+
+/// Every timed row of `file` with its availability, named for a message.
+pub fn availabilities(file: &ResultFile) -> Vec<(String, &Availability)> {
+    fn push<'a>(
+        out: &mut Vec<(String, &'a Availability)>,
+        name: String,
+        a: Option<&'a Availability>,
+    ) {
+        if let Some(a) = a {
+            out.push((name, a));
+        }
+    }
+    let mut out = Vec::new();
+    match &file.body {
+        Body::Basics(_) | Body::Precision(_) => {}
+        Body::Matmul(r) => {
+            for row in r.precisions.iter().chain(&r.cpu_fp32) {
+                let a = row.measured.as_ref().and_then(|m| m.availability.as_ref());
+                push(&mut out, row.precision.to_string(), a);
+            }
+        }
+        Body::CpuVsGpu(r) => {
+            for (side, row) in [("cpu", Some(&r.cpu)), ("gpu", r.gpu.as_ref())] {
+                let a = row.and_then(|row| row.measured.as_ref()?.availability.as_ref());
+                push(&mut out, format!("{side} fp32"), a);
+            }
+        }
+        Body::Sweep(r) => {
+            for p in &r.points {
+                let a = p
+                    .row
+                    .measured
+                    .as_ref()
+                    .and_then(|m| m.availability.as_ref());
+                push(&mut out, format!("{} {}", p.row.precision, p.size), a);
+            }
+        }
+        Body::Memory(r) => {
+            push(
+                &mut out,
+                "copy ceiling".into(),
+                r.ceiling.timed.availability.as_ref(),
+            );
+            for o in &r.ops {
+                push(
+                    &mut out,
+                    format!("{} {}", o.op, o.dtype_in),
+                    o.timed.availability.as_ref(),
+                );
+            }
+        }
+        Body::Overhead(r) => {
+            for l in &r.launch {
+                push(
+                    &mut out,
+                    format!("{} {:?}", l.op, l.mode),
+                    l.timed.availability.as_ref(),
+                );
+            }
+            for c in &r.cache.rows {
+                push(
+                    &mut out,
+                    format!("matmul {} hot", c.size),
+                    c.hot.availability.as_ref(),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// One line when rows ran on a contended machine: how many, what was seen on
+/// the first, and what to do. `None` when every judged row had the machine.
+pub fn contention_warning(file: &ResultFile) -> Option<String> {
+    let all = availabilities(file);
+    let judged = all.iter().filter(|(_, a)| a.judged).count();
+    let contended: Vec<&(String, &Availability)> =
+        all.iter().filter(|(_, a)| a.contended).collect();
+    let (name, first) = contended.first()?;
+    Some(format!(
+        "warning: {} of {judged} timed rows ran on a contended machine (first, {name}: {}): \
+         their times understate this machine; stop other work and run again, or pass \
+         --require-quiet to wait for a quiet machine",
+        contended.len(),
+        first.reasons.join("; ")
+    ))
 }
 
 /// The tables and notes of `file`.

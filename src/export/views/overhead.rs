@@ -62,7 +62,7 @@ pub fn tables(r: &OverheadResults, device: &str) -> Vec<Table> {
             l.op.clone(),
             format!("{:?}", l.mode).to_lowercase(),
             l.calls_per_sample.to_string(),
-            format!("{:.2}", l.per_call_us),
+            format!("{:.2}", l.per_call_us) + super::mark(l.timed.availability.as_ref()),
             opt(l.per_call_net_us, &|v| format!("{v:.2}")),
             opt(l.per_call_gpu_us, &|v| format!("{v:.2}")),
             opt(l.per_call_gpu_net_us, &|v| format!("{v:.2}")),

@@ -155,7 +155,8 @@ pub fn table(title: &str, results: &SweepResults) -> Table {
             p.row.precision.to_string(),
             format!("{:.3}", m.median_ms),
             format!("{:.1}", m.gflops),
-            format!("{:.1}%", 100.0 * m.wall_ms.iqr_over_median),
+            format!("{:.1}%", 100.0 * m.wall_ms.iqr_over_median)
+                + super::mark(m.availability.as_ref()),
             m.wall_ms.n.to_string(),
             rule_name(rule),
             p.sampling_s.map_or("-".into(), |s| format!("{s:.1}")),

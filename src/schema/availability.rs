@@ -1,0 +1,159 @@
+//! Whether the machine was ours while a row was timed, as a result file
+//! records it ([`Availability`]), and the verdict on those figures
+//! ([`verdict`]): a pure function of numbers the OS counted (`crate::availability`
+//! reads them), with its thresholds and why each is where it is.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Windows shorter than this are recorded but not judged: `/proc` counts in
+/// 10 ms ticks, so a 0.2 s window on 2 CPUs spans 40 ticks and one tick of
+/// rounding per counter is a few percent, well inside the thresholds below; a
+/// shorter window would flag on rounding.
+pub const MIN_JUDGED_WINDOW_S: f64 = 0.2;
+
+/// A CPU row whose process held less than this share of its threads did not
+/// have its cores. A quiet 2-thread busy loop or GEMM holds above 0.9; one
+/// steady competitor on 2 CPUs leaves a 2-thread row 2/3 under fair scheduling,
+/// and the contended run (106 against 197 GFLOP/s) held about half.
+pub const HELD_FRACTION_MIN: f64 = 0.75;
+
+/// Others may use the CPUs the row leaves spare, plus at most this share of the
+/// CPUs the row needs. With a 2-thread row on 2 CPUs that is 0.5 CPU (25% of the
+/// machine): one busy process there takes 0.67 CPU or more. On a 64-CPU machine
+/// a 2-thread row is not contended by others using 40 idle cores.
+pub const OTHERS_SHARE_MAX: f64 = 0.25;
+
+/// Steal is time our virtual CPUs wanted to run and the hypervisor ran another
+/// guest. Above 10% of the machine's CPU time the row lost a tenth of its cores
+/// to a neighbour we cannot see any other way; 1-2% is ordinary on a cloud VM.
+pub const STEAL_PCT_MAX: f64 = 10.0;
+
+/// [`wait_for_quiet`] calls the machine quiet when others use less than this
+/// share of it: stricter than the contended rule, so that a run that waited
+/// starts with room to spare. An idle VM's own daemons and interrupts use 1-3%.
+pub const QUIET_OTHERS_PCT_MAX: f64 = 10.0;
+
+/// What a row does with the host's threads, which decides the rules that apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RowKind {
+    /// The threads compute: a row that did not hold them lost them. All rules.
+    Cpu,
+    /// The host threads mostly wait on the device, so their CPU time says
+    /// nothing; others' use and steal still apply (the launching thread needs
+    /// its core).
+    Gpu,
+}
+
+/// Whether the machine was ours while one row was timed, from a [`Snapshot`]
+/// before and one after. A figure is null where `/proc` could not be read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Availability {
+    /// Which rules judged the row.
+    pub row_kind: RowKind,
+    pub wall_s: f64,
+    /// This process's user + system CPU time over the window, all its threads.
+    pub process_cpu_s: Option<f64>,
+    /// Threads the row computes with (for a GPU row, the launching threads).
+    pub threads: usize,
+    /// CPU time over wall time: how many threads were running on average.
+    pub threads_held: Option<f64>,
+    /// `threads_held` over the threads that could run at once (`threads`, or
+    /// `logical_cpus` when fewer).
+    pub held_fraction: Option<f64>,
+    pub logical_cpus: Option<usize>,
+    /// The machine's busy CPU time (user, nice, system, irq, softirq; not
+    /// iowait or steal) minus this process's, as a percentage of all logical
+    /// CPUs over the window.
+    pub others_cpu_pct: Option<f64>,
+    /// Time the hypervisor ran other guests while our CPUs wanted to run, as a
+    /// percentage of all logical CPUs over the window.
+    pub steal_pct: Option<f64>,
+    /// The run queue at each end: runnable tasks machine-wide, the reading
+    /// thread and any of our own threads running at the time included.
+    pub procs_running_before: Option<u64>,
+    pub procs_running_after: Option<u64>,
+    /// The kernel's 1-minute load average at each end (our own threads count).
+    pub load_1m_before: Option<f64>,
+    pub load_1m_after: Option<f64>,
+    /// False when the window was shorter than [`MIN_JUDGED_WINDOW_S`] or no
+    /// rule had its figures: then `contended` is false for want of evidence.
+    pub judged: bool,
+    /// The figures say the cores were not there.
+    pub contended: bool,
+    /// Why, in plain words: "held 1.02 of 2 threads", "steal 12%".
+    pub reasons: Vec<String>,
+}
+
+/// A row's verdict: see [`verdict`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub judged: bool,
+    pub contended: bool,
+    pub reasons: Vec<String>,
+}
+
+/// Judges a row on its figures alone (its own `judged`, `contended` and
+/// `reasons` are ignored): contended when, over a window of at least
+/// [`MIN_JUDGED_WINDOW_S`], a CPU row held under [`HELD_FRACTION_MIN`] of its
+/// threads, or others used more than the spare CPUs plus [`OTHERS_SHARE_MAX`]
+/// of the row's, or steal passed [`STEAL_PCT_MAX`].
+pub fn verdict(a: &Availability) -> Verdict {
+    let mut reasons = Vec::new();
+    let mut any_rule = false;
+    if a.wall_s < MIN_JUDGED_WINDOW_S {
+        return Verdict {
+            judged: false,
+            contended: false,
+            reasons,
+        };
+    }
+    let could_run = a
+        .logical_cpus
+        .map_or(a.threads, |n| a.threads.min(n))
+        .max(1);
+    if a.row_kind == RowKind::Cpu {
+        if let (Some(fraction), Some(held)) = (a.held_fraction, a.threads_held) {
+            any_rule = true;
+            if fraction < HELD_FRACTION_MIN {
+                reasons.push(format!("held {held:.2} of {could_run} threads"));
+            }
+        }
+    }
+    if let (Some(pct), Some(cpus)) = (a.others_cpu_pct, a.logical_cpus) {
+        any_rule = true;
+        let others = pct / 100.0 * cpus as f64;
+        let spare = cpus.saturating_sub(could_run) as f64;
+        if others > spare + OTHERS_SHARE_MAX * could_run as f64 {
+            reasons.push(format!(
+                "others kept {others:.2} of the {cpus} CPUs busy ({pct:.0}%)"
+            ));
+        }
+    }
+    if let Some(steal) = a.steal_pct {
+        any_rule = true;
+        if steal > STEAL_PCT_MAX {
+            reasons.push(format!(
+                "steal {steal:.0}% (the hypervisor ran other guests)"
+            ));
+        }
+    }
+    Verdict {
+        judged: any_rule,
+        contended: !reasons.is_empty(),
+        reasons,
+    }
+}
+
+/// The machine found quiet by [`wait_for_quiet`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct QuietReport {
+    /// Time spent sampling, the quiet window included.
+    pub waited_s: f64,
+    pub windows: usize,
+    /// Others' use in the quiet window, as a percentage of all logical CPUs.
+    pub others_cpu_pct: f64,
+    pub logical_cpus: usize,
+    pub load_1m: Option<f64>,
+}
