@@ -16,6 +16,7 @@ memory_args := if quick != "" { "--mib 1 --matmul-size 128 --iters 2 --warmup 1"
 # `just results` waits up to two minutes for a quiet machine before each timed program (README,
 # "How it measures"); the quick CI run does not wait.
 quiet_args := if quick != "" { "" } else { "--require-quiet 120" }
+block_args := if quick != "" { "--hidden 64 --heads 4 --mlp 128 --seq 16 --iters 3 --warmup 1" } else { "" }
 overhead_args := if quick != "" { "--first-size 128 --calls 20 --cache-sizes 64,128 --flush-mib 4 --iters 3 --warmup 1" } else { "" }
 
 # List the recipes
@@ -58,6 +59,10 @@ memory *args: _which-build
 overhead *args: _which-build
     {{run}} overhead -- --results-dir results {{overhead_args}} {{args}}
 
+# A decoder block per precision, prefill and decode: end to end, by op class, fused vs composed
+block *args: _which-build
+    {{run}} block -- --results-dir results {{block_args}} {{args}}
+
 # The reference benchmark: matmul and cpu_vs_gpu at 4096, 20 iters, 5 warm-up
 bench *args: _which-build
     {{run}} matmul -- {{bench_args}} --results-dir results {{args}}
@@ -82,7 +87,7 @@ vs-pytorch *args: _which-build
 summary *args: _which-build
     {{run}} summary -- --results-dir results {{args}}
 
-# All six experiments: regenerates results/<machine>/ and results/README.md, then ends
+# Every experiment but the sweep: regenerates results/<machine>/ and results/README.md, then ends
 # with the summary (the reference lab's table beside this machine's values)
 results: _which-build
     just basics
@@ -90,6 +95,7 @@ results: _which-build
     just bench {{quiet_args}}
     just memory {{quiet_args}}
     just overhead {{quiet_args}}
+    just block {{quiet_args}}
     just report
     just summary
 

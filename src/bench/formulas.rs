@@ -84,6 +84,113 @@ pub fn attainable_gflop_per_s(
     compute.map_or(memory_bound, |c| memory_bound.min(c))
 }
 
+/// A decoder block's sizes, for its formulas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockDims {
+    pub batch: u64,
+    pub seq: u64,
+    pub hidden: u64,
+    pub mlp: u64,
+}
+
+impl BlockDims {
+    /// Weights of one block: Q, K, V, O (hidden x hidden each), the MLP's gate,
+    /// up and down (hidden x mlp each) and the two norms' scales.
+    pub fn params(&self) -> u64 {
+        let (h, m) = (self.hidden, self.mlp);
+        4 * h * h + 3 * h * m + 2 * h
+    }
+
+    /// Tokens one call processes: the whole sequence of each batch (prefill) or
+    /// one new token each (decode).
+    pub fn tokens(&self, decode: bool) -> u64 {
+        if decode {
+            self.batch
+        } else {
+            self.batch * self.seq
+        }
+    }
+
+    /// Keys each query attends to at most: `seq` in a causal prefill, the
+    /// cache and the new token in decode.
+    pub fn context(&self, decode: bool) -> u64 {
+        if decode {
+            self.seq + 1
+        } else {
+            self.seq
+        }
+    }
+}
+
+/// FLOPs of one block call, its matmuls' (2 per multiply-add, as the
+/// transformer FLOP counts of Kaplan et al. 2020 and Chinchilla's appendix
+/// count them): the projections and MLP, 2 x tokens x (4 h^2 + 3 h m), and
+/// the attention's two matmuls, 2 x 2 x queries x keys x h (all keys: the
+/// causal mask hides half in prefill but the matmul computes them). The norms,
+/// softmax, rotary and element-wise work are a few FLOPs per element, not counted.
+pub fn block_flops(d: &BlockDims, decode: bool) -> f64 {
+    let (h, m) = (d.hidden as f64, d.mlp as f64);
+    let tokens = d.tokens(decode) as f64;
+    let linear = 2.0 * tokens * (4.0 * h * h + 3.0 * h * m);
+    let attention = 4.0 * tokens * d.context(decode) as f64 * h;
+    linear + attention
+}
+
+/// The least one block call moves at `elem` bytes per element (STREAM's
+/// counting): every weight read once, the input read and the output written,
+/// and the keys and values: written once in prefill (as a KV cache would hold
+/// them), read in decode (the cache and the new token's).
+pub fn block_bytes(d: &BlockDims, decode: bool, elem: u64) -> u64 {
+    let activations = 2 * d.tokens(decode) * d.hidden;
+    let kv = 2 * d.batch * d.context(decode) * d.hidden;
+    (d.params() + activations + kv) * elem
+}
+
+/// Bytes an RMSNorm over `rows` x `width` moves at `elem` bytes per element,
+/// fused (`candle_nn::ops::rms_norm`: x and the scale read once, the output
+/// written once) and composed as `rms_norm_slow` composes it (in f32 for f16
+/// and bf16: cast in, square, sum over the row, divide, add eps, square root,
+/// divide the row, cast out, scale), each op reading its inputs and writing its
+/// output as a tensor of its own.
+pub fn rms_norm_bytes(rows: u64, width: u64, elem: u64) -> (u64, u64) {
+    let n = rows * width;
+    let fused = (2 * n + width) * elem;
+    let inner = elem.max(4);
+    let casts = if elem < 4 { 2 * n * (elem + inner) } else { 0 };
+    let composed = casts
+        + 2 * n * inner // square
+        + (n + rows) * inner // sum over the row
+        + 3 * 2 * rows * inner // divide by width, add eps, square root
+        + (2 * n + rows) * inner // divide the row
+        + (2 * n + width) * elem; // scale
+    (fused, composed)
+}
+
+/// Bytes a softmax over `rows` rows of `width` moves at `elem` bytes per
+/// element: fused (`softmax_last_dim`: read once, written once) and composed as
+/// `candle_nn::ops::softmax` does it (row max, subtract, exp, row sum, divide):
+/// 7 full passes and 4 of one value per row.
+pub fn softmax_bytes(rows: u64, width: u64, elem: u64) -> (u64, u64) {
+    let n = rows * width;
+    (2 * n * elem, (7 * n + 4 * rows) * elem)
+}
+
+/// Bytes rotary embedding moves over `x` elements with tables of `table`
+/// elements each (cos and sin, positions x head_dim / 2) at `elem` bytes per
+/// element: fused (`rope`: x and both tables read, x written) and composed as
+/// `rope_slow` does it (both tables widened by a concat, x times cos, the
+/// rotated half made by a negation and a concat, times sin, then added): 10
+/// passes over x and 6 over a table.
+pub fn rope_bytes(x: u64, table: u64, elem: u64) -> (u64, u64) {
+    ((2 * x + 2 * table) * elem, (10 * x + 6 * 2 * table) * elem)
+}
+
+/// Amdahl's law: the speedup of the whole when a share `f` of its time runs
+/// `s` times faster and the rest does not (Amdahl, AFIPS 1967).
+pub fn amdahl(f: f64, s: f64) -> f64 {
+    1.0 / ((1.0 - f) + f / s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,5 +218,60 @@ mod tests {
         assert_eq!(attainable_gflop_per_s(0.25, 100.0, Some(1000.0)), 25.0);
         assert_eq!(attainable_gflop_per_s(100.0, 100.0, Some(1000.0)), 1000.0);
         assert_eq!(attainable_gflop_per_s(2.0, 100.0, None), 200.0);
+    }
+
+    #[test]
+    fn a_llama_7b_layer_counts_as_its_paper_does() {
+        // Llama-2-7B's layer: hidden 4096, MLP 11008.
+        let d = BlockDims {
+            batch: 1,
+            seq: 2048,
+            hidden: 4096,
+            mlp: 11008,
+        };
+        assert_eq!(d.params(), 4 * 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096);
+        // 202 million weights a layer: 32 layers are the 6.5 billion of the model
+        // beside its embeddings.
+        assert_eq!(d.params() / 1_000_000, 202);
+        // Prefill: 2 x params x tokens for the projections (the norms' scales
+        // are not matmuls), plus 4 x seq^2 x hidden for attention.
+        let linear = 2.0 * 2048.0 * (d.params() - 2 * 4096) as f64;
+        assert_eq!(
+            block_flops(&d, false),
+            linear + 4.0 * 2048.0 * 2048.0 * 4096.0
+        );
+        // Decode: one token, 2049 keys.
+        let linear = 2.0 * (d.params() - 2 * 4096) as f64;
+        assert_eq!(block_flops(&d, true), linear + 4.0 * 2049.0 * 4096.0);
+        // Decode reads every weight once a token: at bf16, 404 MB plus the cache.
+        let bytes = block_bytes(&d, true, 2);
+        assert_eq!(bytes, (d.params() + 2 * 4096 + 2 * 2049 * 4096) * 2);
+        assert_eq!(d.tokens(false), 2048);
+        assert_eq!(d.context(true), 2049);
+    }
+
+    #[test]
+    fn fused_kernels_move_their_tensors_once_and_composed_ops_more() {
+        // RMSNorm of 4 rows of 8 in f32: fused 2 x 32 + 8 elements.
+        let (fused, composed) = rms_norm_bytes(4, 8, 4);
+        assert_eq!(fused, (2 * 32 + 8) * 4);
+        assert_eq!(
+            composed,
+            (2 * 32 + (32 + 4) + 6 * 4 + (2 * 32 + 4) + (2 * 32 + 8)) * 4
+        );
+        // In bf16 the composed form adds the casts to and from f32.
+        let (f16_fused, f16_composed) = rms_norm_bytes(4, 8, 2);
+        assert_eq!(f16_fused, fused / 2);
+        assert!(f16_composed > composed - (2 * 32 + 8) * 2, "{f16_composed}");
+        assert_eq!(softmax_bytes(2, 10, 2), (40, (140 + 8) * 2));
+        assert_eq!(rope_bytes(100, 10, 4), (880, (1000 + 120) * 4));
+    }
+
+    #[test]
+    fn amdahl_bounds_the_whole_by_its_part() {
+        assert_eq!(amdahl(1.0, 4.0), 4.0);
+        assert_eq!(amdahl(0.0, 4.0), 1.0);
+        // Half the time 4x faster: 1 / (0.5 + 0.125) = 1.6.
+        assert!((amdahl(0.5, 4.0) - 1.6).abs() < 1e-12);
     }
 }

@@ -3,6 +3,7 @@
 //! returns plain result types. Nothing here prints a result or opens a file.
 
 pub mod basics;
+pub mod block;
 pub mod cpu_vs_gpu;
 pub mod floats;
 pub mod formulas;

@@ -456,6 +456,26 @@ pub fn entries(file: &ResultFile) -> Vec<Entry> {
             .iter()
             .filter_map(|p| entry(p.size, &p.row, s.device))
             .collect(),
+        // Each phase its own experiment, so prefill pairs with prefill.
+        Body::Block(b) => b
+            .phases
+            .iter()
+            .flat_map(|p| p.rows.iter().map(move |row| (p, row)))
+            .filter_map(|(p, row)| {
+                let m = row.measured.as_ref()?;
+                Some(Entry {
+                    experiment: format!("block {}", p.phase.name()),
+                    size: b.shape.seq as u64,
+                    precision: row.precision.name().to_string(),
+                    device_kind: file.device.kind.as_str().to_string(),
+                    device_name: file.device.name.clone(),
+                    framework: framework.clone(),
+                    median_ms: m.end_to_end.median_ms,
+                    samples_ms: Some(m.end_to_end.samples_wall_ms.clone())
+                        .filter(|s| !s.is_empty()),
+                })
+            })
+            .collect(),
         Body::Basics(_) | Body::Precision(_) | Body::Memory(_) | Body::Overhead(_) => Vec::new(),
     }
 }

@@ -17,6 +17,7 @@
 
 mod availability;
 mod basics;
+mod block;
 mod cpu;
 mod matmul;
 mod memory;
@@ -39,6 +40,10 @@ pub use availability::{
 };
 pub use basics::{
     BasicsResults, Broadcast, Described, Elementwise, Transfer, TransferStatus, View,
+};
+pub use block::{
+    BlockAccuracy, BlockMeasured, BlockPart, BlockPhase, BlockResults, BlockRow, BlockShape,
+    FusedOp, FusedRow, OpClass, Phase,
 };
 pub use cpu::{same_generation, CpuIdentity};
 pub use matmul::{
@@ -92,6 +97,7 @@ pub enum Body {
     Memory(MemoryResults),
     Overhead(OverheadResults),
     Sweep(SweepResults),
+    Block(BlockResults),
 }
 
 impl Body {
@@ -105,6 +111,7 @@ impl Body {
             Self::Memory(_) => "memory",
             Self::Overhead(_) => "overhead",
             Self::Sweep(_) => "sweep",
+            Self::Block(_) => "block",
         }
     }
 }
@@ -261,6 +268,7 @@ impl Body {
             Self::Memory(m) => m.validate(),
             Self::Overhead(o) => o.validate(),
             Self::Sweep(s) => s.validate(),
+            Self::Block(b) => b.validate(),
         }
     }
 }

@@ -24,6 +24,7 @@ pub fn bin(name: &str) -> PathBuf {
         "memory" => env!("CARGO_BIN_EXE_memory"),
         "overhead" => env!("CARGO_BIN_EXE_overhead"),
         "sweep" => env!("CARGO_BIN_EXE_sweep"),
+        "block" => env!("CARGO_BIN_EXE_block"),
         "summary" => env!("CARGO_BIN_EXE_summary"),
         "compare" => env!("CARGO_BIN_EXE_compare"),
         "report" => env!("CARGO_BIN_EXE_report"),

@@ -259,7 +259,7 @@ pub(crate) fn no_gpu_reason(device: &Device) -> Option<String> {
 
 /// The ceiling's name, what it calls, and its samples: a plain copy between
 /// two preallocated buffers.
-fn ceiling(
+pub(crate) fn ceiling(
     device: &Device,
     bytes: u64,
     plan: Plan,

@@ -4,6 +4,7 @@
 //! experiment; this one dispatches on the result's body.
 
 pub mod basics;
+pub mod block;
 pub mod floats;
 pub mod matmul;
 pub mod memory;
@@ -119,6 +120,17 @@ pub fn availabilities(file: &ResultFile) -> Vec<(String, &Availability)> {
                 );
             }
         }
+        Body::Block(r) => {
+            for p in &r.phases {
+                for row in &p.rows {
+                    let a = row
+                        .measured
+                        .as_ref()
+                        .and_then(|m| m.end_to_end.availability.as_ref());
+                    push(&mut out, format!("{} {}", p.phase.name(), row.precision), a);
+                }
+            }
+        }
         Body::Overhead(r) => {
             for l in &r.launch {
                 push(
@@ -166,6 +178,7 @@ pub fn show(file: &ResultFile) -> Shown {
         Body::Sweep(r) => sweep::show(file, r),
         Body::Memory(r) => memory::show(file, r),
         Body::Overhead(r) => overhead::show(file, r),
+        Body::Block(r) => block::show(file, r),
     }
 }
 
@@ -173,7 +186,7 @@ pub fn show(file: &ResultFile) -> Shown {
 pub fn has_records(experiment: &str) -> bool {
     matches!(
         experiment,
-        "matmul" | "cpu_vs_gpu" | "sweep" | "memory" | "overhead"
+        "matmul" | "cpu_vs_gpu" | "sweep" | "memory" | "overhead" | "block"
     )
 }
 
@@ -197,6 +210,7 @@ pub fn records(file: &ResultFile) -> Option<Records> {
         Body::Sweep(r) => Some(sweep::records(&m, r)),
         Body::Memory(r) => Some(memory::records(&m, r)),
         Body::Overhead(r) => Some(overhead::records(&m, r)),
+        Body::Block(r) => Some(block::records(&m, r)),
     }
 }
 
@@ -206,7 +220,14 @@ mod tests {
 
     #[test]
     fn every_experiment_with_rows_has_records_and_only_those() {
-        for e in ["matmul", "cpu_vs_gpu", "sweep", "memory", "overhead"] {
+        for e in [
+            "matmul",
+            "cpu_vs_gpu",
+            "sweep",
+            "memory",
+            "overhead",
+            "block",
+        ] {
             assert!(has_records(e), "{e}");
         }
         for e in ["basics", "precision", "nothing"] {

@@ -1,0 +1,376 @@
+//! The `block` experiment's core: how much of matmul's precision speedup
+//! survives in a whole decoder block ([`model`]). Per phase (prefill, decode)
+//! and precision: the block end to end with the clock's usual rules, its
+//! FLOPs and least bytes (`bench::formulas`), each op class timed alone
+//! ([`parts`]), the speedup over fp32 beside the matmul-only speedup and
+//! Amdahl's prediction from the parts, decode's bandwidth against a copy
+//! measured here, and the output against an f64 run of the same weights on the
+//! CPU (composed ops: a plain reference the fused kernels are checked against).
+//! Then candle-nn's fused kernels against the same math from primitive ops.
+
+pub mod model;
+mod parts;
+
+use anyhow::{bail, Context, Result};
+use candle_core::{DType, Device, Tensor};
+
+use crate::bench::formulas::{amdahl, block_bytes, block_flops, copy_traffic, gb_per_s, BlockDims};
+use crate::bench::gemm_mode::GemmMode;
+use crate::clock::Plan;
+use crate::memory::fits::Need;
+use crate::memory::MemoryMeter;
+use crate::precision::Precision;
+use crate::schema::{
+    BlockAccuracy, BlockMeasured, BlockPhase, BlockResults, BlockRow, BlockShape, OpClass, Phase,
+    RowStatus,
+};
+use crate::stats::relative_errors;
+use crate::telemetry::Telemetry;
+use model::{Block, HostWeights, Kernels};
+
+/// What a `block` run asks for, checked by [`Config::check`].
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub shape: BlockShape,
+    pub plan: Plan,
+    pub precisions: Vec<Precision>,
+    pub phases: Vec<Phase>,
+    pub seed: u64,
+}
+
+/// A Llama-7B-like layer on a GPU: hidden 4096, 32 heads, MLP 11008, 2048 tokens.
+pub const GPU_SHAPE: (usize, usize, usize, usize) = (4096, 32, 11008, 2048);
+/// On the CPU an eighth of its width (hidden 512, 8 heads, MLP 1376) over 128
+/// tokens: seconds on 2 cores rather than minutes.
+pub const CPU_SHAPE: (usize, usize, usize, usize) = (512, 8, 1376, 128);
+
+/// The shape from its flags, `None` taking the device's default.
+pub fn shape(
+    on_cuda: bool,
+    [hidden, heads, mlp, seq]: [Option<usize>; 4],
+    batch: usize,
+    accuracy_seq: usize,
+) -> BlockShape {
+    let d = if on_cuda { GPU_SHAPE } else { CPU_SHAPE };
+    let (hidden, heads) = (hidden.unwrap_or(d.0), heads.unwrap_or(d.1));
+    let seq = seq.unwrap_or(d.3);
+    BlockShape {
+        batch,
+        seq,
+        hidden,
+        heads,
+        head_dim: hidden.checked_div(heads).unwrap_or(0),
+        mlp: mlp.unwrap_or(d.2),
+        rms_eps: 1e-5,
+        rope_theta: 10_000.0,
+        accuracy_seq: accuracy_seq.min(seq),
+    }
+}
+
+impl Config {
+    /// Refuses, before any work, a shape the block cannot have.
+    pub fn check(&self) -> Result<()> {
+        let s = &self.shape;
+        if s.heads == 0 || !s.hidden.is_multiple_of(s.heads) {
+            bail!(
+                "--heads {}: must divide --hidden {} (each head takes hidden / heads)",
+                s.heads,
+                s.hidden
+            );
+        }
+        if !s.head_dim.is_multiple_of(2) {
+            bail!(
+                "--hidden {} / --heads {} = {}: rotary embedding needs an even head size",
+                s.hidden,
+                s.heads,
+                s.head_dim
+            );
+        }
+        if let Some(p) = self.precisions.iter().find(|p| {
+            !matches!(
+                p,
+                Precision::F32 | Precision::Tf32 | Precision::F16 | Precision::Bf16
+            )
+        }) {
+            bail!("--dtypes {p}: the block runs fp32, tf32 (on a GPU), fp16 and bf16");
+        }
+        Ok(())
+    }
+
+    fn dims(&self) -> BlockDims {
+        let s = &self.shape;
+        BlockDims {
+            batch: s.batch as u64,
+            seq: s.seq as u64,
+            hidden: s.hidden as u64,
+            mlp: s.mlp as u64,
+        }
+    }
+}
+
+/// What must fit: the f32 weights and inputs on the host (and their f64 copy
+/// for the reference), and on the device one precision's block with a call's
+/// activations (the scores, batch x heads x seq x context, the largest).
+pub fn needs(cfg: &Config) -> Vec<Need> {
+    let s = &cfg.shape;
+    let d = cfg.dims();
+    let inputs = (2 * d.batch * d.seq * d.hidden) * 2 + d.batch * d.hidden;
+    let host = (d.params() + inputs) * (4 + 8);
+    let scores = (d.batch * s.heads as u64 * d.seq * d.context(true)) * 4;
+    let activations = 4 * (d.batch * d.seq * (6 * d.hidden + 3 * d.mlp)) + 3 * scores;
+    let what = format!(
+        "the block (--hidden {} --mlp {} --seq {} --batch {})",
+        s.hidden, s.mlp, s.seq, s.batch
+    );
+    vec![Need {
+        what,
+        host_bytes: host,
+        device_bytes: (d.params() + inputs) * 4 + activations,
+    }]
+}
+
+/// Runs the experiment on `device` with `weights`. A precision that fails in
+/// a phase (out of memory, a mode cuBLAS refuses) is that row's, recorded with
+/// its error; the others run.
+pub fn run(
+    device: &Device,
+    cfg: &Config,
+    weights: &HostWeights,
+    telemetry: &Telemetry,
+    sizes_note: String,
+) -> Result<BlockResults> {
+    let s = &cfg.shape;
+    let dims = cfg.dims();
+    eprintln!(
+        "block: the f64 reference on the CPU ({} tokens)",
+        s.accuracy_seq
+    );
+    let reference = references(weights, s).context("the f64 reference")?;
+    let copy_ceiling_gb_per_s = copy_ceiling(device, &dims, cfg.plan, telemetry)?;
+    let mut phases: Vec<BlockPhase> = cfg
+        .phases
+        .iter()
+        .map(|&phase| BlockPhase {
+            phase,
+            tokens: dims.tokens(phase == Phase::Decode) as usize,
+            context: dims.context(phase == Phase::Decode) as usize,
+            flops: block_flops(&dims, phase == Phase::Decode),
+            rows: Vec::new(),
+        })
+        .collect();
+    let mut fused = Vec::new();
+    for &p in &cfg.precisions {
+        let _mode = GemmMode::set(p);
+        let block = match Block::new(weights, s, p.dtype(), device) {
+            Ok(b) => b,
+            Err(e) => {
+                for ph in &mut phases {
+                    ph.rows.push(failed(p, &e));
+                }
+                continue;
+            }
+        };
+        for ph in &mut phases {
+            let r = measure(
+                &block,
+                ph,
+                p,
+                cfg.plan,
+                telemetry,
+                &reference,
+                copy_ceiling_gb_per_s,
+            );
+            ph.rows.push(match r {
+                Ok(m) => BlockRow {
+                    precision: p,
+                    status: RowStatus::Ok,
+                    error: None,
+                    measured: Some(m),
+                },
+                Err(e) => failed(p, &e),
+            });
+        }
+        if cfg.phases.contains(&Phase::Prefill) {
+            match parts::fused_rows(&block, p, cfg.plan, telemetry) {
+                Ok(rows) => fused.extend(rows),
+                Err(e) => eprintln!("{p}: fused against composed failed ({e:#})"),
+            }
+        }
+    }
+    for ph in &mut phases {
+        fill_vs_fp32(ph);
+    }
+    Ok(BlockResults {
+        shape: s.clone(),
+        sizes_note,
+        warmup: cfg.plan.warmup,
+        iters: cfg.plan.iters,
+        seed: cfg.seed,
+        params: dims.params(),
+        copy_ceiling_gb_per_s,
+        phases,
+        fused,
+    })
+}
+
+fn failed(p: Precision, e: &anyhow::Error) -> BlockRow {
+    let why = crate::error::error_line(e);
+    eprintln!("block {p}: row failed, recorded with its error ({why})");
+    BlockRow {
+        precision: p,
+        status: RowStatus::Error,
+        error: Some(why),
+        measured: None,
+    }
+}
+
+/// The f64 run's outputs on the CPU, composed ops: the first `accuracy_seq`
+/// tokens of the prefill (a causal block's first tokens depend on nothing
+/// after them, so the block over those alone gives them exactly) and the decode.
+struct References {
+    prefill: Vec<f64>,
+    decode: Vec<f64>,
+}
+
+fn references(w: &HostWeights, s: &BlockShape) -> Result<References> {
+    let block = Block::new(w, s, DType::F64, &Device::Cpu)?;
+    let k = s.accuracy_seq;
+    let x = block.x_prefill.narrow(1, 0, k)?;
+    let (cos, sin) = block.rope_tables(0, k, DType::F64)?;
+    let aux = model::Aux {
+        cos,
+        sin,
+        mask: Some(block.causal_mask(k, DType::F64)?),
+    };
+    let prefill = flat(&block.forward(&x, Phase::Prefill, &aux, Kernels::Composed)?)?;
+    let aux = block.aux(Phase::Decode, DType::F64)?;
+    let decode = flat(&block.forward(&block.x_decode, Phase::Decode, &aux, Kernels::Composed)?)?;
+    Ok(References { prefill, decode })
+}
+
+fn flat(t: &Tensor) -> Result<Vec<f64>> {
+    Ok(t.to_dtype(DType::F64)?
+        .to_device(&Device::Cpu)?
+        .flatten_all()?
+        .to_vec1::<f64>()?)
+}
+
+/// A plain copy on the device of decode's bytes (at least 32 MiB, at most
+/// 1 GiB): the ceiling decode's bandwidth is held against.
+fn copy_ceiling(
+    device: &Device,
+    dims: &BlockDims,
+    plan: Plan,
+    telemetry: &Telemetry,
+) -> Result<Option<f64>> {
+    let bytes = block_bytes(dims, true, 4).clamp(32 << 20, 1 << 30);
+    let (_, _, timed) = crate::bench::memory::ceiling(device, bytes, plan, telemetry)?;
+    let (ms, _) = timed.rate_ms();
+    Ok(Some(gb_per_s(copy_traffic(bytes).bytes_moved(), ms)))
+}
+
+fn measure(
+    block: &Block,
+    ph: &BlockPhase,
+    p: Precision,
+    plan: Plan,
+    telemetry: &Telemetry,
+    reference: &References,
+    ceiling: Option<f64>,
+) -> Result<BlockMeasured> {
+    let phase = ph.phase;
+    let dtype = p.dtype();
+    let device = block.x_prefill.device();
+    let aux = block.aux(phase, dtype)?;
+    let x = block.input(phase);
+    let meter = MemoryMeter::for_device(device)?;
+    let base = meter.used_bytes()?;
+    meter.reset_peak()?;
+    let label = format!("{} {p}", phase.name());
+    let end_to_end = telemetry.time(device, plan, &label, || {
+        block.forward(x, phase, &aux, Kernels::Fused)
+    })?;
+    let peak_bytes = match (base, meter.peak_bytes()?) {
+        (Some(base), Some(peak)) => Some(peak.saturating_sub(base)),
+        _ => None,
+    };
+
+    // Accuracy from one more, untimed, call.
+    let y = block.forward(x, phase, &aux, Kernels::Fused)?;
+    let (got, want) = match phase {
+        Phase::Prefill => (
+            flat(&y.narrow(1, 0, block.shape.accuracy_seq)?)?,
+            &reference.prefill,
+        ),
+        Phase::Decode => (flat(&y)?, &reference.decode),
+    };
+    let (max_rel_err, mean_rel_err) = relative_errors(&got, want);
+
+    let parts = parts::time_parts(block, phase, &aux, dtype, plan, telemetry)?;
+    let part_ms = |pred: fn(OpClass) -> bool| -> f64 {
+        parts
+            .iter()
+            .filter(|x| pred(x.class))
+            .map(|x| x.timed.rate_ms().0)
+            .sum()
+    };
+    let parts_sum_ms = part_ms(|_| true);
+    let (ms, _) = end_to_end.rate_ms();
+    let dims = BlockDims {
+        batch: block.shape.batch as u64,
+        seq: block.shape.seq as u64,
+        hidden: block.shape.hidden as u64,
+        mlp: block.shape.mlp as u64,
+    };
+    let bytes_min = block_bytes(&dims, phase == Phase::Decode, dtype.size_in_bytes() as u64);
+    let gb = gb_per_s(bytes_min, ms);
+    Ok(BlockMeasured {
+        bytes_min,
+        tokens_per_s: ph.tokens as f64 / (ms * 1e-3),
+        gflop_per_s: ph.flops / (ms * 1e-3) / 1e9,
+        gb_per_s: gb,
+        pct_of_copy_ceiling: ceiling.map(|c| 100.0 * gb / c),
+        peak_bytes,
+        matmul_share: part_ms(OpClass::is_matmul) / parts_sum_ms,
+        parts_sum_ms,
+        parts,
+        end_to_end,
+        // Filled once the phase's fp32 row is known.
+        speedup_vs_fp32: None,
+        matmul_speedup_vs_fp32: None,
+        amdahl_speedup_vs_fp32: None,
+        accuracy: BlockAccuracy {
+            tokens_checked: got.len() / block.shape.hidden,
+            max_rel_err,
+            mean_rel_err,
+        },
+    })
+}
+
+/// The matmul classes' time in a measured row (the rates' time source).
+fn matmul_ms(m: &BlockMeasured) -> f64 {
+    m.parts
+        .iter()
+        .filter(|x| x.class.is_matmul())
+        .map(|x| x.timed.rate_ms().0)
+        .sum()
+}
+
+/// Each row against the phase's fp32 row: end to end, matmuls alone, and
+/// Amdahl's prediction from fp32's matmul share and the matmul-only speedup.
+pub fn fill_vs_fp32(ph: &mut BlockPhase) {
+    let Some(fp32) = ph
+        .rows
+        .iter()
+        .find(|r| r.precision == Precision::F32)
+        .and_then(|r| r.measured.clone())
+    else {
+        return;
+    };
+    for m in ph.rows.iter_mut().filter_map(|r| r.measured.as_mut()) {
+        let s = matmul_ms(&fp32) / matmul_ms(m);
+        m.speedup_vs_fp32 = Some(fp32.end_to_end.rate_ms().0 / m.end_to_end.rate_ms().0);
+        m.matmul_speedup_vs_fp32 = Some(s);
+        m.amdahl_speedup_vs_fp32 = Some(amdahl(fp32.matmul_share, s));
+    }
+}

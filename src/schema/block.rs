@@ -1,0 +1,255 @@
+//! The body of `block`: one decoder block of the kind every current LLM stacks
+//! (RMSNorm, Q/K/V/O projections, rotary embedding, causal attention, residual
+//! adds, RMSNorm, a SwiGLU MLP), timed end to end per phase and precision, with
+//! where its time goes by op class, the speedup over fp32 beside the matmul-only
+//! speedup and Amdahl's prediction from the parts, fused kernels against the
+//! same math from primitive ops, and accuracy against an f64 run.
+
+use anyhow::{bail, Result};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{RowStatus, Timed};
+use crate::precision::Precision;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BlockResults {
+    pub shape: BlockShape,
+    /// Why these sizes (the device's defaults, or the flags).
+    pub sizes_note: String,
+    pub warmup: usize,
+    pub iters: usize,
+    /// Seed of the random weights and inputs (standard normal, scaled).
+    pub seed: u64,
+    /// Weights of one block: 4 hidden^2 + 3 hidden x mlp, plus the two norms.
+    pub params: u64,
+    /// A plain device copy measured in this run, the ceiling decode's bandwidth
+    /// is held against (GB/s, 10^9 bytes per second; null where not measured).
+    pub copy_ceiling_gb_per_s: Option<f64>,
+    pub phases: Vec<BlockPhase>,
+    /// Candle's fused kernels against the same math from primitive ops.
+    pub fused: Vec<FusedRow>,
+}
+
+/// The block's sizes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BlockShape {
+    pub batch: usize,
+    /// Tokens of a prefill, and the KV cache's length in decode.
+    pub seq: usize,
+    pub hidden: usize,
+    pub heads: usize,
+    /// hidden / heads.
+    pub head_dim: usize,
+    /// The MLP's inner width.
+    pub mlp: usize,
+    pub rms_eps: f64,
+    pub rope_theta: f64,
+    /// Tokens whose output is checked against the f64 run (the first ones).
+    pub accuracy_seq: usize,
+}
+
+/// Prefill (the whole sequence at once: compute-bound) or decode (one new
+/// token against a KV cache of `seq`: every weight read per token).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Prefill,
+    Decode,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Prefill => "prefill",
+            Self::Decode => "decode",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BlockPhase {
+    pub phase: Phase,
+    /// Tokens one block call processes: batch x seq (prefill), batch (decode).
+    pub tokens: usize,
+    /// Keys the attention reads per query at most: seq (prefill, causal), seq +
+    /// 1 (decode: the cache and the new token).
+    pub context: usize,
+    /// FLOPs of one call, the matmuls' (2 per multiply-add; the element-wise
+    /// work is not counted): `bench::formulas::block_flops`.
+    pub flops: f64,
+    pub rows: Vec<BlockRow>,
+}
+
+/// One precision in one phase: measured, or failed with its error.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BlockRow {
+    pub precision: Precision,
+    pub status: RowStatus,
+    pub error: Option<String>,
+    pub measured: Option<BlockMeasured>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BlockMeasured {
+    /// One block call, end to end.
+    pub end_to_end: Timed,
+    /// The least one call moves: every weight once, the input and output, the
+    /// KV cache read (decode) or written (prefill): `bench::formulas::block_bytes`.
+    pub bytes_min: u64,
+    pub tokens_per_s: f64,
+    pub gflop_per_s: f64,
+    /// bytes_min over the end-to-end time (CUDA events on a GPU).
+    pub gb_per_s: f64,
+    /// gb_per_s as a percentage of `copy_ceiling_gb_per_s`.
+    pub pct_of_copy_ceiling: Option<f64>,
+    /// Peak memory during the end-to-end samples above the use before the
+    /// block's inputs (the weights, made before, not included).
+    pub peak_bytes: Option<u64>,
+    /// Each op class timed alone at the block's shapes, per block call.
+    pub parts: Vec<BlockPart>,
+    /// The parts' medians added up, against the end-to-end median.
+    pub parts_sum_ms: f64,
+    /// The matmul classes' (linear and attention) share of the parts' sum.
+    pub matmul_share: f64,
+    /// End to end: fp32's median over this row's (null without an fp32 row).
+    pub speedup_vs_fp32: Option<f64>,
+    /// The same for the matmul classes alone, at the same shapes.
+    pub matmul_speedup_vs_fp32: Option<f64>,
+    /// Amdahl's law: 1 / ((1 - f) + f / s), with f fp32's matmul share and s
+    /// this row's matmul-only speedup: what the block would gain if only its
+    /// matmuls changed.
+    pub amdahl_speedup_vs_fp32: Option<f64>,
+    pub accuracy: BlockAccuracy,
+}
+
+/// What one class of operations costs in one block call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BlockPart {
+    pub class: OpClass,
+    /// Calls of the class in one block call.
+    pub calls: usize,
+    #[serde(flatten)]
+    pub timed: Timed,
+}
+
+/// The block's operations by class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OpClass {
+    /// Q, K, V, O projections and the MLP's gate, up and down.
+    Linear,
+    /// Q K^T and the weights times V.
+    AttentionMatmul,
+    /// The two RMSNorms.
+    Norm,
+    Softmax,
+    /// Rotary embedding of Q and K.
+    Rotary,
+    /// Residual adds, SiLU and the gate's product, the scale and the causal
+    /// mask, and the copies that lay heads out (transposes, the cache's concat).
+    Elementwise,
+}
+
+impl OpClass {
+    pub const ALL: [OpClass; 6] = [
+        Self::Linear,
+        Self::AttentionMatmul,
+        Self::Norm,
+        Self::Softmax,
+        Self::Rotary,
+        Self::Elementwise,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Linear => "linear",
+            Self::AttentionMatmul => "attention matmul",
+            Self::Norm => "norm",
+            Self::Softmax => "softmax",
+            Self::Rotary => "rotary",
+            Self::Elementwise => "element-wise",
+        }
+    }
+
+    /// Whether the class is matmuls (the part precision speeds up most).
+    pub fn is_matmul(self) -> bool {
+        matches!(self, Self::Linear | Self::AttentionMatmul)
+    }
+}
+
+/// The block's output against an f64 run of the same weights and inputs on the
+/// CPU: |y - y_f64| / rms(y_f64), over the first `tokens_checked` tokens.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BlockAccuracy {
+    pub tokens_checked: usize,
+    pub max_rel_err: f64,
+    pub mean_rel_err: f64,
+}
+
+/// A fused kernel against the same math from primitive ops, at the block's
+/// shapes, in one precision.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FusedRow {
+    pub op: FusedOp,
+    pub precision: Precision,
+    /// What the fused call is (`candle_nn::ops::rms_norm`).
+    pub fused_call: String,
+    /// What the composed one is (`candle_nn::ops::rms_norm_slow`).
+    pub composed_call: String,
+    pub fused: Timed,
+    pub composed: Timed,
+    /// The least the fused kernel moves: its inputs read once, its output
+    /// written once.
+    pub fused_bytes: u64,
+    /// What the primitive ops move, each reading its inputs and writing its
+    /// output as a tensor of its own.
+    pub composed_bytes: u64,
+    /// composed median over fused median (2.0: the fused kernel is twice as fast).
+    pub composed_over_fused: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FusedOp {
+    RmsNorm,
+    Softmax,
+    Rope,
+}
+
+impl FusedOp {
+    pub const ALL: [FusedOp; 3] = [Self::RmsNorm, Self::Softmax, Self::Rope];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::RmsNorm => "rms_norm",
+            Self::Softmax => "softmax",
+            Self::Rope => "rope",
+        }
+    }
+}
+
+impl BlockResults {
+    pub(super) fn validate(&self) -> Result<()> {
+        let s = &self.shape;
+        if s.heads == 0 || s.head_dim * s.heads != s.hidden {
+            bail!(
+                "block: heads {} x head_dim {} is not hidden {}",
+                s.heads,
+                s.head_dim,
+                s.hidden
+            );
+        }
+        for row in self.phases.iter().flat_map(|p| &p.rows) {
+            match (row.status, &row.measured, &row.error) {
+                (RowStatus::Ok, Some(_), None) | (RowStatus::Error, None, Some(_)) => {}
+                _ => bail!(
+                    "block {}: status {:?} disagrees with its measurements and error",
+                    row.precision,
+                    row.status
+                ),
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,171 @@
+//! The `block` program as a user runs it, at tiny sizes: every phase and
+//! precision has its row, parts and accuracy; fp32 agrees with the plain-ops
+//! f64 run; the weights it saves read back with the names and shapes the
+//! PyTorch twin loads; a bad shape is refused before any work. No time is
+//! asserted.
+
+mod common;
+use common::{refused, run_result};
+
+use serde_json::Value;
+
+const TINY: [&str; 12] = [
+    "--hidden", "64", "--heads", "4", "--mlp", "96", "--seq", "12", "--iters", "2", "--warmup", "1",
+];
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap()
+}
+
+fn tiny_block(device: &str) {
+    let mut args = vec!["--device", device];
+    args.extend(TINY);
+    let (json, _) = run_result("block", &args);
+    let b = &json["block"];
+    assert_eq!(b["shape"]["head_dim"], 16);
+    assert_eq!(b["params"], 4 * 64 * 64 + 3 * 64 * 96 + 2 * 64);
+    let phases = b["phases"].as_array().unwrap();
+    let names: Vec<&str> = phases
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["prefill", "decode"]);
+    assert_eq!(
+        (phases[0]["tokens"].as_u64(), phases[1]["tokens"].as_u64()),
+        (Some(12), Some(1))
+    );
+    for p in phases {
+        let rows = p["rows"].as_array().unwrap();
+        let precisions: Vec<&str> = rows
+            .iter()
+            .map(|r| r["precision"].as_str().unwrap())
+            .collect();
+        assert_eq!(precisions, ["fp32", "fp16", "bf16"]);
+        for r in rows {
+            let m = &r["measured"];
+            assert_eq!(r["status"], "ok", "{r}");
+            // Every class, once, and their sum is what the file says it is.
+            let parts = m["parts"].as_array().unwrap();
+            assert_eq!(parts.len(), 6, "{m}");
+            let sum: f64 = parts.iter().map(|x| f(&x["median_ms"])).sum();
+            assert!(
+                (sum - f(&m["parts_sum_ms"])).abs() < 1e-9 * sum.max(1.0),
+                "{m}"
+            );
+            let share = f(&m["matmul_share"]);
+            assert!(share > 0.0 && share < 1.0, "{share}");
+            assert!(f(&m["tokens_per_s"]) > 0.0 && f(&m["gflop_per_s"]) > 0.0);
+            // The speedups are against the same phase's fp32 row.
+            if r["precision"] == "fp32" {
+                assert_eq!(f(&m["speedup_vs_fp32"]), 1.0);
+                assert_eq!(f(&m["amdahl_speedup_vs_fp32"]), 1.0);
+            }
+        }
+        // fp32 against the f64 run of the same weights with plain ops: the
+        // fused kernels and f32 rounding alone (relative to the output's rms).
+        let fp32 = &rows[0]["measured"]["accuracy"];
+        assert!(f(&fp32["max_rel_err"]) < 1e-5, "{fp32}");
+        let bf16 = &rows[2]["measured"]["accuracy"];
+        assert!(f(&bf16["max_rel_err"]) > f(&fp32["max_rel_err"]), "{bf16}");
+    }
+    let fused = b["fused"].as_array().unwrap();
+    assert_eq!(fused.len(), 3 * 3, "three ops in three precisions");
+    for row in fused {
+        assert!(f(&row["composed_bytes"]) > f(&row["fused_bytes"]), "{row}");
+    }
+}
+
+#[test]
+fn tiny_block_cpu() {
+    tiny_block("cpu");
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn tiny_block_cuda() {
+    tiny_block("cuda");
+}
+
+/// `--save-weights` writes the f32 weights and inputs under the names and
+/// shapes `pytorch/block.py --weights` reads, and the same seed writes the
+/// same numbers.
+#[test]
+fn saved_weights_read_back_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = |name: &str| {
+        let path = dir.path().join(name);
+        let mut args = vec![
+            "--device",
+            "cpu",
+            "--phases",
+            "decode",
+            "--dtypes",
+            "fp32",
+            "--save-weights",
+        ];
+        args.push(path.to_str().unwrap());
+        args.extend(TINY);
+        run_result("block", &args);
+        candle_core::safetensors::load(&path, &candle_core::Device::Cpu).unwrap()
+    };
+    let w = save("a.safetensors");
+    let shape = |n: &str| w[n].dims().to_vec();
+    assert_eq!(shape("x_prefill"), [1, 12, 64]);
+    assert_eq!(shape("x_decode"), [1, 1, 64]);
+    assert_eq!(shape("k_cache"), [1, 4, 12, 16]);
+    assert_eq!(shape("wq"), [64, 64]);
+    assert_eq!(shape("w_gate"), [96, 64]);
+    assert_eq!(shape("w_down"), [64, 96]);
+    assert_eq!(shape("attn_norm"), [64]);
+    assert_eq!(w.len(), 13);
+    assert!(w.values().all(|t| t.dtype() == candle_core::DType::F32));
+    let again = save("b.safetensors");
+    let same = |n: &str| {
+        let d = (&w[n] - &again[n])
+            .unwrap()
+            .abs()
+            .unwrap()
+            .sum_all()
+            .unwrap();
+        d.to_scalar::<f32>().unwrap() == 0.0
+    };
+    assert!(["wq", "w_down", "x_prefill", "v_cache"]
+        .into_iter()
+        .all(same));
+}
+
+#[test]
+fn bad_shapes_are_refused_before_any_work() {
+    refused(
+        "block",
+        &["--device", "cpu", "--hidden", "64", "--heads", "5"],
+        "--heads 5: must divide --hidden 64",
+    );
+    refused(
+        "block",
+        &["--device", "cpu", "--hidden", "36", "--heads", "4"],
+        "an even head size",
+    );
+    refused(
+        "block",
+        &["--device", "cpu", "--dtypes", "fp64"],
+        "the block runs fp32",
+    );
+    refused(
+        "block",
+        &["--device", "cpu", "--dtypes", "tf32"],
+        "needs a CUDA device",
+    );
+    refused(
+        "block",
+        &["--device", "cpu", "--phases", "train"],
+        "expected prefill or decode",
+    );
+    refused(
+        "block",
+        &[
+            "--device", "cpu", "--hidden", "65536", "--mlp", "262144", "--seq", "1048576",
+        ],
+        "needs",
+    );
+}
