@@ -263,7 +263,7 @@ mod tests {
         let (f16_fused, f16_composed) = rms_norm_bytes(4, 8, 2);
         assert_eq!(f16_fused, fused / 2);
         assert!(f16_composed > composed - (2 * 32 + 8) * 2, "{f16_composed}");
-        assert_eq!(softmax_bytes(2, 10, 2), (40, (140 + 8) * 2));
+        assert_eq!(softmax_bytes(2, 10, 2), (2 * 20 * 2, (140 + 8) * 2));
         assert_eq!(rope_bytes(100, 10, 4), (880, (1000 + 120) * 4));
     }
 
