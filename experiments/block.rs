@@ -77,6 +77,13 @@ struct Args {
     #[arg(long, value_name = "FILE")]
     save_weights: Option<PathBuf>,
 
+    /// Also write the fp32 rows' outputs (the tokens checked for accuracy: the
+    /// first --accuracy-seq of the prefill, the decode token; f32,
+    /// safetensors: y_prefill_fp32, y_decode_fp32) to FILE, for the PyTorch
+    /// twin's check that both blocks compute the same.
+    #[arg(long, value_name = "FILE")]
+    save_output: Option<PathBuf>,
+
     #[command(flatten)]
     host: HostMemoryFlag,
 }
@@ -159,6 +166,11 @@ fn run(args: Args) -> Result<Completion> {
         .as_deref()
         .map(output::prepare)
         .transpose()?;
+    let output_out = args
+        .save_output
+        .as_deref()
+        .map(output::prepare)
+        .transpose()?;
     args.common.wait_for_quiet()?;
     let telemetry = Telemetry::open(&device);
     eprintln!("{}", telemetry::line(&telemetry.source()));
@@ -166,7 +178,11 @@ fn run(args: Args) -> Result<Completion> {
     if let Some(out) = &weights_out {
         out.save_bytes(&weights.safetensors()?)?;
     }
-    let result = block::run(&device, &cfg, &weights, &telemetry, note)?;
+    let (result, fp32_outputs) = block::run(&device, &cfg, &weights, &telemetry, note)?;
+    if let Some(out) = &output_out {
+        let named = fp32_outputs.iter().map(|(n, t)| (n.as_str(), t));
+        out.save_bytes(&block::model::to_safetensors(named)?)?;
+    }
     let rows = result.phases.iter().flat_map(|p| &p.rows);
     let failed: Vec<String> = rows
         .clone()

@@ -134,6 +134,22 @@ fn saved_weights_read_back_by_name() {
         .all(same));
 }
 
+/// `--save-output` writes the fp32 rows' checked tokens under the names the
+/// PyTorch twin's test reads.
+#[test]
+fn saved_outputs_are_the_fp32_tokens_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("y.safetensors");
+    let mut args = vec!["--device", "cpu", "--accuracy-seq", "5", "--save-output"];
+    args.push(path.to_str().unwrap());
+    args.extend(TINY);
+    run_result("block", &args);
+    let y = candle_core::safetensors::load(&path, &candle_core::Device::Cpu).unwrap();
+    assert_eq!(y["y_prefill_fp32"].dims(), [1, 5, 64]);
+    assert_eq!(y["y_decode_fp32"].dims(), [1, 1, 64]);
+    assert_eq!(y.len(), 2);
+}
+
 #[test]
 fn bad_shapes_are_refused_before_any_work() {
     refused(

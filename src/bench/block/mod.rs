@@ -129,6 +129,12 @@ pub fn needs(cfg: &Config) -> Vec<Need> {
     }]
 }
 
+/// The fp32 rows' outputs, the tokens checked for accuracy (the first
+/// `accuracy_seq` of the prefill, the decode token), in f32 on the host, by
+/// name (`y_prefill_fp32`, `y_decode_fp32`): what `--save-output` writes, for
+/// the PyTorch twin's check that both blocks compute the same.
+pub type Outputs = Vec<(String, Tensor)>;
+
 /// Runs the experiment on `device` with `weights`. A precision that fails in
 /// a phase (out of memory, a mode cuBLAS refuses) is that row's, recorded with
 /// its error; the others run.
@@ -138,7 +144,7 @@ pub fn run(
     weights: &HostWeights,
     telemetry: &Telemetry,
     sizes_note: String,
-) -> Result<BlockResults> {
+) -> Result<(BlockResults, Outputs)> {
     let s = &cfg.shape;
     let dims = cfg.dims();
     eprintln!(
@@ -159,6 +165,7 @@ pub fn run(
         })
         .collect();
     let mut fused = Vec::new();
+    let mut outputs = Outputs::new();
     for &p in &cfg.precisions {
         let _mode = GemmMode::set(p);
         let block = match Block::new(weights, s, p.dtype(), device) {
@@ -181,12 +188,17 @@ pub fn run(
                 copy_ceiling_gb_per_s,
             );
             ph.rows.push(match r {
-                Ok(m) => BlockRow {
-                    precision: p,
-                    status: RowStatus::Ok,
-                    error: None,
-                    measured: Some(m),
-                },
+                Ok((m, y)) => {
+                    if p == Precision::F32 {
+                        outputs.push((format!("y_{}_fp32", ph.phase.name()), y));
+                    }
+                    BlockRow {
+                        precision: p,
+                        status: RowStatus::Ok,
+                        error: None,
+                        measured: Some(m),
+                    }
+                }
                 Err(e) => failed(p, &e),
             });
         }
@@ -200,7 +212,7 @@ pub fn run(
     for ph in &mut phases {
         fill_vs_fp32(ph);
     }
-    Ok(BlockResults {
+    let results = BlockResults {
         shape: s.clone(),
         sizes_note,
         warmup: cfg.plan.warmup,
@@ -210,7 +222,8 @@ pub fn run(
         copy_ceiling_gb_per_s,
         phases,
         fused,
-    })
+    };
+    Ok((results, outputs))
 }
 
 fn failed(p: Precision, e: &anyhow::Error) -> BlockRow {
@@ -277,7 +290,7 @@ fn measure(
     telemetry: &Telemetry,
     reference: &References,
     ceiling: Option<f64>,
-) -> Result<BlockMeasured> {
+) -> Result<(BlockMeasured, Tensor)> {
     let phase = ph.phase;
     let dtype = p.dtype();
     let device = block.x_prefill.device();
@@ -295,15 +308,17 @@ fn measure(
         _ => None,
     };
 
-    // Accuracy from one more, untimed, call.
+    // Accuracy from one more, untimed, call: the tokens the reference has.
     let y = block.forward(x, phase, &aux, Kernels::Fused)?;
-    let (got, want) = match phase {
+    let (checked, want) = match phase {
         Phase::Prefill => (
-            flat(&y.narrow(1, 0, block.shape.accuracy_seq)?)?,
+            y.narrow(1, 0, block.shape.accuracy_seq)?,
             &reference.prefill,
         ),
-        Phase::Decode => (flat(&y)?, &reference.decode),
+        Phase::Decode => (y, &reference.decode),
     };
+    let got = flat(&checked)?;
+    let checked = checked.to_dtype(DType::F32)?.to_device(&Device::Cpu)?;
     let (max_rel_err, mean_rel_err) = relative_errors(&got, want);
 
     let parts = parts::time_parts(block, phase, &aux, dtype, plan, telemetry)?;
@@ -324,7 +339,7 @@ fn measure(
     };
     let bytes_min = block_bytes(&dims, phase == Phase::Decode, dtype.size_in_bytes() as u64);
     let gb = gb_per_s(bytes_min, ms);
-    Ok(BlockMeasured {
+    let measured = BlockMeasured {
         bytes_min,
         tokens_per_s: ph.tokens as f64 / (ms * 1e-3),
         gflop_per_s: ph.flops / (ms * 1e-3) / 1e9,
@@ -344,7 +359,8 @@ fn measure(
             max_rel_err,
             mean_rel_err,
         },
-    })
+    };
+    Ok((measured, checked))
 }
 
 /// The matmul classes' time in a measured row (the rates' time source).

@@ -83,8 +83,15 @@ impl HostWeights {
 
     /// The weights and inputs as a safetensors file's bytes.
     pub fn safetensors(&self) -> Result<Vec<u8>> {
-        safetensors::tensor::serialize(self.named(), None).context("serializing the weights")
+        to_safetensors(self.named())
     }
+}
+
+/// Named tensors as a safetensors file's bytes.
+pub fn to_safetensors<'a, 'b>(
+    tensors: impl IntoIterator<Item = (&'a str, &'b Tensor)>,
+) -> Result<Vec<u8>> {
+    safetensors::tensor::serialize(tensors, None).context("writing safetensors")
 }
 
 /// The block in one dtype on one device, with its inputs.
