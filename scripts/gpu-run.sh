@@ -155,10 +155,13 @@ finish() {
   snapshot
   echo
   cat "$out/summary.md"
-  if [[ -f $work/logs/compare.log ]] && ((!rehearse)); then
-    echo
-    echo "=== compare (Candle's matmul file against PyTorch's)"
-    cat "$work/logs/compare.log"
+  if ((!rehearse)); then
+    for c in compare compare-block; do
+      [[ -f $work/logs/$c.log ]] || continue
+      echo
+      echo "=== $c (Candle's file against PyTorch's)"
+      cat "$work/logs/$c.log"
+    done
   fi
   echo "OUT_DIR: $(ls "$out" | tr '\n' ' ')($(ls "$out" | wc -l) files, $(du -sh "$out" | cut -f1))"
   if [[ -n $stopped ]]; then
@@ -372,6 +375,7 @@ if [[ $mode == cuda ]]; then
 fi
 
 # 1. Every experiment with its defaults.
+block_weights=$tmp/block-weights.safetensors
 for exe in "$bin"/experiments/*; do
   name=$(basename "$exe")
   args=(--device "$device" --output "$work/$name.json")
@@ -392,6 +396,13 @@ for exe in "$bin"/experiments/*; do
     if has --calls; then args+=(--calls 20); fi
     if has --cache-sizes; then args+=(--cache-sizes 64,128); fi
     if has --flush-mib; then args+=(--flush-mib 4); fi
+    # block
+    if has --hidden; then args+=(--hidden 64 --heads 4 --mlp 96 --seq 12); fi
+  fi
+  if [[ $name == block ]]; then
+    # The weights PyTorch's twin loads (not archived: a GPU block's are 0.8 GB).
+    args+=(--save-weights "$block_weights")
+    [[ $mode == cpu ]] || args+=(--dtypes fp32,tf32,fp16,bf16)
   fi
   step "$name" "$t_program" "$exe" "${args[@]}" "${dry[@]}"
 done
@@ -432,6 +443,18 @@ if [[ -f $bin/pytorch/matmul.py ]]; then
   fi
 fi
 
+# The PyTorch twin of the block, on the weights Candle's block wrote.
+if [[ -f $bin/pytorch/block.py && -x $bin/experiments/block ]]; then
+  if [[ -n $torch_py ]]; then
+    block_args=(--dtypes fp32,fp16,bf16 --iters 3 --warmup 1)
+    [[ $mode == cpu ]] || block_args=(--dtypes fp32,tf32,fp16,bf16)
+    step pytorch-block "$t_python" "$torch_py" "$bin/pytorch/block.py" --device "$device" \
+      --weights "$block_weights" "${block_args[@]}" --output "$work/pytorch-block.json" "${dry[@]}"
+  else
+    record pytorch-block - 0 "skipped: no python with torch (not counted)" python3 pytorch/block.py
+  fi
+fi
+
 # 4. The packed test harnesses, one test at a time (they share one GPU); the CLI
 # tests find the programs through CANDLE_LAB_BIN_DIR.
 export CANDLE_LAB_BIN_DIR="$bin/experiments" CANDLE_LAB_TOOLS_DIR="$bin/tools"
@@ -447,10 +470,13 @@ for t in "$bin"/tests/*; do
   step "test-$(basename "$t")" "$t_test" "$t" "${harness[@]}"
 done
 
-# 5. Last: Candle's 8192 matmul against PyTorch's, when both files exist (a
-# rehearsal writes none: compare then checks its arguments only).
+# 5. Last: Candle against PyTorch, the 8192 matmul and the block, when both
+# files exist (a rehearsal writes none: compare then checks its arguments only).
 if [[ -x $bin/tools/compare && -n $torch_py ]] && { ((rehearse)) || [[ -f $pytorch_json && -f $matmul_json ]]; }; then
   step compare 60 --informational "$bin/tools/compare" "$matmul_json" "$pytorch_json" "${dry[@]}"
+fi
+if [[ -x $bin/tools/compare && -n $torch_py ]] && { ((rehearse)) || [[ -f $work/pytorch-block.json && -f $work/block.json ]]; }; then
+  step compare-block 60 --informational "$bin/tools/compare" "$work/block.json" "$work/pytorch-block.json" "${dry[@]}"
 fi
 
 if ((${#failed[@]})); then

@@ -80,6 +80,8 @@ cpu_tests() {
   done
   grep -q '^| pytorch-matmul-192 | 0 |' "$tmp/run/summary.md" || fail "no passing PyTorch step"
   grep -q '^| compare | 0 |' "$tmp/run/summary.md" || fail "no passing compare step"
+  grep -q '^| pytorch-block | 0 |' "$tmp/run/summary.md" || fail "no passing PyTorch block step"
+  grep -q '^| compare-block | 0 |' "$tmp/run/summary.md" || fail "no passing compare-block step"
   tail -n 1 "$tmp/run/run.log" | grep -qx 'every step passed' || fail "run.log does not end with the verdict"
   pass "a whole CPU run: $(grep -c '^| [a-z]' "$tmp/run/summary.md") rows in summary.md, the log whole"
 
@@ -218,7 +220,7 @@ rehearsal_tests() {
   grep -q '^# candle-lab rehearsal of the cuda run' "$s" || fail "summary.md does not say rehearsal"
   grep -q "^driver: $driver/lib64/libcuda.so.1 (not in the linker's cache" "$tmp/r/run.log" || fail "run.log does not say where the driver was"
   grep -q "^nvidia-smi: $driver/bin/nvidia-smi" "$tmp/r/run.log" || fail "nvidia-smi was not found in the driver folder"
-  local name steps=(nvidia-smi matmul-8192 cpu_vs_gpu-8192 pytorch-matmul-8192 compare)
+  local name steps=(nvidia-smi matmul-8192 cpu_vs_gpu-8192 pytorch-matmul-8192 pytorch-block compare compare-block)
   for name in $(tar -tJf $bundle | sed -n 's|^\./experiments/||p'); do steps+=("$name"); done
   for name in $(tar -tJf $bundle | sed -n 's|^\./tests/||p'); do steps+=("test-$name"); done
   for name in "${steps[@]}"; do
