@@ -130,7 +130,7 @@ pack() {
   if [[ $kind == cuda ]]; then profile=release; fi
   log "building programs and test harnesses ($profile, $kind${cap:+, compute capability $cap})"
   cargo test --profile "$profile" "${features[@]}" --lib --test cli --test cuda_pool --test alloc_peak \
-    --test sweep --test memory_overhead --test summary --no-run --message-format=json > "$stage/artifacts.json"
+    --test sweep --test memory_overhead --test summary --test block --no-run --message-format=json > "$stage/artifacts.json"
   mkdir -p "$stage/experiments" "$stage/tools" "$stage/tests" "$stage/scripts"
   python3 -c '
 import json, sys
