@@ -236,6 +236,7 @@ rehearsal_tests() {
   grep -q '^memory_fields_cuda: test' "$logs/results/logs/test-memory_overhead.log" || fail "memory_fields_cuda is not packed"
   grep -q '^overhead_fields_cuda: test' "$logs/results/logs/test-memory_overhead.log" || fail "overhead_fields_cuda is not packed"
   grep -q '^cuda::summary_of_a_fresh_run: test' "$logs/results/logs/test-summary.log" || fail "the CUDA summary test is not packed"
+  grep -q '^tiny_block_cuda: test' "$logs/results/logs/test-block.log" || fail "the CUDA block test is not packed"
   pass "the rehearsal: ${#steps[@]} steps accepted their arguments; the driver found in a folder on neither path"
 
   # 2. A refused flag planted in the plan fails the rehearsal, naming its step.
