@@ -132,3 +132,51 @@ def check_fits(torch, device, n: int, precisions: list[Precision], check_host: b
                 f"--size {n}: needs {human_bytes(on_device)} on the GPU, "
                 f"{human_bytes(free)} free; choose a smaller --size"
             )
+
+
+def need_verdict(what: str, needed: int, memory: HostMemory | None, reserved: bool) -> str | None:
+    """src/memory/fits.rs host_verdict for a need named by what asks for it (`what`, such
+    as "the block of w.safetensors (...)"): the same policy as host_verdict above, in the
+    wording of fits.rs, which every Rust experiment but matmul's row check now uses."""
+    need = human_bytes(needed)
+    now = f" ({human_bytes(memory.available_bytes)} available now)" if memory else ""
+    if not reserved:
+        raise Failure(
+            f"{what}: needs {need} of host memory{now} and the allocator refused to reserve it "
+            "(a process limit such as `ulimit -v`, or more than the system will commit); "
+            "ask for less"
+        )
+    if memory is None:
+        return None
+    most = memory.total_bytes + memory.swap_bytes
+    if needed > most:
+        raise Failure(
+            f"{what}: needs {need} of host memory, more than this machine's "
+            f"{human_bytes(most)} of memory and swap{now}; ask for less (or, where memory "
+            "grows on demand, --skip-host-memory-check)"
+        )
+    if needed > memory.available_bytes:
+        return (
+            f"{what} needs {need} of host memory and "
+            f"{human_bytes(memory.available_bytes)} is available now; trying anyway"
+        )
+    return None
+
+
+def check_need(torch, device, what: str, host: int, on_device: int, check_host: bool) -> None:
+    """src/memory/fits.rs check: `host` bytes live on the host whatever the device,
+    `on_device` on the device (host memory too when it is the CPU). Refuses what cannot
+    fit before anything is allocated; a note when less is available now."""
+    on_cpu = device.type == "cpu"
+    if check_host:
+        needed = host + (on_device if on_cpu else 0)
+        note = need_verdict(what, needed, host_memory(), try_reserve_host(needed))
+        if note is not None:
+            print(f"note: {note}", file=sys.stderr)
+    if not on_cpu:
+        free, _ = torch.cuda.mem_get_info(device)
+        if on_device > free:
+            raise Failure(
+                f"{what}: needs {human_bytes(on_device)} of GPU memory, "
+                f"{human_bytes(free)} available"
+            )

@@ -20,10 +20,19 @@ from errors import Failure
 SCHEMA_VERSION = "2.0"
 
 
-def envelope(experiment: str, command: str, environment: dict, device: dict, body: dict) -> dict:
-    """One result file: the envelope's fields, then the body under the experiment's name."""
+def envelope(
+    experiment: str,
+    command: str,
+    environment: dict,
+    device: dict,
+    body: dict,
+    version: str = SCHEMA_VERSION,
+) -> dict:
+    """One result file: the envelope's fields, then the body under the experiment's name.
+    `version` is the schema version the body is written to: 2.0 for matmul and
+    cpu_vs_gpu; the block's body exists from 2.2 (its Timed rows carry the 2.2 fields)."""
     return {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": version,
         "experiment": experiment,
         "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime(
             "%Y-%m-%dT%H:%M:%SZ"
@@ -104,15 +113,24 @@ def check_would_write(path: Path) -> None:
         raise Failure(f"cannot write {path}: {parent}: {os.strerror(errno.EACCES)}")
 
 
+def json_text(value) -> str:
+    """The result file's text: pretty JSON, non-finite numbers as strings, a final newline."""
+    return json.dumps(json_safe(value), indent=2, allow_nan=False) + "\n"
+
+
 def write_json_atomic(path: Path, value) -> None:
-    """Writes pretty JSON to a temporary file beside `path`, synced, then renames it over
+    """Writes pretty JSON to `path` as write_bytes_atomic does."""
+    write_bytes_atomic(path, json_text(value).encode())
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Writes `data` to a temporary file beside `path`, synced, then renames it over
     `path`: the target is whole or untouched, and no temporary file is left on error."""
-    text = json.dumps(json_safe(value), indent=2, allow_nan=False) + "\n"
     check_writable(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         umask = os.umask(0)

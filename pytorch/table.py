@@ -1,4 +1,6 @@
-"""The terminal table of benchmark rows, as src/matmul.rs rows_table: one line per
+"""The terminal tables: any table (print_table: a title, a header and lines, the first
+column left-aligned, the others right-aligned, a short line filled with blanks), and the
+matmul reference's table of benchmark rows, as src/matmul.rs rows_table: one line per
 precision, or its status and error when it was not measured."""
 
 from __future__ import annotations
@@ -39,13 +41,17 @@ def print_rows(title: str, rows: list[dict]) -> None:
                 f"{r['accuracy']['max_rel_err']:.2e}",
             ]
         )
-    widths = [
-        max(len(str(c)) for c in col)
-        for col in zip(header, *[line + [""] * (len(header) - len(line)) for line in lines])
-    ]
-    print(f"=== {title} ===")
+    print_table(title, header, lines)
+
+
+def print_table(title: str, header: list[str], lines: list[list[str]], file=None) -> None:
+    """`=== title ===`, then the header and the lines in aligned columns, then a blank
+    line, on `file` (standard output by default)."""
+    padded = [line + [""] * (len(header) - len(line)) for line in lines]
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *padded)]
+    print(f"=== {title} ===", file=file)
     for line in [header, *lines]:
         cells = [line[0].ljust(widths[0])]
         cells += [c.rjust(w) for c, w in zip(line[1:], widths[1:])]
-        print("  ".join(cells).rstrip())
-    print()
+        print("  ".join(cells).rstrip(), file=file)
+    print(file=file)

@@ -39,6 +39,27 @@ class HostPolicy(unittest.TestCase):
             memory.host_verdict(1024, GIB, self.mem, False)
         self.assertIn("refused to reserve it", str(e.exception))
 
+    def test_a_need_named_by_what_asks_for_it_follows_the_same_policy(self):
+        # src/memory/fits.rs's wording, as the block's check uses it.
+        what = "the block of w.safetensors (hidden 64, mlp 96, seq 12, batch 1)"
+        self.assertIsNone(memory.need_verdict(what, 4 * GIB, self.mem, True))
+        note = memory.need_verdict(what, 12 * GIB, self.mem, True)
+        self.assertTrue(note.startswith(f"{what} needs 12884901888 (12.0 GiB) of host memory"))
+        self.assertTrue(note.endswith("is available now; trying anyway"), note)
+        with self.assertRaises(Failure) as e:
+            memory.need_verdict(what, 20 * GIB + 1, self.mem, True)
+        self.assertIn(f"{what}: needs", str(e.exception))
+        self.assertIn("(8589934592 (8.0 GiB) available now)", str(e.exception))
+        with self.assertRaises(Failure) as e:
+            memory.need_verdict(what, GIB, None, False)
+        self.assertIn("refused to reserve it", str(e.exception))
+        # On the CPU the device's bytes are host bytes: 2^62 of them cannot be reserved.
+        torch = torch_or_skip()
+        cpu = torch.device("cpu")
+        with self.assertRaises(Failure):
+            memory.check_need(torch, cpu, what, 0, 1 << 62, check_host=True)
+        memory.check_need(torch, cpu, what, 0, 1 << 62, check_host=False)
+
     def test_meminfo_is_parsed(self):
         text = "MemTotal:  1000 kB\nMemFree: 5 kB\nMemAvailable: 600 kB\nSwapTotal: 0 kB\n"
         self.assertEqual(memory.parse_meminfo(text), memory.HostMemory(1024000, 0, 614400))

@@ -1,5 +1,6 @@
 """What the PyTorch reference's tests share (not a test module itself): the paths, torch
-or a skip, running the program as CI and gpu-run.sh do, and float comparison."""
+or a skip, running the programs as CI and gpu-run.sh do, float comparison, and a block
+weights file made here (random, for the tests that do not need Candle's)."""
 
 from __future__ import annotations
 
@@ -37,10 +38,10 @@ def torch_or_skip():
         raise unittest.SkipTest(str(e)) from e
 
 
-def run_program(*args: str) -> subprocess.CompletedProcess:
-    """pytorch/matmul.py in a child process, from the repository root."""
+def run_program(*args: str, script: str = "matmul.py") -> subprocess.CompletedProcess:
+    """pytorch/matmul.py (or `script`) in a child process, from the repository root."""
     return subprocess.run(
-        [sys.executable, str(HERE / "matmul.py"), *args],
+        [sys.executable, str(HERE / script), *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -48,13 +49,19 @@ def run_program(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def run_in_process(*args: str) -> tuple[int, str, str]:
-    """cli.main in this process (so a test can patch a module first): the exit code, stdout
-    and stderr. argparse's refusals exit through SystemExit, whose code is returned."""
+def run_block(*args: str) -> subprocess.CompletedProcess:
+    """pytorch/block.py in a child process, from the repository root."""
+    return run_program(*args, script="block.py")
+
+
+def run_in_process(*args: str, entry=None) -> tuple[int, str, str]:
+    """cli.main (or `entry`, another program's main) in this process, so a test can patch
+    a module first: the exit code, stdout and stderr. argparse's refusals exit through
+    SystemExit, whose code is returned."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            code = main(list(args))
+            code = (entry or main)(list(args))
         except SystemExit as e:
             code = e.code
     return code, out.getvalue(), err.getvalue()
@@ -78,3 +85,21 @@ def schema_validator(test: unittest.TestCase):
     schema = json.loads(SCHEMA.read_text())
     cls = jsonschema.validators.validator_for(schema)
     return lambda f: jsonschema.validate(f, schema, cls=cls)
+
+
+def write_weights(torch, path: Path, batch=1, seq=12, hidden=64, heads=4, mlp=96, seed=0):
+    """A block weights file in Candle's layout (blockweights.NAMES, F32), random as Candle's
+    HostWeights.random scales them (projections by 1/sqrt(fan-in), norms near 1) but from
+    torch's generator: for tests that need a file, not Candle's numbers."""
+    from blockweights import BlockShape, to_bytes
+
+    g = torch.Generator().manual_seed(seed)
+    shape = BlockShape(batch, seq, hidden, heads, hidden // heads, mlp)
+    scale = {"w_down": mlp**-0.5, "attn_norm": 0.1, "mlp_norm": 0.1}
+    tensors = {}
+    for name, dims in shape.expected().items():
+        s = scale.get(name, hidden**-0.5 if name.startswith("w") else 1.0)
+        t = torch.randn(*dims, generator=g) * s
+        tensors[name] = t + 1.0 if name.endswith("_norm") else t
+    path.write_bytes(to_bytes(torch, tensors))
+    return tensors

@@ -1,0 +1,193 @@
+"""Where a block's time goes, as src/bench/block/parts.rs: each op class timed alone at
+the block's shapes (per block call: all its calls of that class, on random tensors of
+the shapes the block's ops see), and PyTorch's single-kernel RMSNorm and softmax against
+the same math from primitive ops. Every sample is timing.Clock's; `timed` turns the
+samples into the schema's Timed (availability and GPU state are not read here: null)."""
+
+from __future__ import annotations
+
+import math
+
+from blockformulas import rms_norm_bytes, softmax_bytes
+from blockmodel import (
+    DECODE,
+    PREFILL,
+    has_fused_rms_norm,
+    rms_norm_composed,
+    rms_norm_fused,
+    rope,
+    softmax_composed,
+    softmax_fused,
+)
+from errors import Failure
+from stats import summarize
+
+# Op classes in the schema's order (OpClass::ALL); the first two are the matmuls.
+CLASSES = ["linear", "attention_matmul", "norm", "softmax", "rotary", "elementwise"]
+MATMUL_CLASSES = {"linear", "attention_matmul"}
+
+
+def timed(clock, plan, work) -> dict:
+    """The schema's Timed from `plan`'s samples of `work` on `clock`."""
+    wall, gpu = clock.time(plan, work)
+    wall_ms, gpu_ms = summarize(wall), summarize(gpu)
+    if wall_ms is None:
+        raise Failure("no finite timed samples")
+    return {
+        "median_ms": wall_ms["median"],
+        "gpu_median_ms": gpu_ms["median"] if gpu_ms else None,
+        "wall_ms": wall_ms,
+        "gpu_ms": gpu_ms,
+        "samples_wall_ms": wall,
+        "samples_gpu_ms": gpu,
+        "gpu_before": None,
+        "gpu_after": None,
+        "availability": None,
+    }
+
+
+def rate_ms(t: dict) -> float:
+    """The time rates divide by (Timed::rate_ms): CUDA events on a GPU, else the wall."""
+    return t["gpu_median_ms"] if t["gpu_median_ms"] is not None else t["median_ms"]
+
+
+class Shapes:
+    """Random tensors of the shapes the block's ops see in `phase`, on its device."""
+
+    def __init__(self, torch, block, phase: str, dtype):
+        s = block.shape
+        b, heads, d = s.batch, s.heads, s.head_dim
+        t = block.input(phase).shape[1]
+        c = s.seq + 1 if phase == DECODE else t
+
+        def rand(*shape):
+            return torch.randn(*shape, device=block.device).to(dtype)
+
+        self.x = rand(b, t, s.hidden)
+        self.act = rand(b, t, s.mlp)
+        self.q = rand(b, heads, t, d)
+        self.keys = rand(b, heads, c, d)
+        self.values = rand(b, heads, c, d)
+        self.scores = rand(b, heads, t, c)
+
+
+def time_parts(torch, clock, block, phase: str, aux, dtype, plan) -> list[dict]:
+    """Each op class of one block call of `phase`, timed alone: the schema's BlockParts."""
+    F = torch.nn.functional
+    sh = Shapes(torch, block, phase, dtype)
+    b, t, h = sh.x.shape
+    heads, d = block.shape.heads, block.shape.head_dim
+    eps, scale = block.eps, 1.0 / math.sqrt(d)
+    lin = block.linears()
+    decode = phase == DECODE
+    norm = rms_norm_fused if has_fused_rms_norm(torch) else rms_norm_composed
+
+    def linear():
+        for w in lin[:6]:
+            F.linear(sh.x, w)
+        return F.linear(sh.act, lin[6])
+
+    def attention():
+        torch.matmul(sh.q, sh.keys.transpose(-2, -1))
+        return torch.matmul(sh.scores, sh.values)
+
+    def norms():
+        norm(sh.x, block.attn_norm, eps)
+        return norm(sh.x, block.mlp_norm, eps)
+
+    fresh_keys = sh.q.clone()
+
+    def rotary():
+        rope(sh.q, aux.cos, aux.sin)
+        return rope(fresh_keys, aux.cos, aux.sin)
+
+    def elementwise():
+        # The scale, the mask (prefill), SiLU and the gate's product, two residual adds,
+        # three tensors laid out by head and one back, and (decode) the cache's concats.
+        scores = sh.scores * scale
+        if aux.mask is not None:
+            scores = scores + aux.mask
+        F.silu(sh.act) * sh.act
+        sh.x + sh.x
+        sh.x + sh.x
+        for _ in range(3):
+            sh.x.reshape(b, t, heads, d).transpose(1, 2).contiguous()
+        back = sh.q.transpose(1, 2).contiguous().reshape(b, t, h)
+        if decode:
+            torch.cat([sh.keys, sh.q], 2)
+            torch.cat([sh.values, sh.q], 2)
+        return back
+
+    elementwise_calls = 1 + (0 if decode else 1) + 2 + 2 + 4 + (2 if decode else 0)
+    work = [
+        ("linear", 7, linear),
+        ("attention_matmul", 2, attention),
+        ("norm", 2, norms),
+        ("softmax", 1, lambda: softmax_fused(sh.scores)),
+        ("rotary", 2, rotary),
+        ("elementwise", elementwise_calls, elementwise),
+    ]
+    return [{"class": c, "calls": n, **timed(clock, plan, f)} for c, n, f in work]
+
+
+def fused_calls(torch) -> dict:
+    """The fused rows PyTorch has: (fused call, composed call) per op. No rope: eager
+    PyTorch has no rotary kernel, and a row holding the composed form against itself
+    would say nothing. No rms_norm before torch 2.4 (no F.rms_norm)."""
+    calls = {
+        "softmax": (
+            "torch.softmax",
+            "torch ops: amax, sub, exp, sum, div (candle_nn::ops::softmax's)",
+        )
+    }
+    if has_fused_rms_norm(torch):
+        calls = {
+            "rms_norm": (
+                "torch.nn.functional.rms_norm",
+                "torch ops: to f32, square, sum, div, add, sqrt, div, to dtype, mul "
+                "(candle_nn::ops::rms_norm_slow's)",
+            ),
+            **calls,
+        }
+    return calls
+
+
+def fused_rows(torch, clock, block, precision: str, dtype, plan) -> list[dict]:
+    """The single-kernel forms against the composed ones at the prefill's shapes, in one
+    precision: the schema's FusedRows, with the bytes each moves (blockformulas)."""
+    sh = Shapes(torch, block, PREFILL, dtype)
+    b, t, h = sh.x.shape
+    elem = sh.x.element_size()
+    eps, w = block.eps, block.attn_norm
+    width = sh.scores.shape[-1]
+    work = {
+        "rms_norm": (
+            lambda: rms_norm_fused(sh.x, w, eps),
+            lambda: rms_norm_composed(sh.x, w, eps),
+            rms_norm_bytes(b * t, h, elem),
+        ),
+        "softmax": (
+            lambda: softmax_fused(sh.scores),
+            lambda: softmax_composed(sh.scores),
+            softmax_bytes(sh.scores.numel() // width, width, elem),
+        ),
+    }
+    rows = []
+    for op, (fused_call, composed_call) in fused_calls(torch).items():
+        fused_fn, composed_fn, (fused_bytes, composed_bytes) = work[op]
+        fused = timed(clock, plan, fused_fn)
+        composed = timed(clock, plan, composed_fn)
+        rows.append(
+            {
+                "op": op,
+                "precision": precision,
+                "fused_call": fused_call,
+                "composed_call": composed_call,
+                "fused": fused,
+                "composed": composed,
+                "fused_bytes": fused_bytes,
+                "composed_bytes": composed_bytes,
+                "composed_over_fused": composed["median_ms"] / fused["median_ms"],
+            }
+        )
+    return rows
