@@ -72,6 +72,21 @@ bench *args: _which-build
 pytorch *args:
     "$(scripts/pytorch-env.sh)" pytorch/matmul.py {{args}}
 
+# The PyTorch twin of `block` (pytorch/block.py; --weights FILE from `just block --save-weights FILE`)
+pytorch-block *args:
+    "$(scripts/pytorch-env.sh)" pytorch/block.py {{args}}
+
+# Candle's block, then PyTorch's on the same weights, then `compare` on the two files
+vs-pytorch-block *args: _which-build
+    #!/usr/bin/env bash
+    set -euo pipefail
+    py=$(scripts/pytorch-env.sh)
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/vs-pytorch-block.XXXXXX")
+    echo "vs-pytorch-block: result files in $dir" >&2
+    {{run}} block -- --output "$dir/candle.json" --save-weights "$dir/weights.safetensors" {{args}}
+    "$py" pytorch/block.py --output "$dir/pytorch.json" --weights "$dir/weights.safetensors" {{args}}
+    {{run}} compare -- "$dir/candle.json" "$dir/pytorch.json"
+
 # Candle's matmul, then PyTorch's at the same settings, then `compare` on the two files
 vs-pytorch *args: _which-build
     #!/usr/bin/env bash
@@ -103,8 +118,10 @@ results: _which-build
 test:
     cargo test --all-targets
 
-# The PyTorch reference's tests (CPU, n = 64; makes its venv the first time)
+# The PyTorch reference's tests (CPU, small sizes; makes its venv the first time). The block's
+# cross-check runs Candle's `block` (built here, the dev build) on the same weights.
 test-pytorch:
+    cargo build --quiet --bin block
     "$(scripts/pytorch-env.sh)" -m unittest discover -s pytorch -p 'test_*.py'
 
 # The tests with CUDA variants, on a machine with an NVIDIA GPU and CUDA toolkit
