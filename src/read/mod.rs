@@ -3,5 +3,6 @@
 //! lab's, [`report`] builds `results/README.md` from every machine folder.
 
 pub mod compare;
+pub mod entries;
 pub mod report;
 pub mod summary;

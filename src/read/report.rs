@@ -16,7 +16,7 @@ use crate::bench::matmul::gflops;
 use crate::error::error_line;
 use crate::export::svg::{bars_svg, BarSeries};
 use crate::precision::Precision;
-use crate::read::compare::{self, Entry};
+use crate::read::entries::{self, Entry};
 use crate::schema::{self, ResultFile};
 
 mod sections;
@@ -100,7 +100,7 @@ fn parse(text: &str) -> Result<Content> {
     if value.get("schema_version").is_some() {
         return Ok(Content::Result(Box::new(schema::from_json(text)?)));
     }
-    let entries = compare::reference_lab_entries(&value)?;
+    let entries = entries::reference_lab_entries(&value)?;
     let date = value["captured_date"]
         .as_str()
         .unwrap_or("unknown")
@@ -155,7 +155,7 @@ impl Source {
     /// The timed rows `compare` reads from this file.
     fn entries(&self) -> Vec<Entry> {
         match &self.content {
-            Content::Result(f) => compare::entries(f),
+            Content::Result(f) => entries::entries(f),
             Content::ReferenceLab { entries, .. } => entries.clone(),
             Content::Unreadable(_) => Vec::new(),
         }
