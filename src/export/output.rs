@@ -31,18 +31,22 @@
 //!
 //! Unix only, as the project is (Linux with an NVIDIA GPU, or its CPU).
 
-use std::fs::{self, File, Metadata, OpenOptions, Permissions};
+use std::fs::{self, Metadata, Permissions};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::PoisonError;
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
 use crate::export::table::Screen;
 use crate::quote::shell_quote;
+
+mod pending;
+pub use pending::{abandon, Abandoned};
+use pending::{pending, Temp, WRITING};
 
 /// Test aid: milliseconds to sleep between syncing the temporary file and
 /// renaming it, so that tests/files.rs can interrupt a run mid-write. Unset in use.
@@ -249,110 +253,6 @@ pub fn write_together(files: &[(&Output, &[u8])]) -> Result<()> {
     Ok(())
 }
 
-/// What an interrupted or failed run must remove: the temporary file being
-/// written and the folders this run created (deepest last).
-#[derive(Default)]
-struct Pending {
-    temps: Vec<PathBuf>,
-    created_dirs: Vec<PathBuf>,
-}
-
-static PENDING: Mutex<Pending> = Mutex::new(Pending {
-    temps: Vec::new(),
-    created_dirs: Vec::new(),
-});
-
-fn pending() -> MutexGuard<'static, Pending> {
-    // A panic elsewhere leaves the list as valid as it was.
-    PENDING.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Held while files that belong together are renamed into place
-/// ([`write_together`]).
-static WRITING: Mutex<()> = Mutex::new(());
-
-/// Holds the pending list locked after [`abandon`], so that the run cannot start
-/// another write while the process exits.
-pub struct Abandoned {
-    _lock: MutexGuard<'static, Pending>,
-    _writing: MutexGuard<'static, ()>,
-}
-
-/// Removes the temporary file being written, if any, and the folders this run
-/// created that are still empty. For a failed run, and from the signal handler,
-/// which so waits for files being renamed [`write_together`] to be all in place.
-pub fn abandon() -> Abandoned {
-    let writing = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
-    let mut p = pending();
-    for temp in p.temps.drain(..) {
-        let _ = fs::remove_file(temp);
-    }
-    // Deepest first; a folder that holds anything (someone else's file) stays.
-    while let Some(dir) = p.created_dirs.pop() {
-        let _ = fs::remove_dir(dir);
-    }
-    Abandoned {
-        _lock: p,
-        _writing: writing,
-    }
-}
-
-/// A temporary file in the target's folder (so the rename stays on one file
-/// system), known to [`abandon`] from the moment it exists.
-struct Temp {
-    file: File,
-    /// Removes the file when dropped; taken by [`Temp::persist`].
-    path: Option<tempfile::TempPath>,
-}
-
-impl Temp {
-    fn create(dir: &Path) -> Result<Self> {
-        // Locked across the creation: a signal cannot fall between it and the record.
-        let mut p = pending();
-        let (file, path) = tempfile::Builder::new()
-            .prefix(".candle-lab-")
-            .suffix(".tmp")
-            .make_in(dir, |path| {
-                // 0666 less the umask, as any new file; a replaced file's mode is set later.
-                OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o666)
-                    .open(path)
-            })
-            .map_err(|e| anyhow!("cannot create a file in {}: {e}", shown(dir)))?
-            .into_parts();
-        p.temps.push(path.to_path_buf());
-        Ok(Self {
-            file,
-            path: Some(path),
-        })
-    }
-
-    /// Renames the file over `target`. The folders created for it now hold the
-    /// result and are no longer this run's to remove.
-    fn persist(mut self, target: &Path) -> Result<()> {
-        let mut p = pending();
-        let path = self.path.take().context("the temporary file is gone")?;
-        p.temps.retain(|t| t.as_path() != &*path);
-        // On failure the returned TempPath is dropped, which removes the file; the
-        // error is the OS's reason, without the temporary name.
-        path.persist(target).map_err(|e| e.error)?;
-        p.created_dirs.clear();
-        Ok(())
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        if let Some(path) = self.path.take() {
-            let mut p = pending();
-            p.temps.retain(|t| t.as_path() != &*path);
-            drop(path);
-        }
-    }
-}
-
 /// The file a symbolic link at `path` leads to, or `path` itself.
 fn follow_link(path: &Path) -> Result<PathBuf> {
     match fs::symlink_metadata(path) {
@@ -454,7 +354,7 @@ fn create_folders(dir: &Path) -> Result<()> {
     for d in missing.into_iter().rev() {
         let mut p = pending();
         match fs::create_dir(d) {
-            Ok(()) => p.created_dirs.push(d.to_path_buf()),
+            Ok(()) => p.created(d),
             // Made meanwhile by someone else: theirs, not ours to remove.
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && d.is_dir() => {}
             Err(e) => bail!("cannot create folder {}: {e}", shown(d)),
@@ -488,6 +388,7 @@ fn pause_for_tests() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Mutex, MutexGuard};
 
     /// The pending list is one per process: these tests take turns, so that
     /// [`abandon`] in one cannot remove another's temporary file.
