@@ -4,7 +4,9 @@
 //!
 //! - `--output -` writes the JSON to standard output; the tables then go to
 //!   standard error, so that standard output is JSON only (`| jq`). A file named
-//!   `-` is written as `./-`.
+//!   `-` is written as `./-`. It is refused when standard output is /dev/null (or
+//!   closed), as `--output /dev/null` is, and a write that fails there (a reader
+//!   gone, EPIPE, included) fails the run: the report did not arrive.
 //! - Everything that can be checked is checked before anything is computed
 //!   ([`prepare`]): a target that exists must be a regular file or a symbolic link
 //!   to one (a folder, a device such as `/dev/null`, a FIFO or a socket is refused,
@@ -72,7 +74,7 @@ pub struct Target {
 
 impl Output {
     /// Writes `value` as pretty JSON where this output goes, and says where on
-    /// standard error. A closed standard output (`| head`) ends the JSON quietly.
+    /// standard error.
     pub fn save(&self, value: &impl Serialize) -> Result<()> {
         self.save_bytes(&to_json(value)?)
     }
@@ -104,11 +106,12 @@ impl Output {
         match self {
             Output::None => Ok(()),
             Output::Stdout => {
+                // Here standard output is the report: a reader gone before the
+                // end (EPIPE) got part of it, so the run wrote no report.
                 let mut out = io::stdout().lock();
-                match out.write_all(bytes).and_then(|()| out.flush()) {
-                    Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-                    other => other.context("writing to standard output"),
-                }
+                out.write_all(bytes)
+                    .and_then(|()| out.flush())
+                    .context("cannot write the report to standard output")
             }
             Output::File(target) => target.write(bytes),
         }
@@ -131,11 +134,14 @@ impl Output {
         prepare(&path)
     }
 
-    /// Where the tables go: standard error when standard output carries the JSON.
+    /// Where the tables go (standard error when standard output carries the
+    /// JSON), and whether they are the run's only report. Asked after the report
+    /// is saved.
     pub fn screen(&self) -> Screen {
         match self {
+            Output::None => Screen::Stdout,
             Output::Stdout => Screen::Stderr,
-            _ => Screen::Stdout,
+            Output::File(_) => Screen::StdoutBesideFile,
         }
     }
 }
@@ -151,6 +157,12 @@ pub fn to_json(value: &impl Serialize) -> Result<Vec<u8>> {
 /// that a run refused for its output is refused before it computes anything.
 pub fn prepare(path: &Path) -> Result<Output> {
     if path.as_os_str() == "-" {
+        if stdout_is_null() {
+            bail!(
+                "cannot write the report to standard output: it is /dev/null (or was closed), \
+                 where the report would be lost"
+            );
+        }
         return Ok(Output::Stdout);
     }
     let fail = |why: &dyn std::fmt::Display| anyhow!("cannot write {}: {why}", shown(path));
@@ -363,6 +375,21 @@ fn create_folders(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Whether standard output is the null device: a closed one too, since Rust's
+/// runtime reopens a closed descriptor 1 as /dev/null before `main`. The policy
+/// refuses `--output /dev/null`; `--output -` there would lose the report alike.
+fn stdout_is_null() -> bool {
+    let (Ok(out), Ok(null)) = (
+        rustix::fs::fstat(io::stdout()),
+        rustix::fs::stat("/dev/null"),
+    ) else {
+        return false;
+    };
+    let char_device =
+        rustix::fs::FileType::from_raw_mode(out.st_mode) == rustix::fs::FileType::CharacterDevice;
+    char_device && out.st_rdev == null.st_rdev
+}
+
 fn parent_dir(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -465,13 +492,17 @@ mod tests {
     #[test]
     fn dash_is_standard_output_and_moves_the_tables() {
         let _turn = serial();
-        let out = prepare(Path::new("-")).unwrap();
-        assert!(matches!(out, Output::Stdout));
-        assert!(matches!(out.screen(), Screen::Stderr));
+        // `cargo test >/dev/null` gives this test a null standard output.
+        if !stdout_is_null() {
+            let out = prepare(Path::new("-")).unwrap();
+            assert!(matches!(out, Output::Stdout));
+            assert!(matches!(out.screen(), Screen::Stderr));
+        }
         assert!(matches!(
             prepare(Path::new("./-")).unwrap().screen(),
-            Screen::Stdout
+            Screen::StdoutBesideFile
         ));
+        assert!(matches!(Output::None.screen(), Screen::Stdout));
     }
 
     #[test]
