@@ -230,3 +230,63 @@ fn unreadable_and_missing_files_are_named_in_their_rows() {
     assert!(bytes.contains("1.00"), "{bytes}");
     assert!(machine.join("summary.md").exists());
 }
+
+// ------------------------------------- issue 19: summary stays inside results/
+
+/// A machine folder holding the committed CPU files.
+fn committed_machine(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    for name in ["basics", "matmul", "cpu_vs_gpu"] {
+        let from = common::repo_file(&format!("tests/fixtures/amd-epyc-2t/{name}.json"));
+        std::fs::copy(from, dir.join(format!("{name}.json"))).unwrap();
+    }
+}
+
+#[test]
+fn summary_md_is_never_written_through_a_link() {
+    let tmp = tempfile::tempdir().unwrap();
+    let machine = tmp.path().join("m");
+    committed_machine(&machine);
+    let elsewhere = tmp.path().join("elsewhere.txt");
+    std::fs::write(&elsewhere, "theirs").unwrap();
+    std::os::unix::fs::symlink("../elsewhere.txt", machine.join("summary.md")).unwrap();
+    let dir = machine.to_str().unwrap();
+    let out = run(
+        "summary",
+        &["--machine-dir", dir, "--reference", &reference()],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("summary.md: it is a symbolic link"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "theirs");
+
+    // Under --results-dir, the machine folder itself must not be a link.
+    let info = candle_lab::device::select("cpu".parse().unwrap())
+        .unwrap()
+        .1;
+    let results = tmp.path().join("results");
+    std::fs::create_dir(&results).unwrap();
+    std::os::unix::fs::symlink("../m", results.join(info.slug())).unwrap();
+    std::fs::remove_file(machine.join("summary.md")).unwrap();
+    let out = run(
+        "summary",
+        &[
+            "--device",
+            "cpu",
+            "--results-dir",
+            results.to_str().unwrap(),
+            "--reference",
+            &reference(),
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].contains(": it is a symbolic link"), "{stderr}");
+    assert!(!machine.join("summary.md").exists());
+}

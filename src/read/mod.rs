@@ -1,8 +1,11 @@
-//! Readers: result files read back. [`compare`] pairs rows of two files and
-//! gives verdicts, [`summary`] sets this machine's results beside the reference
-//! lab's, [`report`] builds `results/README.md` from every machine folder.
+//! Readers: result files read back. [`entries`] takes the timed rows out of a
+//! file; [`compare`] pairs rows of two files and gives verdicts, [`summary`]
+//! sets this machine's results beside the reference lab's, [`report`] builds
+//! `results/README.md` from every machine folder; [`folder`] is what report and
+//! summary may touch in a results folder.
 
 pub mod compare;
 pub mod entries;
+pub mod folder;
 pub mod report;
 pub mod summary;
