@@ -280,3 +280,27 @@ fn odd_machine_names_are_skipped_and_said_not_written_into_the_readme() {
         assert!(!readme.contains(bad), "{bad} in\n{readme}");
     }
 }
+
+#[test]
+fn impossible_numbers_and_huge_files_are_listed_not_used() {
+    let root = tempfile::tempdir().unwrap();
+    let results = one_machine(root.path());
+    let mut file: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(results.join("m/matmul.json")).unwrap()).unwrap();
+    file["matmul"]["precisions"][0]["median_ms"] = serde_json::json!(-5);
+    fs::write(results.join("m/bad.json"), file.to_string()).unwrap();
+    fs::File::create(results.join("m/big.json"))
+        .unwrap()
+        .set_len(64 * 1024 * 1024 + 1)
+        .unwrap();
+    let out = run_report(&results);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let readme = fs::read_to_string(results.join("README.md")).unwrap();
+    for want in [
+        "[bad.json](m/bad.json) | not read: /matmul/precisions/0 (fp32): median_ms is -5, not a time in ms (1e-6 to 1e9) |",
+        "[big.json](m/big.json) | not read: it is 67108865 bytes, more than the 64 MiB a result file may have (refused before parsing) |",
+    ] {
+        assert!(readme.contains(want), "{want} missing in\n{readme}");
+    }
+}

@@ -290,3 +290,38 @@ fn summary_md_is_never_written_through_a_link() {
     assert!(errors[0].contains(": it is a symbolic link"), "{stderr}");
     assert!(!machine.join("summary.md").exists());
 }
+
+#[test]
+fn impossible_numbers_are_refused_in_their_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let machine = tmp.path().join("m");
+    committed_machine(&machine);
+    let path = machine.join("matmul.json");
+    let mut file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    file["matmul"]["precisions"][0]["median_ms"] = serde_json::json!("NaN");
+    std::fs::write(&path, file.to_string()).unwrap();
+    let dir = machine.to_str().unwrap();
+    let out = run(
+        "summary",
+        &["--machine-dir", dir, "--reference", &reference()],
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("/matmul/precisions/0 (fp32): median_ms is \"NaN\", not a time in ms"),
+        "{stdout}"
+    );
+    std::fs::remove_file(machine.join("summary.md")).unwrap();
+    // The lab's file goes through the same checks.
+    let lab = tmp.path().join("lab.json");
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(reference()).unwrap()).unwrap();
+    value["matmul"]["cpu_fp32_ms"] = serde_json::json!(0);
+    std::fs::write(&lab, value.to_string()).unwrap();
+    refused(
+        &["--machine-dir", dir, "--reference", lab.to_str().unwrap()],
+        &machine,
+        "lab.json: /matmul: cpu_fp32_ms is 0, not a time in ms",
+    );
+}

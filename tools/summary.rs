@@ -3,21 +3,19 @@
 //! cpu_vs_gpu.json) and the lab's results file, prints each value beside the
 //! lab's GB10 value with their ratio, and the CUDA versions of the driver and
 //! the build; writes the same as Markdown to results/<machine>/summary.md.
-//! The table itself is built in `candle_lab::read::summary`; summary.md is
-//! written, and the machine's files read, only as regular files inside the
-//! results folder, never through a link.
+//! The table itself is built in `candle_lab::read::summary`; every file is read
+//! through the shared loader, and summary.md is written only as a regular file
+//! inside the results folder, never through a link.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use candle_lab::cli::{finish, parse};
 use candle_lab::device::{select, DeviceArg};
-use candle_lab::error::error_line;
 use candle_lab::export::output::{prepare, shown};
 use candle_lab::export::table::{print_text, Screen};
-use candle_lab::read::folder::{check_inside, readable_inside};
-use candle_lab::read::summary::{self, MachineFiles, Side};
-use candle_lab::schema::{self, ResultFile};
+use candle_lab::read::folder::check_inside;
+use candle_lab::read::summary::{self, load_machine_file, MachineFiles, Side};
 use clap::Parser;
 
 /// The reference lab's "in one place" table with this machine's values beside
@@ -54,10 +52,7 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(args: Args) -> Result<()> {
-    let path = &args.reference;
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the reference lab's file {}", shown(path)))?;
-    let lab = summary::parse_lab(&text).with_context(|| shown(path))?;
+    let lab = summary::load_lab(&args.reference)?;
 
     // The folder summary.md goes in, and the folder it is checked from: under
     // --results-dir the machine folder must be a real folder, not a link.
@@ -76,18 +71,10 @@ fn run(args: Args) -> Result<()> {
             shown(&dir)
         );
     }
-    let load = |name: &str, recipe: &str| -> Result<ResultFile, String> {
-        let file = format!("{name}.json");
-        let path = readable_inside(&dir, Path::new(&file)).map_err(|e| error_line(&e))?;
-        if !path.exists() {
-            return Err(format!("no {file} yet (run `just {recipe}`)"));
-        }
-        schema::read(&path).map_err(|e| error_line(&e))
-    };
     let files = MachineFiles {
-        basics: load("basics", "basics"),
-        matmul: load("matmul", "matmul"),
-        cpu_vs_gpu: load("cpu_vs_gpu", "cpu-vs-gpu"),
+        basics: load_machine_file(&dir, "basics", "basics"),
+        matmul: load_machine_file(&dir, "matmul", "matmul"),
+        cpu_vs_gpu: load_machine_file(&dir, "cpu_vs_gpu", "cpu-vs-gpu"),
     };
     if let (Err(a), Err(b), Err(c)) = (&files.basics, &files.matmul, &files.cpu_vs_gpu) {
         bail!("nothing to summarize in {}: {a}; {b}; {c}", shown(&dir));
@@ -95,6 +82,6 @@ fn run(args: Args) -> Result<()> {
 
     let result = summary::build(&Side::from_results(&files), &Side::from_lab(&lab));
     // Saved first, then shown: a closed standard output loses nothing.
-    prepare(&dir.join("summary.md"))?.save_bytes(result.markdown().as_bytes())?;
+    prepare(&dir.join(Path::new("summary.md")))?.save_bytes(result.markdown().as_bytes())?;
     print_text(&result.text(), Screen::StdoutBesideFile)
 }

@@ -4,8 +4,8 @@
 //! so above 1 means B takes longer) and, when both sides kept their samples, a
 //! verdict FAST / SLOW / SAME from a bootstrap confidence interval of that
 //! ratio. Everything here is pure: entries in (read by
-//! [`entries`](crate::read::entries)), rows and verdicts out; `render` turns
-//! them into a table or Markdown.
+//! [`entries`](crate::read::entries)), rows, verdicts and the gate's answer out;
+//! `render` turns them into a table or Markdown.
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
@@ -164,6 +164,73 @@ pub fn slower_than(row: &Row, pct: f64) -> bool {
     matches!(row, Row::Both { verdict: Some(Verdict::Slow), ratio, .. } if *ratio > 1.0 + pct / 100.0)
 }
 
+/// `--fail-if-slower PCT` over every file's comparison with the baseline: `None`
+/// when it passes, else why, on one line. A gate passes only what it judged, so
+/// it fails a file that pairs no row with the baseline (nothing was compared),
+/// a paired row without a verdict (ratio only: too few samples to judge), a
+/// baseline row the file lacks (a row that failed or did not run), and a row
+/// that is SLOW by more than `pct` percent ([`slower_than`]).
+pub fn gate(comparisons: &[Comparison], pct: f64) -> Option<String> {
+    let mut failures = Vec::new();
+    for c in comparisons {
+        let mut problems = Vec::new();
+        let both = c
+            .rows
+            .iter()
+            .filter(|r| matches!(r, Row::Both { .. }))
+            .count();
+        if both == 0 {
+            problems.push("nothing compared (no row pairs with the baseline's)".to_string());
+        }
+        let unjudged: Vec<String> = c
+            .rows
+            .iter()
+            .filter_map(|r| match r {
+                Row::Both {
+                    b, verdict: None, ..
+                } => Some(b.describe()),
+                _ => None,
+            })
+            .collect();
+        if !unjudged.is_empty() {
+            problems.push(format!(
+                "no verdict for {} (ratio only: a side has fewer than {MIN_SAMPLES} samples)",
+                unjudged.join(", ")
+            ));
+        }
+        let missing: Vec<String> = c
+            .rows
+            .iter()
+            .filter_map(|r| match r {
+                Row::OnlyA(a) => Some(a.describe()),
+                _ => None,
+            })
+            .collect();
+        if !missing.is_empty() {
+            problems.push(format!("missing the baseline's {}", missing.join(", ")));
+        }
+        let slower: Vec<String> = c
+            .rows
+            .iter()
+            .filter(|r| slower_than(r, pct))
+            .filter_map(|r| match r {
+                Row::Both { b, ratio, .. } => {
+                    Some(format!("{} ({:+.1}%)", b.describe(), (ratio - 1.0) * 100.0))
+                }
+                _ => None,
+            })
+            .collect();
+        if !slower.is_empty() {
+            problems.push(format!("slower: {}", slower.join(", ")));
+        }
+        if !problems.is_empty() {
+            failures.push(format!("{}: {}", c.b_name, problems.join("; ")));
+        }
+    }
+    (!failures.is_empty())
+        .then(|| format!("--fail-if-slower {pct} failed: {}", failures.join(" | ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,5 +386,49 @@ mod tests {
             &Row::OnlyB(entry("fp32", "cpu", 99.0, true)),
             0.0
         ));
+    }
+
+    fn gate_of(a: &[Entry], b: &[Entry], pct: f64) -> Option<String> {
+        gate(&[Comparison::new("a.json", a, "b.json", b)], pct)
+    }
+
+    #[test]
+    fn the_gate_fails_what_it_could_not_judge() {
+        let a = [
+            entry("fp32", "cpu", 10.0, true),
+            entry("fp16", "cpu", 20.0, true),
+        ];
+        assert_eq!(gate_of(&a, &a, 10.0), None);
+        let slow = [
+            entry("fp32", "cpu", 13.0, true),
+            entry("fp16", "cpu", 20.0, true),
+        ];
+        assert_eq!(
+            gate_of(&a, &slow, 10.0).unwrap(),
+            "--fail-if-slower 10 failed: b.json: slower: matmul 256 fp32 cpu (+30.0%)"
+        );
+        assert_eq!(gate_of(&a, &slow, 40.0), None);
+        let other = [entry("bf16", "cuda", 1.0, true)];
+        let why = gate_of(&a, &other, 10.0).unwrap();
+        assert!(why.contains("b.json: nothing compared"), "{why}");
+        assert!(
+            why.contains("missing the baseline's matmul 256 fp32 cpu, matmul 256 fp16 cpu"),
+            "{why}"
+        );
+        let medians_only = [
+            entry("fp32", "cpu", 10.0, false),
+            entry("fp16", "cpu", 20.0, true),
+        ];
+        let why = gate_of(&a, &medians_only, 10.0).unwrap();
+        assert!(why.ends_with("b.json: no verdict for matmul 256 fp32 cpu (ratio only: a side has fewer than 3 samples)"), "{why}");
+        assert_eq!(
+            gate_of(
+                &a,
+                &[a[0].clone(), a[1].clone(), entry("fp64", "cpu", 1.0, true)],
+                10.0
+            ),
+            None,
+            "a row only B has is not judged"
+        );
     }
 }

@@ -12,7 +12,7 @@
 //! file on both sides, the table gives the lab's numbers back with ratio 1.00.
 //! The `summary` program (tools/summary.rs) reads the files and writes the output.
 //!
-//! `side` holds the two sides' files and makes the sides.
+//! `side` reads the files (through the shared loader) and makes the sides.
 
 use crate::export::table::Table;
 use crate::precision::Precision::{self, Bf16, F16, F32};

@@ -1,12 +1,19 @@
 //! The two sides of the summary: the reference lab's file ([`LabFile`]) and
-//! this machine's result files ([`MachineFiles`]), and the [`Side`] each makes.
+//! this machine's result files ([`MachineFiles`]), each read through the shared
+//! loader (size, type, the numbers checked), and the [`Side`] each makes.
+
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
 use super::{Cell, Filled, Item, Version, ITEMS};
 use crate::bench::matmul::gflops;
+use crate::error::error_line;
+use crate::export::output::shown;
 use crate::precision::Precision::{self, F16, F32};
+use crate::read::folder::readable_inside;
+use crate::read::load::{self, Loaded};
 use crate::schema::{
     BasicsResults, Body, CpuVsGpuResults, DeviceKind, MatmulResults, Measured, ResultFile,
     RowStatus,
@@ -59,6 +66,32 @@ pub struct LabRow {
 /// Parses the lab's results file.
 pub fn parse_lab(text: &str) -> Result<LabFile> {
     serde_json::from_str(text).context("not the reference lab's results layout")
+}
+
+/// Reads the lab's results file through the shared loader's steps (size,
+/// type, the numbers checked), in the lab's own layout.
+pub fn load_lab(path: &Path) -> Result<LabFile> {
+    let text = load::read_text(path)
+        .with_context(|| format!("cannot read the reference lab's file {}", shown(path)))?;
+    let value = load::checked_json(&text).with_context(|| shown(path))?;
+    serde_json::from_value(value)
+        .with_context(|| format!("{}: not the reference lab's results layout", shown(path)))
+}
+
+/// This machine's `NAME.json` in `dir`, through the shared loader: read only
+/// where a real file sits (no link, no FIFO), or why not on one line (`recipe`
+/// names the `just` recipe that writes it).
+pub fn load_machine_file(dir: &Path, name: &str, recipe: &str) -> Result<ResultFile, String> {
+    let file = format!("{name}.json");
+    let path = readable_inside(dir, Path::new(&file)).map_err(|e| error_line(&e))?;
+    if !path.exists() {
+        return Err(format!("no {file} yet (run `just {recipe}`)"));
+    }
+    match load::load(&path) {
+        Ok(Loaded::Result(f)) => Ok(*f),
+        Ok(Loaded::ReferenceLab(_)) => Err(format!("{file}: not a candle-lab result file")),
+        Err(e) => Err(error_line(&e)),
+    }
 }
 
 /// One side of the table: who measured, every item's value, the CUDA versions.
