@@ -274,6 +274,8 @@ pub fn parse<T: Parser>() -> T {
     match T::try_parse() {
         Ok(args) => {
             exit_on_signals();
+            // A failed allocation removes what the output policy has pending, too.
+            crate::memory::on_out_of_memory(crate::export::output::abandon_without_allocating);
             args
         }
         Err(e) if e.use_stderr() => {

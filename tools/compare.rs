@@ -11,9 +11,14 @@ use anyhow::Result;
 use candle_lab::cli::{finish_check, parse};
 use candle_lab::export::output::shown;
 use candle_lab::export::table::{print_text, Screen};
+use candle_lab::memory::CountingAlloc;
 use candle_lab::read::compare::{self, Comparison, Format, BAND};
 use candle_lab::read::load::MAX_FILE_SIZE;
 use clap::Parser;
+
+// A failed allocation is one error line, not an abort.
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
 
 /// Compare result files: each FILE against the BASELINE, row by row.
 #[derive(Parser, Debug)]

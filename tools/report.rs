@@ -11,9 +11,14 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use candle_lab::cli::{finish, parse};
 use candle_lab::export::output::{prepare, shown};
+use candle_lab::memory::CountingAlloc;
 use candle_lab::read::folder::check_inside;
 use candle_lab::read::report::{self, Content};
 use clap::Parser;
+
+// A failed allocation is one error line, not an abort.
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
 
 /// Regenerate results/README.md (and its charts) from the result files.
 #[derive(Parser, Debug)]

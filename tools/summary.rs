@@ -14,9 +14,14 @@ use candle_lab::cli::{finish, parse};
 use candle_lab::device::{select, DeviceArg};
 use candle_lab::export::output::{prepare, shown};
 use candle_lab::export::table::{print_text, Screen};
+use candle_lab::memory::CountingAlloc;
 use candle_lab::read::folder::check_inside;
 use candle_lab::read::summary::{self, load_machine_file, MachineFiles, Side};
 use clap::Parser;
+
+// A failed allocation is one error line, not an abort.
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
 
 /// The reference lab's "in one place" table with this machine's values beside
 /// the lab's and their ratio, and the CUDA driver and build versions.

@@ -28,6 +28,9 @@
 //!   the old result, as with any atomic replace.
 //! - On SIGINT or SIGTERM, [`abandon`] removes the temporary file and the folders
 //!   this run created; `cli` installs the handler and decides the exit code.
+//!   When an allocation fails, the counting allocator does the same through
+//!   [`abandon_without_allocating`], from C strings made as each path is
+//!   recorded, so that nothing is allocated.
 //! - Messages name the path as the user gave it, shell-quoted when it needs it (a
 //!   newline stays on the line), never a temporary file's name.
 //!
@@ -47,7 +50,7 @@ use crate::export::table::Screen;
 use crate::quote::shell_quote;
 
 mod pending;
-pub use pending::{abandon, Abandoned};
+pub use pending::{abandon, abandon_without_allocating, Abandoned};
 use pending::{pending, Temp, WRITING};
 
 /// Test aid: milliseconds to sleep between syncing the temporary file and

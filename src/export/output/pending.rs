@@ -1,12 +1,15 @@
 //! What a run must remove if it fails or is interrupted: the temporary files
 //! being written and the folders it created, recorded as they appear, so that
-//! [`abandon`] (a failed run, SIGINT, SIGTERM) leaves nothing behind; and
-//! [`Temp`], a temporary file that is recorded from the moment it exists.
+//! [`abandon`] (a failed run, SIGINT, SIGTERM) and [`abandon_without_allocating`]
+//! (a failed allocation) leave nothing behind; and [`Temp`], a temporary file
+//! that is recorded from the moment it exists.
 
+use std::ffi::CString;
 use std::fs::{self, File, OpenOptions};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 
 use anyhow::{anyhow, Context, Result};
 
@@ -16,14 +19,32 @@ use super::shown;
 /// written and the folders this run created (deepest last).
 #[derive(Default)]
 pub(super) struct Pending {
-    temps: Vec<PathBuf>,
-    created_dirs: Vec<PathBuf>,
+    temps: Vec<Recorded>,
+    created_dirs: Vec<Recorded>,
 }
 
 impl Pending {
     /// Records a folder this run created (top down): removed if the run fails.
     pub(super) fn created(&mut self, dir: &Path) {
-        self.created_dirs.push(dir.to_path_buf());
+        self.created_dirs.push(Recorded::new(dir));
+    }
+}
+
+/// A path to remove, and the same path as a C string made when it was recorded:
+/// when memory runs out, [`abandon_without_allocating`] removes it without
+/// building anything.
+struct Recorded {
+    path: PathBuf,
+    raw: Option<CString>,
+}
+
+impl Recorded {
+    fn new(path: &Path) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            // A path holds no NUL byte; if one did, only the raw removal is lost.
+            raw: CString::new(path.as_os_str().as_bytes()).ok(),
+        }
     }
 }
 
@@ -41,6 +62,25 @@ pub(super) fn pending() -> MutexGuard<'static, Pending> {
 /// ([`write_together`](super::write_together)).
 pub(super) static WRITING: Mutex<()> = Mutex::new(());
 
+/// [`abandon`] for the counting allocator, when an allocation has failed and
+/// the process is about to exit (`cli` registers it): the same removals through
+/// the recorded C strings, so that nothing is allocated. If the list is locked
+/// (the failing thread may be the one recording), it is left: waiting could
+/// never end.
+pub fn abandon_without_allocating() {
+    let p = match PENDING.try_lock() {
+        Ok(p) => p,
+        Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(TryLockError::WouldBlock) => return,
+    };
+    for raw in p.temps.iter().filter_map(|t| t.raw.as_deref()) {
+        let _ = rustix::fs::unlink(raw);
+    }
+    for raw in p.created_dirs.iter().rev().filter_map(|d| d.raw.as_deref()) {
+        let _ = rustix::fs::rmdir(raw);
+    }
+}
+
 /// Holds the pending list locked after [`abandon`], so that the run cannot start
 /// another write while the process exits.
 pub struct Abandoned {
@@ -55,11 +95,11 @@ pub fn abandon() -> Abandoned {
     let writing = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
     let mut p = pending();
     for temp in p.temps.drain(..) {
-        let _ = fs::remove_file(temp);
+        let _ = fs::remove_file(temp.path);
     }
     // Deepest first; a folder that holds anything (someone else's file) stays.
     while let Some(dir) = p.created_dirs.pop() {
-        let _ = fs::remove_dir(dir);
+        let _ = fs::remove_dir(dir.path);
     }
     Abandoned {
         _lock: p,
@@ -92,7 +132,7 @@ impl Temp {
             })
             .map_err(|e| anyhow!("cannot create a file in {}: {e}", shown(dir)))?
             .into_parts();
-        p.temps.push(path.to_path_buf());
+        p.temps.push(Recorded::new(&path));
         Ok(Self {
             file,
             path: Some(path),
@@ -104,7 +144,7 @@ impl Temp {
     pub(super) fn persist(mut self, target: &Path) -> Result<()> {
         let mut p = pending();
         let path = self.path.take().context("the temporary file is gone")?;
-        p.temps.retain(|t| t.as_path() != &*path);
+        p.temps.retain(|t| t.path.as_path() != &*path);
         // On failure the returned TempPath is dropped, which removes the file; the
         // error is the OS's reason, without the temporary name.
         path.persist(target).map_err(|e| e.error)?;
@@ -117,7 +157,7 @@ impl Drop for Temp {
     fn drop(&mut self) {
         if let Some(path) = self.path.take() {
             let mut p = pending();
-            p.temps.retain(|t| t.as_path() != &*path);
+            p.temps.retain(|t| t.path.as_path() != &*path);
             drop(path);
         }
     }
