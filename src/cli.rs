@@ -269,23 +269,36 @@ impl Dtypes {
 }
 
 /// Parses the command line. A bad flag or value is one line on stderr and exit
-/// code 2 (clap's own report adds usage and tips); `--help` and `--version`
-/// print in full.
+/// code 2 ([`usage_line`]); `--help` and `--version` print in full.
 pub fn parse<T: Parser>() -> T {
     match T::try_parse() {
         Ok(args) => {
             exit_on_signals();
+            // A failed allocation removes what the output policy has pending, too.
+            crate::memory::on_out_of_memory(crate::export::output::abandon_without_allocating);
             args
         }
         Err(e) if e.use_stderr() => {
-            let text = e.render().to_string();
-            eprintln!(
-                "{}",
-                text.lines().next().unwrap_or("error: invalid arguments")
-            );
+            eprintln!("{}", usage_line(&e.render().to_string()));
             std::process::exit(2);
         }
         Err(e) => e.exit(),
+    }
+}
+
+/// clap's message on one line: the lines that say what is wrong, joined (a
+/// missing argument's name is on the line after "not provided:"), without the
+/// usage and tips that follow the first blank line.
+pub fn usage_line(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    if lines.is_empty() {
+        "error: invalid arguments".to_string()
+    } else {
+        lines.join(" ")
     }
 }
 
@@ -390,5 +403,20 @@ mod tests {
         assert!(line.unwrap().contains("1 of 7 rows failed (bf16-reduced)"));
         // Distinct from every other outcome, clap's usage code included.
         assert!(![0, EXIT_ERROR, EXIT_USAGE].contains(&EXIT_ROWS_FAILED));
+    }
+
+    #[test]
+    fn usage_errors_keep_what_is_wrong_on_one_line() {
+        let missing = "error: the following required arguments were not provided:\n  <FILE>...\n\nUsage: compare <BASELINE> <FILE>...\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            usage_line(missing),
+            "error: the following required arguments were not provided: <FILE>..."
+        );
+        let value = "error: invalid value 'x' for '--format <FORMAT>'\n  [possible values: table, md]\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            usage_line(value),
+            "error: invalid value 'x' for '--format <FORMAT>' [possible values: table, md]"
+        );
+        assert_eq!(usage_line(""), "error: invalid arguments");
     }
 }

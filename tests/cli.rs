@@ -644,3 +644,115 @@ fn compare_dry_run_reads_nothing() {
     );
     assert_eq!(out.status.code(), Some(2));
 }
+
+// ---------------------------- issue 19: a failed allocation is one error line
+
+/// What every out-of-memory end must look like: exit 1, one `error:` line
+/// naming the allocation, no abort, no panic, no backtrace.
+fn one_out_of_memory_line(out: &Output) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].starts_with("error: out of host memory: an allocation of ")
+            && errors[0].contains("ulimit -v"),
+        "{stderr}"
+    );
+    for never in [
+        "memory allocation of",
+        "panicked",
+        "stack backtrace",
+        "RUST_BACKTRACE",
+    ] {
+        assert!(!stderr.contains(never), "{never}: {stderr}");
+    }
+}
+
+/// Past the memory check (`--skip-host-memory-check`), the inputs no longer
+/// fit under `ulimit -v`: the allocator ends the run with one line, exit 1,
+/// and removes the folders the run created for its file.
+#[cfg(all(unix, not(feature = "cuda")))]
+#[test]
+fn an_allocation_that_fails_after_the_memory_check_is_one_error_line() {
+    for name in ["matmul", "cpu_vs_gpu"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new/deeper/out.json");
+        let script = format!(
+            "ulimit -v 200000 && exec '{}' --device cpu --size 8192 --iters 1 --warmup 0 \
+             --skip-host-memory-check --output '{}'",
+            common::bin(name).display(),
+            path.display()
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        one_out_of_memory_line(&out);
+        assert!(
+            std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+            "{name}: no file and no folder left"
+        );
+    }
+}
+
+/// A sweep whose limit is lowered once its second point has begun (as `ulimit
+/// -v` bites when the run needs more than its one-time reservation): one error
+/// line, exit 1, no temporary file; the first point's files stay, marked
+/// incomplete, as after any interrupted sweep.
+#[cfg(all(target_os = "linux", not(feature = "cuda")))]
+#[test]
+fn a_sweep_that_runs_out_of_memory_mid_way_is_one_error_line() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let json = dir.path().join("new/sweep.json");
+    let stderr_path = logs.path().join("stderr");
+    let mut child = std::process::Command::new(common::bin("sweep"))
+        .args(["--device", "cpu", "--sizes", "64,1024", "--dtypes", "fp32"])
+        .args(["--max-seconds", "0.01", "--output"])
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::fs::read_to_string(&stderr_path)
+        .unwrap()
+        .contains("1024x1024")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second point never began"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the sweep ended early");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // Below what the process holds: its next mapping fails.
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    let limit = rustix::process::Rlimit {
+        current: Some(1 << 20),
+        maximum: Some(1 << 20),
+    };
+    rustix::process::prlimit(Some(pid), rustix::process::Resource::As, limit).unwrap();
+    let status = child.wait().unwrap();
+    let out = Output {
+        status,
+        stdout: Vec::new(),
+        stderr: std::fs::read(&stderr_path).unwrap(),
+    };
+    one_out_of_memory_line(&out);
+    let mut left: Vec<String> = std::fs::read_dir(json.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["sweep.csv", "sweep.json", "sweep.svg"],
+        "no temporary file"
+    );
+    let file: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(file["sweep"]["complete"], false);
+    assert_eq!(file["sweep"]["points"].as_array().unwrap().len(), 1);
+}

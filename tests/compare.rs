@@ -4,7 +4,7 @@
 //! for each kind of bad input.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
 
@@ -176,7 +176,8 @@ fn thirty_percent_more_time_is_slow_and_can_fail_the_run() {
     let err = stderr(&out);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.starts_with("slower than --fail-if-slower 10 allows: matmul 4096 fp32 cuda"),
+        err.starts_with("--fail-if-slower 10 failed: ")
+            && err.contains("b.json: slower: matmul 4096 fp32 cuda (+30.0%)"),
         "{err}"
     );
     assert_eq!(
@@ -188,7 +189,7 @@ fn thirty_percent_more_time_is_slow_and_can_fail_the_run() {
     let out = compare_with(&[&a, &b], &["--fail-if-slower", "50"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // B faster than A: FAST, and never a failure.
-    let out = compare_with(&[&b, &a], &["--fail-if-slower", "0"]);
+    let out = compare_with(&[&b, &a], &["--fail-if-slower", "5"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(verdicts(&stdout(&out)), ["FAST"; 4]);
 }
@@ -197,7 +198,7 @@ fn thirty_percent_more_time_is_slow_and_can_fail_the_run() {
 fn against_the_reference_lab_there_are_ratios_and_no_verdict() {
     let files = Files::new();
     let a = files.write("h200.json", &matmul("NVIDIA H200", &GPU_ROWS));
-    let out = compare_with(&[&a, &reference()], &["--fail-if-slower", "0"]);
+    let out = compare(&[&a, &reference()]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let table = rows(&text);
@@ -220,10 +221,20 @@ fn against_the_reference_lab_there_are_ratios_and_no_verdict() {
         text.contains("pytorch 2.13.0+cu130 on NVIDIA GB10"),
         "{text}"
     );
+    // A gate cannot pass rows it could not judge.
+    let out = compare_with(&[&a, &reference()], &["--fail-if-slower", "10"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        stderr(&out).contains("4 row(s) have no verdict"),
-        "{}",
-        stderr(&out)
+        err.contains("week05-results-gb10.json: no verdict for matmul 4096 fp32 cuda,")
+            && err.contains("(ratio only: a side has fewer than 3 samples)"),
+        "{err}"
+    );
+    assert_eq!(
+        verdicts(&stdout(&out)).len(),
+        4,
+        "the table is still printed"
     );
 }
 
@@ -304,7 +315,7 @@ fn bad_inputs_are_one_line_each_and_print_no_table() {
             &future,
             "future.json: schema_version \"3.0\": this build reads 2.x (and 1)",
         ),
-        (&not_json, "notes.txt is not JSON"),
+        (&not_json, "notes.txt: not JSON"),
         (&missing, "cannot read "),
     ] {
         for args in [[&good, bad], [bad, &good]] {
@@ -366,4 +377,186 @@ fn reads_every_committed_result() {
     let out = compare(&paths);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("ratio only"), "{}", stdout(&out));
+}
+
+// ------------------------------------------------ issue 19: what compare believes
+
+/// `compare A B` with its output discarded: exit code and stderr.
+fn refusal(args: &[&Path], flags: &[&str]) -> (Option<i32>, String, String) {
+    let out = compare_with(args, flags);
+    (out.status.code(), stderr(&out), stdout(&out))
+}
+
+#[test]
+fn impossible_numbers_are_refused_naming_file_row_and_field() {
+    let files = Files::new();
+    let good = files.write("good.json", &matmul("AMD EPYC", &[("fp32", 300.0)]));
+    for (name, median, shown) in [
+        ("zero.json", json!(0), "median_ms is 0,"),
+        ("negative.json", json!(-5), "median_ms is -5,"),
+        ("huge.json", json!(1e308), "median_ms is 1e+308,"),
+        ("nan.json", json!("NaN"), "median_ms is \"NaN\","),
+    ] {
+        let mut file = matmul("AMD EPYC", &[("fp32", 300.0)]);
+        file["matmul"]["precisions"][0]["median_ms"] = median;
+        let bad = files.write(name, &file);
+        for flags in [&[][..], &["--fail-if-slower", "10"][..]] {
+            let (code, err, out) = refusal(&[&good, &bad], flags);
+            assert_eq!(code, Some(1), "{name}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            let want = format!(
+                "{name}: /matmul/precisions/0 (fp32): {shown} not a time in ms (1e-6 to 1e9)"
+            );
+            assert!(
+                err.starts_with("error: ") && err.contains(&want),
+                "{want}\n{err}"
+            );
+            assert!(out.is_empty(), "no table: {out}");
+        }
+    }
+    // A median its samples do not give: the verdict (from the samples) and the
+    // ratio (from the median) would disagree.
+    let mut file = matmul("AMD EPYC", &[("fp32", 300.0)]);
+    file["matmul"]["precisions"][0]["median_ms"] = json!(150.0);
+    let bad = files.write("lies.json", &file);
+    let (code, err, _) = refusal(&[&good, &bad], &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("lies.json: /matmul/precisions/0 (fp32): median_ms is 150, but the median of its 21 samples_wall_ms is 300"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_gate_that_compared_nothing_fails_and_a_threshold_under_the_band_is_refused() {
+    let files = Files::new();
+    let basics =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/amd-epyc-2t/basics.json");
+    let base = matmul("AMD EPYC", &[("fp32", 300.0)]);
+    let slow = files.write("slow.json", &scaled(&base, 1.3));
+    let (code, err, out) = refusal(&[&basics, &slow], &["--fail-if-slower", "10"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("--fail-if-slower 10 failed: ")
+            && err.contains("slow.json: nothing compared (no row pairs with the baseline's)"),
+        "{err}"
+    );
+    assert!(out.contains("B only"), "the table is printed: {out}");
+    // The baseline's rows must all be judged: one that B lost fails the gate.
+    let a = files.write(
+        "a.json",
+        &matmul("AMD EPYC", &[("fp32", 300.0), ("bf16", 400.0)]),
+    );
+    let (code, err, _) = refusal(&[&a, &slow], &["--fail-if-slower", "50"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("missing the baseline's matmul 4096 bf16 cpu"),
+        "{err}"
+    );
+
+    for pct in ["0", "4.9"] {
+        let (code, err, _) = refusal(&[&a, &a], &["--fail-if-slower", pct]);
+        assert_eq!(code, Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("under the ±5% band") && err.contains("give 5 or more"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_closed_pipe_ends_printing_quietly_and_a_full_disk_is_one_error_line() {
+    let files = Files::new();
+    let base = matmul("NVIDIA H200", &GPU_ROWS);
+    let a = files.write("a.json", &base);
+    let b = files.write("b.json", &scaled(&base, 1.3));
+    // `| true`: the reader is gone before anything is printed.
+    for (flags, code) in [(&[][..], 0), (&["--fail-if-slower", "10"][..], 1)] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_compare"))
+            .args([&a, &b])
+            .args(flags)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "{err}");
+        assert!(
+            !err.contains("panicked") && !err.contains("Broken pipe"),
+            "{err}"
+        );
+        assert_eq!(
+            err.lines().count(),
+            code as usize,
+            "the gate still answers: {err}"
+        );
+    }
+    // `> /dev/full`
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_compare"))
+        .args([&a, &b])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err,
+        "error: printing to standard output: No space left on device (os error 28)\n"
+    );
+}
+
+#[test]
+fn a_file_past_the_size_limit_is_refused_before_it_is_parsed() {
+    let files = Files::new();
+    let good = files.write("good.json", &matmul("AMD EPYC", &[("fp32", 300.0)]));
+    // Sparse: 64 MiB and one byte, not one of them read.
+    let big = files.0.path().join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(64 * 1024 * 1024 + 1)
+        .unwrap();
+    let started = std::time::Instant::now();
+    let (code, err, _) = refusal(&[&good, &big], &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "error: cannot read {}: it is 67108865 bytes, more than the 64 MiB a result file may have (refused before parsing)\n",
+            big.display()
+        )
+    );
+    assert!(started.elapsed().as_secs() < 10);
+    let help = stdout(&compare_with(&[], &["--help"]));
+    assert!(help.contains("each at most 64 MiB"), "{help}");
+}
+
+#[test]
+fn paths_are_quoted_and_usage_errors_name_what_is_missing() {
+    let files = Files::new();
+    let good = files.write("good.json", &matmul("AMD EPYC", &[("fp32", 300.0)]));
+    let odd = files.0.path().join("nope\nerror: fake.json");
+    let (code, err, _) = refusal(&[&good, &odd], &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(r"nope\nerror: fake.json'"), "{err}");
+    // The name in the table is quoted too.
+    let odd = files.write("a b\nc.json", &matmul("AMD EPYC", &[("fp32", 300.0)]));
+    let out = compare(&[&good, &odd]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains(r"a b\nc.json'"), "{}", stdout(&out));
+
+    let (code, err, _) = refusal(&[&good], &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        err,
+        "error: the following required arguments were not provided: <FILE>...\n"
+    );
 }

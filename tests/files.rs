@@ -395,7 +395,8 @@ fn case2_closed_stdout_keeps_the_result_and_ends_quietly() {
     assert_eq!(ran.code(), Some(0), "{}", ran.stderr);
     assert_eq!(json(&out)["experiment"], "matmul");
 
-    // `--output -` into a closed pipe: the JSON stops quietly too.
+    // `--output -` into a closed pipe: there the JSON is the report, and it
+    // did not arrive (issue 19): one error line, exit 1.
     let mut cmd = command(
         "basics",
         &[os("--device"), os("cpu"), os("--output"), os("-")],
@@ -405,8 +406,14 @@ fn case2_closed_stdout_keeps_the_result_and_ends_quietly() {
     drop(child.stdout.take());
     let done = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&done.stderr);
-    assert_eq!(done.status.code(), Some(0), "{stderr}");
+    assert_eq!(done.status.code(), Some(1), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(
+        errors,
+        ["error: cannot write the report to standard output: Broken pipe (os error 32)"],
+        "{stderr}"
+    );
 }
 
 // ---------------------------------------------------------------- case 3
@@ -762,4 +769,71 @@ fn case8_error_lines_show_the_users_path_not_a_temp_name() {
         "cannot write /proc/out.json: cannot create a file in /proc",
     );
     assert!(!ran.stderr.contains(TEMP_PREFIX), "{}", ran.stderr);
+}
+
+// ------------------------------------------- case 9 (issue 19): exit codes mean
+// what the README says: 0 everything ran, 1 no report.
+
+/// `matmul` at the smallest size, through bash so that a descriptor can be
+/// closed or redirected as a user would (`>&-`, `>/dev/full`).
+fn matmul_via_bash(redirect: &str, args: &[&OsStr]) -> Ran {
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(format!(r#""$@" {redirect}"#))
+        .arg("bash")
+        .arg(bin("matmul"))
+        .args([
+            os("--device"),
+            os("cpu"),
+            os("--size"),
+            os("64"),
+            os("--iters"),
+            os("2"),
+        ])
+        .args(args)
+        .stdin(Stdio::null());
+    run_cmd(cmd)
+}
+
+#[test]
+fn case9_dash_with_a_closed_or_null_stdout_is_refused_before_computing() {
+    let expect = "cannot write the report to standard output: it is /dev/null (or was closed)";
+    for redirect in [">&-", ">/dev/null"] {
+        let ran = matmul_via_bash(redirect, &[os("--output"), os("-")]);
+        refused_before_computing(&ran, expect);
+        assert!(!ran.stderr.contains("==="), "no tables: {}", ran.stderr);
+    }
+}
+
+#[test]
+fn case9_a_table_that_cannot_be_printed_beside_a_saved_report_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    let ran = matmul_via_bash(">/dev/full", &[os("--output"), out.as_os_str()]);
+    ran.no_panic();
+    assert_eq!(ran.code(), Some(0), "{}", ran.stderr);
+    assert!(ran.errors().is_empty(), "{}", ran.stderr);
+    let warnings: Vec<&str> = ran
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning"))
+        .collect();
+    assert_eq!(
+        warnings,
+        ["warning: the tables could not be printed (No space left on device (os error 28)); the report was saved"],
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(json(&out)["experiment"], "matmul");
+
+    // With no report file the tables are the report: a failure is exit 1.
+    let ran = matmul_via_bash(">/dev/full", &[]);
+    ran.no_panic();
+    assert_eq!(ran.code(), Some(1), "{}", ran.stderr);
+    assert_eq!(
+        ran.errors(),
+        ["error: printing to standard output: No space left on device (os error 28)"],
+        "{}",
+        ran.stderr
+    );
 }

@@ -102,13 +102,205 @@ fn a_missing_results_folder_is_one_error_line() {
 #[test]
 fn committed_readme_is_up_to_date() {
     let results = repo().join("results");
-    let built = candle_lab::read::report::build(&candle_lab::read::report::load(&results).unwrap())
-        .unwrap();
+    let listing = candle_lab::read::report::load(&results).unwrap();
+    assert_eq!(listing.skipped, Vec::<String>::new());
+    let built = candle_lab::read::report::build(&listing.sources).unwrap();
     let stale = "results/README.md is stale: run `just report` and commit what it writes";
     let committed = fs::read_to_string(results.join("README.md")).unwrap_or_default();
     assert!(committed == built.readme, "{stale}");
     for (path, text) in &built.files {
         let committed = fs::read_to_string(results.join(path)).unwrap_or_default();
         assert!(&committed == text, "{path}: {stale}");
+    }
+}
+
+// ---------------------------------------- issue 19: report stays inside results/
+
+fn run_report(dir: &Path) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_report"))
+        .arg("--results-dir")
+        .arg(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A run that hangs (a FIFO read) fails the test instead of the suite.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("report did not end in 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// One machine folder with the committed CPU matmul, under `root/results`.
+fn one_machine(root: &Path) -> PathBuf {
+    let results = root.join("results");
+    fs::create_dir_all(results.join("m")).unwrap();
+    fs::copy(
+        repo().join("tests/fixtures/amd-epyc-2t/matmul.json"),
+        results.join("m/matmul.json"),
+    )
+    .unwrap();
+    results
+}
+
+#[test]
+fn a_link_inside_results_is_never_written_through() {
+    let root = tempfile::tempdir().unwrap();
+    let results = one_machine(root.path());
+    let elsewhere = root.path().join("elsewhere.txt");
+    fs::write(&elsewhere, "theirs").unwrap();
+    std::os::unix::fs::symlink("../../elsewhere.txt", results.join("m/matmul.svg")).unwrap();
+    let out = run_report(&results);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains("m/matmul.svg: it is a symbolic link")
+            && errors[0].contains("never through a link"),
+        "{stderr}"
+    );
+    assert_eq!(fs::read_to_string(&elsewhere).unwrap(), "theirs");
+    assert!(
+        !results.join("README.md").exists(),
+        "checked before anything is written"
+    );
+}
+
+#[test]
+fn a_machine_folder_that_is_a_link_is_skipped_and_said() {
+    let root = tempfile::tempdir().unwrap();
+    let results = one_machine(root.path());
+    let outside = root.path().join("outside");
+    fs::create_dir(&outside).unwrap();
+    fs::copy(results.join("m/matmul.json"), outside.join("matmul.json")).unwrap();
+    std::os::unix::fs::symlink(&outside, results.join("other")).unwrap();
+    std::os::unix::fs::symlink("..", results.join("up")).unwrap();
+    let out = run_report(&results);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    for name in ["other", "up"] {
+        assert!(
+            stderr.contains(&format!(
+                "warning: {}: skipped: a symbolic link",
+                results.join(name).display()
+            )),
+            "{name}: {stderr}"
+        );
+    }
+    assert!(
+        !outside.join("matmul.svg").exists(),
+        "nothing written through other"
+    );
+    assert!(
+        !root.path().join("matmul.svg").exists(),
+        "nothing written through up"
+    );
+    assert!(results.join("m/matmul.svg").is_file());
+    let readme = fs::read_to_string(results.join("README.md")).unwrap();
+    assert!(
+        !readme.contains("other") && !readme.contains("(up/"),
+        "{readme}"
+    );
+}
+
+#[test]
+fn a_fifo_is_skipped_without_waiting() {
+    let root = tempfile::tempdir().unwrap();
+    let results = one_machine(root.path());
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        results.join("m/x.json"),
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    let out = run_report(&results);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("m/x.json: skipped: a FIFO, not a regular file"),
+        "{stderr}"
+    );
+    assert!(results.join("README.md").is_file());
+}
+
+#[test]
+fn odd_machine_names_are_skipped_and_said_not_written_into_the_readme() {
+    use std::os::unix::ffi::OsStrExt;
+    let root = tempfile::tempdir().unwrap();
+    let results = one_machine(root.path());
+    let names: [&std::ffi::OsStr; 4] = [
+        "new\nline".as_ref(),
+        "a space".as_ref(),
+        "x](javascript:alert(1))".as_ref(),
+        std::ffi::OsStr::from_bytes(b"caf\xe9"),
+    ];
+    for name in names {
+        fs::create_dir(results.join(name)).unwrap();
+        fs::copy(
+            results.join("m/matmul.json"),
+            results.join(name).join("matmul.json"),
+        )
+        .unwrap();
+    }
+    fs::copy(
+        results.join("m/matmul.json"),
+        results.join("m/odd name.json"),
+    )
+    .unwrap();
+    let out = run_report(&results);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    assert_eq!(warnings.len(), 5, "one line each: {stderr}");
+    for want in [
+        r"new\nline'",
+        "a space'",
+        "javascript:alert(1))'",
+        r"caf\xE9'",
+        "odd name.json'",
+    ] {
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains(want) && w.contains("skipped: its name is not only letters")),
+            "{want}: {stderr}"
+        );
+    }
+    let readme = fs::read_to_string(results.join("README.md")).unwrap();
+    for bad in ["javascript", "a space", "new\nline", "odd name"] {
+        assert!(!readme.contains(bad), "{bad} in\n{readme}");
+    }
+}
+
+#[test]
+fn impossible_numbers_and_huge_files_are_listed_not_used() {
+    let root = tempfile::tempdir().unwrap();
+    let results = one_machine(root.path());
+    let mut file: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(results.join("m/matmul.json")).unwrap()).unwrap();
+    file["matmul"]["precisions"][0]["median_ms"] = serde_json::json!(-5);
+    fs::write(results.join("m/bad.json"), file.to_string()).unwrap();
+    fs::File::create(results.join("m/big.json"))
+        .unwrap()
+        .set_len(64 * 1024 * 1024 + 1)
+        .unwrap();
+    let out = run_report(&results);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let readme = fs::read_to_string(results.join("README.md")).unwrap();
+    for want in [
+        "[bad.json](m/bad.json) | not read: /matmul/precisions/0 (fp32): median_ms is -5, not a time in ms (1e-6 to 1e9) |",
+        "[big.json](m/big.json) | not read: it is 67108865 bytes, more than the 64 MiB a result file may have (refused before parsing) |",
+    ] {
+        assert!(readme.contains(want), "{want} missing in\n{readme}");
     }
 }

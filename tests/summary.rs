@@ -230,3 +230,98 @@ fn unreadable_and_missing_files_are_named_in_their_rows() {
     assert!(bytes.contains("1.00"), "{bytes}");
     assert!(machine.join("summary.md").exists());
 }
+
+// ------------------------------------- issue 19: summary stays inside results/
+
+/// A machine folder holding the committed CPU files.
+fn committed_machine(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    for name in ["basics", "matmul", "cpu_vs_gpu"] {
+        let from = common::repo_file(&format!("tests/fixtures/amd-epyc-2t/{name}.json"));
+        std::fs::copy(from, dir.join(format!("{name}.json"))).unwrap();
+    }
+}
+
+#[test]
+fn summary_md_is_never_written_through_a_link() {
+    let tmp = tempfile::tempdir().unwrap();
+    let machine = tmp.path().join("m");
+    committed_machine(&machine);
+    let elsewhere = tmp.path().join("elsewhere.txt");
+    std::fs::write(&elsewhere, "theirs").unwrap();
+    std::os::unix::fs::symlink("../elsewhere.txt", machine.join("summary.md")).unwrap();
+    let dir = machine.to_str().unwrap();
+    let out = run(
+        "summary",
+        &["--machine-dir", dir, "--reference", &reference()],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("summary.md: it is a symbolic link"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "theirs");
+
+    // Under --results-dir, the machine folder itself must not be a link.
+    let info = candle_lab::device::select("cpu".parse().unwrap())
+        .unwrap()
+        .1;
+    let results = tmp.path().join("results");
+    std::fs::create_dir(&results).unwrap();
+    std::os::unix::fs::symlink("../m", results.join(info.slug())).unwrap();
+    std::fs::remove_file(machine.join("summary.md")).unwrap();
+    let out = run(
+        "summary",
+        &[
+            "--device",
+            "cpu",
+            "--results-dir",
+            results.to_str().unwrap(),
+            "--reference",
+            &reference(),
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].contains(": it is a symbolic link"), "{stderr}");
+    assert!(!machine.join("summary.md").exists());
+}
+
+#[test]
+fn impossible_numbers_are_refused_in_their_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let machine = tmp.path().join("m");
+    committed_machine(&machine);
+    let path = machine.join("matmul.json");
+    let mut file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    file["matmul"]["precisions"][0]["median_ms"] = serde_json::json!("NaN");
+    std::fs::write(&path, file.to_string()).unwrap();
+    let dir = machine.to_str().unwrap();
+    let out = run(
+        "summary",
+        &["--machine-dir", dir, "--reference", &reference()],
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("/matmul/precisions/0 (fp32): median_ms is \"NaN\", not a time in ms"),
+        "{stdout}"
+    );
+    std::fs::remove_file(machine.join("summary.md")).unwrap();
+    // The lab's file goes through the same checks.
+    let lab = tmp.path().join("lab.json");
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(reference()).unwrap()).unwrap();
+    value["matmul"]["cpu_fp32_ms"] = serde_json::json!(0);
+    std::fs::write(&lab, value.to_string()).unwrap();
+    refused(
+        &["--machine-dir", dir, "--reference", lab.to_str().unwrap()],
+        &machine,
+        "lab.json: /matmul: cpu_fp32_ms is 0, not a time in ms",
+    );
+}

@@ -1,15 +1,24 @@
 //! `compare A.json B.json [C.json ...]`: each further result file against the
 //! baseline A, row by row: both medians, their ratio and a verdict, as a
-//! terminal table or Markdown, then how the verdict is reached. All files are read before anything is printed,
-//! so a bad one is one error line and no table. The statistics live in
+//! terminal table or Markdown, then how the verdict is reached. All files are
+//! read (and checked, by the shared loader) before anything is printed, so a bad
+//! one is one error line and no table. The statistics and the gate live in
 //! `candle_lab::read::compare`; this program only parses, loads and prints.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Result;
 use candle_lab::cli::{finish_check, parse};
-use candle_lab::read::compare::{self, Comparison, Format, Row};
+use candle_lab::export::output::shown;
+use candle_lab::export::table::{print_text, Screen};
+use candle_lab::memory::CountingAlloc;
+use candle_lab::read::compare::{self, Comparison, Format, BAND};
+use candle_lab::read::load::MAX_FILE_SIZE;
 use clap::Parser;
+
+// A failed allocation is one error line, not an abort.
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
 
 /// Compare result files: each FILE against the BASELINE, row by row.
 #[derive(Parser, Debug)]
@@ -17,8 +26,10 @@ use clap::Parser;
     version,
     after_help = format!(
         "{}\n\nReads candle-lab result files (schema 2.x: matmul, cpu_vs_gpu and sweep) and the reference \
-         lab's week05-results-gb10.json.\nExit codes: 0 done; 1 an error, or a row slower than \
-         --fail-if-slower allows (the stderr line says which); 2 a bad flag.",
+         lab's week05-results-gb10.json, each at most {MAX_FILE_SIZE}, with positive, finite times whose \
+         medians match their samples (anything else is refused, naming the file, row and field).\n\
+         Exit codes: 0 done; 1 an error, or --fail-if-slower failed (the stderr line says which and why); \
+         2 a bad flag.",
         compare::method()
     )
 )]
@@ -35,8 +46,12 @@ struct Args {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
 
-    /// Exit 1 when a row is SLOW and its median is more than PCT percent above
-    /// the baseline's. Rows without a verdict (ratio only) are not checked.
+    /// A regression gate: exit 1 when a row is SLOW and its median is more than
+    /// PCT percent above the baseline's (PCT is 5 or more: under the ±5% band a
+    /// row is SAME, whatever its ratio). It also fails, saying why, when a file
+    /// pairs no row with the baseline, when a row has no verdict (ratio only),
+    /// or when a baseline row is missing from a file: a gate passes only what it
+    /// judged.
     #[arg(long, value_name = "PCT", value_parser = percent)]
     fail_if_slower: Option<f64>,
 
@@ -48,9 +63,14 @@ struct Args {
 }
 
 fn percent(text: &str) -> Result<f64, String> {
+    let band = BAND * 100.0;
     match text.parse::<f64>() {
-        Ok(p) if p.is_finite() && p >= 0.0 => Ok(p),
-        _ => Err(format!("{text} is not a percentage (a number, 0 or more)")),
+        Ok(p) if p.is_finite() && p >= band => Ok(p),
+        Ok(p) if p.is_finite() && p >= 0.0 => Err(format!(
+            "{text} is under the ±{band:.0}% band: a row is SLOW only when its whole interval is \
+             above +{band:.0}%, so a smaller threshold could never act alone; give {band:.0} or more"
+        )),
+        _ => Err(format!("{text} is not a percentage (a number, {band:.0} or more)")),
     }
 }
 
@@ -58,18 +78,18 @@ fn main() -> std::process::ExitCode {
     finish_check(run(parse()))
 }
 
-/// Prints every comparison; `Some(reason)` when `--fail-if-slower` trips.
+/// Prints every comparison; `Some(reason)` when `--fail-if-slower` fails.
 fn run(args: Args) -> Result<Option<String>> {
     if args.dry_run {
-        println!("dry run: compare (nothing read)");
-        println!("flags: {args:#?}");
+        let mut text = format!("dry run: compare (nothing read)\nflags: {args:#?}\n");
         for path in &args.files {
-            println!(
-                "would compare: {} against the baseline {}",
-                name(path),
-                name(&args.baseline)
-            );
+            text.push_str(&format!(
+                "would compare: {} against the baseline {}\n",
+                shown(path),
+                shown(&args.baseline)
+            ));
         }
+        print_text(&text, Screen::Stdout)?;
         return Ok(None);
     }
     let baseline = compare::load(&args.baseline)?;
@@ -79,43 +99,18 @@ fn run(args: Args) -> Result<Option<String>> {
         .map(|path| Ok((path, compare::load(path)?)))
         .collect::<Result<Vec<_>>>()?;
 
-    let mut slower = Vec::new();
-    let mut unchecked = 0;
-    for (path, entries) in &others {
-        let comparison = Comparison::new(&name(&args.baseline), &baseline, &name(path), entries);
-        print!("{}", comparison.render(args.format));
-        if let Some(pct) = args.fail_if_slower {
-            for row in &comparison.rows {
-                if let Row::Both { b, ratio, .. } = row {
-                    if compare::slower_than(row, pct) {
-                        slower.push(format!(
-                            "{} {} {} {} in {} ({:+.1}%)",
-                            b.experiment,
-                            b.size,
-                            b.precision,
-                            b.device_kind,
-                            path.display(),
-                            (ratio - 1.0) * 100.0
-                        ));
-                    }
-                }
-                unchecked += usize::from(matches!(row, Row::Both { verdict: None, .. }));
-            }
-        }
-    }
-    print!("{}", compare::render_method(args.format));
-    if unchecked > 0 {
-        eprintln!("note: {unchecked} row(s) have no verdict (ratio only): --fail-if-slower does not check them");
-    }
-    Ok((!slower.is_empty()).then(|| {
-        format!(
-            "slower than --fail-if-slower {} allows: {}",
-            args.fail_if_slower.unwrap_or_default(),
-            slower.join("; ")
-        )
-    }))
-}
-
-fn name(path: &Path) -> String {
-    path.display().to_string()
+    let comparisons: Vec<Comparison> = others
+        .iter()
+        .map(|(path, entries)| {
+            Comparison::new(&shown(&args.baseline), &baseline, &shown(path), entries)
+        })
+        .collect();
+    let mut text: String = comparisons.iter().map(|c| c.render(args.format)).collect();
+    text.push_str(&compare::render_method(args.format));
+    // The tables are all compare leaves: a write error fails it; a reader gone
+    // (`| head`) ends the printing quietly, and the gate still answers.
+    print_text(&text, Screen::Stdout)?;
+    Ok(args
+        .fail_if_slower
+        .and_then(|pct| compare::gate(&comparisons, pct)))
 }

@@ -1,23 +1,33 @@
 //! `report`: regenerates `results/README.md` from every machine folder under
 //! `results/`, with a bar chart of each matmul file (`<machine>/matmul.svg`)
 //! and each sweep's chart and CSV drawn again from its JSON. Same JSON in, same
-//! files out. The README is built by `candle_lab::read::report`; this program reads,
-//! checks where it will write, and writes.
+//! files out. The README is built by `candle_lab::read::report`; this program
+//! reads (only real folders and regular files, never through a link: what it
+//! skips, it says), checks every place it will write (a regular file inside the
+//! results folder, reached through real folders), and writes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use candle_lab::cli::{finish, parse};
 use candle_lab::export::output::{prepare, shown};
+use candle_lab::memory::CountingAlloc;
+use candle_lab::read::folder::check_inside;
 use candle_lab::read::report::{self, Content};
 use clap::Parser;
+
+// A failed allocation is one error line, not an abort.
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
 
 /// Regenerate results/README.md (and its charts) from the result files.
 #[derive(Parser, Debug)]
 #[command(version)]
 struct Args {
     /// The results folder: every folder in it is a machine whose JSON files are
-    /// read; README.md and the charts are written there.
+    /// read; README.md and the charts are written there. Inside it, links,
+    /// FIFOs and names other than letters, digits and . _ + - are skipped (with
+    /// a warning), and a file is written only where a regular file or nothing is.
     #[arg(long, value_name = "DIR", default_value = "results")]
     results_dir: PathBuf,
 }
@@ -28,8 +38,11 @@ fn main() -> std::process::ExitCode {
 
 fn run(args: Args) -> Result<()> {
     let dir = &args.results_dir;
-    let sources = report::load(dir)?;
-    for s in &sources {
+    let listing = report::load(dir)?;
+    for skipped in &listing.skipped {
+        eprintln!("warning: {skipped}");
+    }
+    for s in &listing.sources {
         if let Content::Unreadable(why) = &s.content {
             eprintln!(
                 "note: {} is listed but not used: {why}",
@@ -37,15 +50,21 @@ fn run(args: Args) -> Result<()> {
             );
         }
     }
-    let built = report::build(&sources)?;
+    let built = report::build(&listing.sources)?;
     // Every target is checked before any is written.
     let mut targets = Vec::new();
     for (path, text) in &built.files {
-        targets.push((prepare(&dir.join(path))?, text));
+        targets.push((target(dir, Path::new(path))?, text));
     }
-    targets.push((prepare(&dir.join("README.md"))?, &built.readme));
+    targets.push((target(dir, Path::new("README.md"))?, &built.readme));
     for (target, text) in targets {
         target.save_bytes(text.as_bytes())?;
     }
     Ok(())
+}
+
+/// `dir/rel`, checked: inside the results folder, then by the output policy.
+fn target(dir: &Path, rel: &Path) -> Result<candle_lab::export::output::Output> {
+    check_inside(dir, rel)?;
+    prepare(&dir.join(rel))
 }

@@ -3,19 +3,25 @@
 //! cpu_vs_gpu.json) and the lab's results file, prints each value beside the
 //! lab's GB10 value with their ratio, and the CUDA versions of the driver and
 //! the build; writes the same as Markdown to results/<machine>/summary.md.
-//! The table itself is built in `candle_lab::read::summary`.
+//! The table itself is built in `candle_lab::read::summary`; every file is read
+//! through the shared loader, and summary.md is written only as a regular file
+//! inside the results folder, never through a link.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use std::io::Write;
-
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use candle_lab::cli::{finish, parse};
 use candle_lab::device::{select, DeviceArg};
-use candle_lab::error::error_line;
-use candle_lab::read::summary::{self, MachineFiles, Side};
-use candle_lab::schema::{self, ResultFile};
+use candle_lab::export::output::{prepare, shown};
+use candle_lab::export::table::{print_text, Screen};
+use candle_lab::memory::CountingAlloc;
+use candle_lab::read::folder::check_inside;
+use candle_lab::read::summary::{self, load_machine_file, MachineFiles, Side};
 use clap::Parser;
+
+// A failed allocation is one error line, not an abort.
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
 
 /// The reference lab's "in one place" table with this machine's values beside
 /// the lab's and their ratio, and the CUDA driver and build versions.
@@ -51,44 +57,36 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(args: Args) -> Result<()> {
-    let path = &args.reference;
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the reference lab's file {}", path.display()))?;
-    let lab = summary::parse_lab(&text).with_context(|| format!("{}", path.display()))?;
+    let lab = summary::load_lab(&args.reference)?;
 
-    let dir = match args.machine_dir {
-        Some(dir) => dir,
-        None => args.results_dir.join(select(args.device)?.1.slug()),
+    // The folder summary.md goes in, and the folder it is checked from: under
+    // --results-dir the machine folder must be a real folder, not a link.
+    let (root, machine) = match args.machine_dir {
+        Some(dir) => (dir, PathBuf::new()),
+        None => (
+            args.results_dir,
+            PathBuf::from(select(args.device)?.1.slug()),
+        ),
     };
+    let dir = root.join(&machine);
+    check_inside(&root, &machine.join("summary.md"))?;
     if !dir.is_dir() {
         bail!(
             "no results folder {}: run `just results` first",
-            dir.display()
+            shown(&dir)
         );
     }
-    let load = |name: &str, recipe: &str| -> Result<ResultFile, String> {
-        let file = dir.join(format!("{name}.json"));
-        if !file.exists() {
-            return Err(format!("no {name}.json yet (run `just {recipe}`)"));
-        }
-        schema::read(&file).map_err(|e| error_line(&e))
-    };
     let files = MachineFiles {
-        basics: load("basics", "basics"),
-        matmul: load("matmul", "matmul"),
-        cpu_vs_gpu: load("cpu_vs_gpu", "cpu-vs-gpu"),
+        basics: load_machine_file(&dir, "basics", "basics"),
+        matmul: load_machine_file(&dir, "matmul", "matmul"),
+        cpu_vs_gpu: load_machine_file(&dir, "cpu_vs_gpu", "cpu-vs-gpu"),
     };
     if let (Err(a), Err(b), Err(c)) = (&files.basics, &files.matmul, &files.cpu_vs_gpu) {
-        bail!("nothing to summarize in {}: {a}; {b}; {c}", dir.display());
+        bail!("nothing to summarize in {}: {a}; {b}; {c}", shown(&dir));
     }
 
     let result = summary::build(&Side::from_results(&files), &Side::from_lab(&lab));
     // Saved first, then shown: a closed standard output loses nothing.
-    candle_lab::export::output::prepare(&dir.join("summary.md"))?
-        .save_bytes(result.markdown().as_bytes())?;
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(result.text().as_bytes()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("writing to standard output"),
-    }
+    prepare(&dir.join(Path::new("summary.md")))?.save_bytes(result.markdown().as_bytes())?;
+    print_text(&result.text(), Screen::StdoutBesideFile)
 }

@@ -4,7 +4,9 @@
 //!
 //! - `--output -` writes the JSON to standard output; the tables then go to
 //!   standard error, so that standard output is JSON only (`| jq`). A file named
-//!   `-` is written as `./-`.
+//!   `-` is written as `./-`. It is refused when standard output is /dev/null (or
+//!   closed), as `--output /dev/null` is, and a write that fails there (a reader
+//!   gone, EPIPE, included) fails the run: the report did not arrive.
 //! - Everything that can be checked is checked before anything is computed
 //!   ([`prepare`]): a target that exists must be a regular file or a symbolic link
 //!   to one (a folder, a device such as `/dev/null`, a FIFO or a socket is refused,
@@ -26,23 +28,30 @@
 //!   the old result, as with any atomic replace.
 //! - On SIGINT or SIGTERM, [`abandon`] removes the temporary file and the folders
 //!   this run created; `cli` installs the handler and decides the exit code.
+//!   When an allocation fails, the counting allocator does the same through
+//!   [`abandon_without_allocating`], from C strings made as each path is
+//!   recorded, so that nothing is allocated.
 //! - Messages name the path as the user gave it, shell-quoted when it needs it (a
 //!   newline stays on the line), never a temporary file's name.
 //!
 //! Unix only, as the project is (Linux with an NVIDIA GPU, or its CPU).
 
-use std::fs::{self, File, Metadata, OpenOptions, Permissions};
+use std::fs::{self, Metadata, Permissions};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::PoisonError;
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
 use crate::export::table::Screen;
 use crate::quote::shell_quote;
+
+mod pending;
+pub use pending::{abandon, abandon_without_allocating, Abandoned};
+use pending::{pending, Temp, WRITING};
 
 /// Test aid: milliseconds to sleep between syncing the temporary file and
 /// renaming it, so that tests/files.rs can interrupt a run mid-write. Unset in use.
@@ -68,7 +77,7 @@ pub struct Target {
 
 impl Output {
     /// Writes `value` as pretty JSON where this output goes, and says where on
-    /// standard error. A closed standard output (`| head`) ends the JSON quietly.
+    /// standard error.
     pub fn save(&self, value: &impl Serialize) -> Result<()> {
         self.save_bytes(&to_json(value)?)
     }
@@ -100,11 +109,12 @@ impl Output {
         match self {
             Output::None => Ok(()),
             Output::Stdout => {
+                // Here standard output is the report: a reader gone before the
+                // end (EPIPE) got part of it, so the run wrote no report.
                 let mut out = io::stdout().lock();
-                match out.write_all(bytes).and_then(|()| out.flush()) {
-                    Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-                    other => other.context("writing to standard output"),
-                }
+                out.write_all(bytes)
+                    .and_then(|()| out.flush())
+                    .context("cannot write the report to standard output")
             }
             Output::File(target) => target.write(bytes),
         }
@@ -127,11 +137,14 @@ impl Output {
         prepare(&path)
     }
 
-    /// Where the tables go: standard error when standard output carries the JSON.
+    /// Where the tables go (standard error when standard output carries the
+    /// JSON), and whether they are the run's only report. Asked after the report
+    /// is saved.
     pub fn screen(&self) -> Screen {
         match self {
+            Output::None => Screen::Stdout,
             Output::Stdout => Screen::Stderr,
-            _ => Screen::Stdout,
+            Output::File(_) => Screen::StdoutBesideFile,
         }
     }
 }
@@ -147,6 +160,12 @@ pub fn to_json(value: &impl Serialize) -> Result<Vec<u8>> {
 /// that a run refused for its output is refused before it computes anything.
 pub fn prepare(path: &Path) -> Result<Output> {
     if path.as_os_str() == "-" {
+        if stdout_is_null() {
+            bail!(
+                "cannot write the report to standard output: it is /dev/null (or was closed), \
+                 where the report would be lost"
+            );
+        }
         return Ok(Output::Stdout);
     }
     let fail = |why: &dyn std::fmt::Display| anyhow!("cannot write {}: {why}", shown(path));
@@ -247,110 +266,6 @@ pub fn write_together(files: &[(&Output, &[u8])]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// What an interrupted or failed run must remove: the temporary file being
-/// written and the folders this run created (deepest last).
-#[derive(Default)]
-struct Pending {
-    temps: Vec<PathBuf>,
-    created_dirs: Vec<PathBuf>,
-}
-
-static PENDING: Mutex<Pending> = Mutex::new(Pending {
-    temps: Vec::new(),
-    created_dirs: Vec::new(),
-});
-
-fn pending() -> MutexGuard<'static, Pending> {
-    // A panic elsewhere leaves the list as valid as it was.
-    PENDING.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Held while files that belong together are renamed into place
-/// ([`write_together`]).
-static WRITING: Mutex<()> = Mutex::new(());
-
-/// Holds the pending list locked after [`abandon`], so that the run cannot start
-/// another write while the process exits.
-pub struct Abandoned {
-    _lock: MutexGuard<'static, Pending>,
-    _writing: MutexGuard<'static, ()>,
-}
-
-/// Removes the temporary file being written, if any, and the folders this run
-/// created that are still empty. For a failed run, and from the signal handler,
-/// which so waits for files being renamed [`write_together`] to be all in place.
-pub fn abandon() -> Abandoned {
-    let writing = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
-    let mut p = pending();
-    for temp in p.temps.drain(..) {
-        let _ = fs::remove_file(temp);
-    }
-    // Deepest first; a folder that holds anything (someone else's file) stays.
-    while let Some(dir) = p.created_dirs.pop() {
-        let _ = fs::remove_dir(dir);
-    }
-    Abandoned {
-        _lock: p,
-        _writing: writing,
-    }
-}
-
-/// A temporary file in the target's folder (so the rename stays on one file
-/// system), known to [`abandon`] from the moment it exists.
-struct Temp {
-    file: File,
-    /// Removes the file when dropped; taken by [`Temp::persist`].
-    path: Option<tempfile::TempPath>,
-}
-
-impl Temp {
-    fn create(dir: &Path) -> Result<Self> {
-        // Locked across the creation: a signal cannot fall between it and the record.
-        let mut p = pending();
-        let (file, path) = tempfile::Builder::new()
-            .prefix(".candle-lab-")
-            .suffix(".tmp")
-            .make_in(dir, |path| {
-                // 0666 less the umask, as any new file; a replaced file's mode is set later.
-                OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o666)
-                    .open(path)
-            })
-            .map_err(|e| anyhow!("cannot create a file in {}: {e}", shown(dir)))?
-            .into_parts();
-        p.temps.push(path.to_path_buf());
-        Ok(Self {
-            file,
-            path: Some(path),
-        })
-    }
-
-    /// Renames the file over `target`. The folders created for it now hold the
-    /// result and are no longer this run's to remove.
-    fn persist(mut self, target: &Path) -> Result<()> {
-        let mut p = pending();
-        let path = self.path.take().context("the temporary file is gone")?;
-        p.temps.retain(|t| t.as_path() != &*path);
-        // On failure the returned TempPath is dropped, which removes the file; the
-        // error is the OS's reason, without the temporary name.
-        path.persist(target).map_err(|e| e.error)?;
-        p.created_dirs.clear();
-        Ok(())
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        if let Some(path) = self.path.take() {
-            let mut p = pending();
-            p.temps.retain(|t| t.as_path() != &*path);
-            drop(path);
-        }
-    }
 }
 
 /// The file a symbolic link at `path` leads to, or `path` itself.
@@ -454,13 +369,28 @@ fn create_folders(dir: &Path) -> Result<()> {
     for d in missing.into_iter().rev() {
         let mut p = pending();
         match fs::create_dir(d) {
-            Ok(()) => p.created_dirs.push(d.to_path_buf()),
+            Ok(()) => p.created(d),
             // Made meanwhile by someone else: theirs, not ours to remove.
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && d.is_dir() => {}
             Err(e) => bail!("cannot create folder {}: {e}", shown(d)),
         }
     }
     Ok(())
+}
+
+/// Whether standard output is the null device: a closed one too, since Rust's
+/// runtime reopens a closed descriptor 1 as /dev/null before `main`. The policy
+/// refuses `--output /dev/null`; `--output -` there would lose the report alike.
+fn stdout_is_null() -> bool {
+    let (Ok(out), Ok(null)) = (
+        rustix::fs::fstat(io::stdout()),
+        rustix::fs::stat("/dev/null"),
+    ) else {
+        return false;
+    };
+    let char_device =
+        rustix::fs::FileType::from_raw_mode(out.st_mode) == rustix::fs::FileType::CharacterDevice;
+    char_device && out.st_rdev == null.st_rdev
 }
 
 fn parent_dir(path: &Path) -> PathBuf {
@@ -488,6 +418,7 @@ fn pause_for_tests() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Mutex, MutexGuard};
 
     /// The pending list is one per process: these tests take turns, so that
     /// [`abandon`] in one cannot remove another's temporary file.
@@ -564,13 +495,17 @@ mod tests {
     #[test]
     fn dash_is_standard_output_and_moves_the_tables() {
         let _turn = serial();
-        let out = prepare(Path::new("-")).unwrap();
-        assert!(matches!(out, Output::Stdout));
-        assert!(matches!(out.screen(), Screen::Stderr));
+        // `cargo test >/dev/null` gives this test a null standard output.
+        if !stdout_is_null() {
+            let out = prepare(Path::new("-")).unwrap();
+            assert!(matches!(out, Output::Stdout));
+            assert!(matches!(out.screen(), Screen::Stderr));
+        }
         assert!(matches!(
             prepare(Path::new("./-")).unwrap().screen(),
-            Screen::Stdout
+            Screen::StdoutBesideFile
         ));
+        assert!(matches!(Output::None.screen(), Screen::Stdout));
     }
 
     #[test]

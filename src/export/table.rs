@@ -65,17 +65,24 @@ impl std::fmt::Display for Table {
     }
 }
 
-/// Where the tables go: standard output, or standard error when standard
-/// output carries the JSON (`--output -`).
+/// Where the tables go, and whether they are the run's only report: standard
+/// output, or standard error when standard output carries the JSON
+/// (`--output -`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Screen {
+    /// Standard output, and the tables are all the run leaves (no report file):
+    /// a failure to print them fails the run.
     Stdout,
+    /// Standard output, after the report was saved to a file: the tables only
+    /// show it, so a failure to print them is a warning.
+    StdoutBesideFile,
+    /// Standard error: standard output carries the JSON, already written.
     Stderr,
 }
 
 /// Prints the tables, then `notes` one per line: the one place that prints
 /// results. It runs after the JSON is saved, so a closed pipe (`| head`) loses
-/// nothing, and printing then stops quietly, as ripgrep does.
+/// nothing; see [`print_text`] for what a failure to print means.
 pub fn print_tables(tables: &[Table], notes: &[String], screen: Screen) -> Result<()> {
     let mut text = String::new();
     for t in tables {
@@ -85,13 +92,30 @@ pub fn print_tables(tables: &[Table], notes: &[String], screen: Screen) -> Resul
         text.push_str(n);
         text.push('\n');
     }
+    print_text(&text, screen)
+}
+
+/// Prints `text` where `screen` says. A reader that went away (EPIPE: `| head`,
+/// `| true`) ends printing quietly, as ripgrep does. Any other failure
+/// (`> /dev/full`) is an error when the text is all the run leaves
+/// ([`Screen::Stdout`]), and a one-line `warning:` when the report was saved
+/// already: the exit code then still says the report is there.
+pub fn print_text(text: &str, screen: Screen) -> Result<()> {
     let printed = match screen {
-        Screen::Stdout => write_flushed(std::io::stdout().lock(), &text),
-        Screen::Stderr => write_flushed(std::io::stderr().lock(), &text),
+        Screen::Stdout | Screen::StdoutBesideFile => write_flushed(std::io::stdout().lock(), text),
+        Screen::Stderr => write_flushed(std::io::stderr().lock(), text),
     };
     match printed {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("printing the tables"),
+        Err(e) if screen != Screen::Stdout => {
+            // Standard error may be the stream that failed: then this says nothing.
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: the tables could not be printed ({e}); the report was saved"
+            );
+            Ok(())
+        }
+        other => other.context("printing to standard output"),
     }
 }
 

@@ -80,7 +80,8 @@ pub fn try_reserve_host(bytes: u64) -> bool {
     let Ok(bytes) = usize::try_from(bytes) else {
         return false;
     };
-    Vec::<u8>::new().try_reserve_exact(bytes).is_ok()
+    // The counting allocator ends the run on a refused allocation, unless asked.
+    super::fallible(|| Vec::<u8>::new().try_reserve_exact(bytes).is_ok())
 }
 
 /// The host-memory decision from what was measured: `needed` bytes for

@@ -9,7 +9,9 @@
 pub mod fits;
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use anyhow::Result;
 use candle_core::Device;
@@ -20,6 +22,13 @@ static PEAK: AtomicUsize = AtomicUsize::new(0);
 /// The system allocator, counting. Install it in a binary with
 /// `#[global_allocator] static ALLOC: CountingAlloc = CountingAlloc;`.
 /// Counting costs two relaxed atomic operations per allocation.
+///
+/// An allocation the system refuses (a process limit such as `ulimit -v`, or
+/// memory the kernel will not commit) would make Rust abort with a backtrace
+/// and exit code 134. Here it ends the run as every other failure does: one
+/// `error:` line, the output's pending files removed ([`on_out_of_memory`]),
+/// exit code 1, all without allocating. A caller that expects a refusal asks
+/// inside [`fallible`].
 pub struct CountingAlloc;
 
 fn grew(bytes: usize) {
@@ -31,21 +40,125 @@ fn shrank(bytes: usize) {
     CURRENT.fetch_sub(bytes, Ordering::Relaxed);
 }
 
-// SAFETY: every call is forwarded unchanged to `System`; only counters are added.
+thread_local! {
+    /// Set inside [`fallible`]: a refusal is an answer there, not the end.
+    static FALLIBLE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// What to remove before exiting when an allocation fails; must not allocate.
+static CLEANUP: OnceLock<fn()> = OnceLock::new();
+
+/// Registers what to remove when an allocation fails (the output policy's
+/// temporary files and created folders: `cli::parse` registers them, since the
+/// exporters never import measurement). The first registration stays.
+pub fn on_out_of_memory(cleanup: fn()) {
+    let _ = CLEANUP.set(cleanup);
+}
+
+/// Runs `f` with a refused allocation returned to it as a failure, as
+/// `Vec::try_reserve` expects, instead of ending the process: for a trial
+/// reservation ([`fits::try_reserve_host`]), whose refusal is an answer.
+pub fn fallible<R>(f: impl FnOnce() -> R) -> R {
+    FALLIBLE.with(|on| on.set(true));
+    let result = f();
+    FALLIBLE.with(|on| on.set(false));
+    result
+}
+
+/// A refused allocation: null inside [`fallible`], else the end of the process.
+fn refused(bytes: usize) -> *mut u8 {
+    if FALLIBLE.try_with(Cell::get).unwrap_or(false) {
+        return std::ptr::null_mut();
+    }
+    out_of_memory(bytes)
+}
+
+/// One line on standard error, the pending files removed, exit code 1; nothing
+/// here allocates (the line is built in a buffer on the stack, written raw).
+fn out_of_memory(bytes: usize) -> ! {
+    let mut line = Line::default();
+    line.push(b"error: out of host memory: an allocation of ");
+    line.push_number(bytes);
+    line.push(
+        b" bytes failed (a process limit such as `ulimit -v`?); \
+          the run stopped and wrote nothing more\n",
+    );
+    // SAFETY: descriptor 2 stays open for the life of the process (Rust's
+    // runtime reopens a closed one as /dev/null before main).
+    let stderr = unsafe { std::os::fd::BorrowedFd::borrow_raw(2) };
+    let _ = rustix::io::write(stderr, line.text());
+    if let Some(cleanup) = CLEANUP.get() {
+        cleanup();
+    }
+    extern "C" {
+        fn _exit(status: std::ffi::c_int) -> !;
+    }
+    // SAFETY: _exit ends the process at once, without running handlers that
+    // could allocate or wait for the other threads. 1: the run failed and
+    // wrote no report (`cli::EXIT_ERROR`; memory imports nothing above it).
+    unsafe { _exit(1) }
+}
+
+/// A line built without allocating.
+struct Line {
+    buf: [u8; 256],
+    len: usize,
+}
+
+impl Default for Line {
+    fn default() -> Self {
+        Self {
+            buf: [0; 256],
+            len: 0,
+        }
+    }
+}
+
+impl Line {
+    fn push(&mut self, bytes: &[u8]) {
+        let n = bytes.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
+        self.len += n;
+    }
+
+    fn push_number(&mut self, mut n: usize) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push(&digits[i..]);
+    }
+
+    fn text(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+// SAFETY: every call is forwarded unchanged to `System`; only counters are
+// added, and a refused allocation ends the process unless a caller asked to be
+// told ([`fallible`]).
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let p = System.alloc(layout);
-        if !p.is_null() {
-            grew(layout.size());
+        if p.is_null() {
+            return refused(layout.size());
         }
+        grew(layout.size());
         p
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         let p = System.alloc_zeroed(layout);
-        if !p.is_null() {
-            grew(layout.size());
+        if p.is_null() {
+            return refused(layout.size());
         }
+        grew(layout.size());
         p
     }
 
@@ -56,11 +169,12 @@ unsafe impl GlobalAlloc for CountingAlloc {
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let p = System.realloc(ptr, layout, new_size);
-        if !p.is_null() {
-            // Count the new block before dropping the old one: realloc may copy.
-            grew(new_size);
-            shrank(layout.size());
+        if p.is_null() {
+            return refused(new_size);
         }
+        // Count the new block before dropping the old one: realloc may copy.
+        grew(new_size);
+        shrank(layout.size());
         p
     }
 }
@@ -157,5 +271,27 @@ impl MemoryMeter {
             Source::Unavailable(_) => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_out_of_memory_line_is_built_without_allocating() {
+        let mut line = Line::default();
+        line.push(b"an allocation of ");
+        line.push_number(67108864);
+        line.push(b" bytes, ");
+        line.push_number(0);
+        assert_eq!(line.text(), b"an allocation of 67108864 bytes, 0");
+        line.push(&[b'x'; 300]);
+        assert_eq!(line.text().len(), 256, "a long line is cut, not overrun");
+        // A refusal inside `fallible` comes back as one (this test binary does
+        // not install the allocator; tests/alloc_peak.rs and the programs do).
+        assert!(fallible(|| Vec::<u8>::new()
+            .try_reserve_exact(1 << 20)
+            .is_ok()));
     }
 }

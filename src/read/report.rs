@@ -1,7 +1,8 @@
 //! `results/README.md`, generated from the result files so that no number in it
-//! goes stale: [`load`] reads every machine folder under `results/` (candle-lab
-//! and PyTorch-reference files through the typed schema, the reference lab's
-//! file as `compare` reads it), and [`build`], a pure function, turns them into
+//! goes stale: [`load()`] reads every machine folder under `results/` through the
+//! shared loader (candle-lab and PyTorch-reference files through the typed
+//! schema, the reference lab's file as `compare` reads it; links, FIFOs and odd
+//! names skipped), and [`build`], a pure function, turns them into
 //! the README and its charts: a section per experiment with the machines side
 //! by side, each figure linked to its file, and the commit and date of every
 //! column. Same files in, same bytes out: nothing depends on the clock or on the
@@ -9,15 +10,16 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use serde_json::Value;
+use anyhow::Result;
 
 use crate::bench::matmul::gflops;
 use crate::error::error_line;
 use crate::export::svg::{bars_svg, BarSeries};
 use crate::precision::Precision;
-use crate::read::compare::{self, Entry};
-use crate::schema::{self, ResultFile};
+use crate::read::entries::{self, Entry};
+use crate::read::folder::{self, Kind};
+use crate::read::load::{self, Loaded};
+use crate::schema::ResultFile;
 
 mod sections;
 
@@ -52,60 +54,58 @@ pub struct Built {
     pub files: Vec<(String, String)>,
 }
 
+/// What [`load()`] found: the files read, and what it skipped, one line each
+/// (`PATH: skipped: why`), for the program to say.
+#[derive(Debug)]
+pub struct Listing {
+    pub sources: Vec<Source>,
+    pub skipped: Vec<String>,
+}
+
 /// Reads every `*.json` in every folder directly under `results`, folders and
-/// files in name order. A file that is not a result file is kept as
-/// [`Content::Unreadable`] with the reason; a folder that cannot be listed is
-/// an error.
-pub fn load(results: &Path) -> Result<Vec<Source>> {
-    let mut sources = Vec::new();
-    for machine in sorted_names(results)? {
+/// files in name order, through the shared loader. Only real folders and regular
+/// files with plain names are read ([`folder::list`]); the rest is skipped and
+/// listed. A file the loader refuses is kept as [`Content::Unreadable`] with the
+/// reason; a folder that cannot be listed is an error.
+pub fn load(results: &Path) -> Result<Listing> {
+    let machines = folder::list(results, Kind::Folders)?;
+    let mut listing = Listing {
+        sources: Vec::new(),
+        skipped: machines.skipped,
+    };
+    for machine in machines.names {
         let dir = results.join(&machine);
-        if !dir.is_dir() {
-            continue;
-        }
-        for file in sorted_names(&dir)? {
-            if !file.ends_with(".json") {
-                continue;
-            }
-            let text = std::fs::read_to_string(dir.join(&file))
-                .with_context(|| format!("cannot read {}", dir.join(&file).display()))?;
-            let content = parse(&text).unwrap_or_else(|e| Content::Unreadable(error_line(&e)));
-            sources.push(Source {
+        let files = folder::list(&dir, Kind::JsonFiles)?;
+        listing.skipped.extend(files.skipped);
+        for file in files.names {
+            // The reason leaves the path out: the README must not depend on where
+            // the results folder is.
+            let content = load::read_text(&dir.join(&file))
+                .and_then(|text| content(&text))
+                .unwrap_or_else(|e| Content::Unreadable(error_line(&e)));
+            listing.sources.push(Source {
                 machine: machine.clone(),
                 file,
                 content,
             });
         }
     }
-    Ok(sources)
+    Ok(listing)
 }
 
-fn sorted_names(dir: &Path) -> Result<Vec<String>> {
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
-        let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
-        // Names that are not UTF-8 cannot be Markdown links: skipped.
-        if let Ok(name) = entry.file_name().into_string() {
-            names.push(name);
-        }
-    }
-    names.sort();
-    Ok(names)
-}
-
-/// A file's text: a result file when it has a schema version, else the
-/// reference lab's file.
-fn parse(text: &str) -> Result<Content> {
-    let value: Value = serde_json::from_str(text).context("not JSON")?;
-    if value.get("schema_version").is_some() {
-        return Ok(Content::Result(Box::new(schema::from_json(text)?)));
-    }
-    let entries = compare::reference_lab_entries(&value)?;
-    let date = value["captured_date"]
-        .as_str()
-        .unwrap_or("unknown")
-        .to_string();
-    Ok(Content::ReferenceLab { entries, date })
+/// A file's text, read by the shared loader: a result file, or the reference
+/// lab's file with its rows and date.
+fn content(text: &str) -> Result<Content> {
+    Ok(match load::parse(text)? {
+        Loaded::Result(file) => Content::Result(file),
+        Loaded::ReferenceLab(value) => Content::ReferenceLab {
+            entries: entries::reference_lab_entries(&value)?,
+            date: value["captured_date"]
+                .as_str()
+                .unwrap_or("unknown")
+                .to_string(),
+        },
+    })
 }
 
 impl Source {
@@ -155,7 +155,7 @@ impl Source {
     /// The timed rows `compare` reads from this file.
     fn entries(&self) -> Vec<Entry> {
         match &self.content {
-            Content::Result(f) => compare::entries(f),
+            Content::Result(f) => entries::entries(f),
             Content::ReferenceLab { entries, .. } => entries.clone(),
             Content::Unreadable(_) => Vec::new(),
         }
@@ -178,7 +178,7 @@ struct Facts {
     date: String,
 }
 
-/// The README and its charts from `sources` (in [`load`]'s order).
+/// The README and its charts from `sources` (in [`load()`]'s order).
 pub fn build(sources: &[Source]) -> Result<Built> {
     let mut built = Built {
         readme: String::new(),

@@ -9,7 +9,7 @@ use std::path::Path;
 use super::*;
 use crate::bench::sweep::tests::{failed, point, results};
 use crate::precision::Precision;
-use crate::schema::{Body, DeviceKind};
+use crate::schema::{self, Body, DeviceKind};
 
 const AMD_MATMUL: &str = include_str!("../../../tests/fixtures/amd-epyc-2t/matmul.json");
 const AMD_CPU_VS_GPU: &str = include_str!("../../../tests/fixtures/amd-epyc-2t/cpu_vs_gpu.json");
@@ -37,11 +37,15 @@ fn gpu_files() -> (String, String) {
     };
     m.device = DeviceKind::Cuda;
     let mut cpu = m.precisions[0].clone();
+    // Medians and the samples they come from, changed together.
     for row in &mut m.precisions {
         let measured = row.measured.as_mut().unwrap();
         measured.median_ms = 4.0;
+        measured.samples_wall_ms = vec![4.0; 3];
     }
-    cpu.measured.as_mut().unwrap().median_ms = 400.0;
+    let measured = cpu.measured.as_mut().unwrap();
+    measured.median_ms = 400.0;
+    measured.samples_wall_ms = vec![400.0; 3];
     m.cpu_fp32 = Some(cpu);
     let matmul = serde_json::to_string_pretty(&file).unwrap();
 
@@ -81,7 +85,7 @@ fn fixture(dir: &Path) {
 }
 
 fn built(dir: &Path) -> Built {
-    build(&load(dir).unwrap()).unwrap()
+    build(&load(dir).unwrap().sources).unwrap()
 }
 
 #[test]

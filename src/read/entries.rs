@@ -1,0 +1,391 @@
+//! What `compare` and `report` read from a result file: its timed rows as
+//! [`Entry`] values, whatever file they came from. [`entries`] takes them from a
+//! typed result file (schema 2.x `matmul`, `cpu_vs_gpu` and `sweep` rows that
+//! ran), [`reference_lab_entries`] from the reference lab's JSON (medians only),
+//! so that the statistics never see a file layout.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use super::load::Loaded;
+use crate::export::output::shown;
+use crate::schema::{self, Body, DeviceKind, ResultFile};
+
+/// One timed result, whatever file it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    /// "matmul", "cpu_vs_gpu".
+    pub experiment: String,
+    pub size: u64,
+    /// "fp32", "fp16", ...
+    pub precision: String,
+    /// "cpu" or "cuda": keys a GPU run's CPU comparison apart from its GPU rows.
+    pub device_kind: String,
+    /// CPU model or GPU name.
+    pub device_name: String,
+    /// "candle 0.11.1", "pytorch 2.13.0+cu130".
+    pub framework: String,
+    pub median_ms: f64,
+    /// Every timed wall-clock sample, when the file kept them.
+    pub samples_ms: Option<Vec<f64>>,
+}
+
+impl Entry {
+    /// "matmul 4096 fp32 cuda": the row, for a message.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {} {} {}",
+            self.experiment, self.size, self.precision, self.device_kind
+        )
+    }
+
+    pub(crate) fn key(&self) -> (&str, u64, &str, &str) {
+        (
+            &self.experiment,
+            self.size,
+            &self.precision,
+            &self.device_kind,
+        )
+    }
+}
+
+/// The entries of one result file: the `matmul`, `cpu_vs_gpu` or `sweep` rows that ran
+/// ("status": "ok") of a candle-lab file, or the reference lab's medians, read
+/// and checked by the shared loader ([`load`](super::load)). Other experiments
+/// hold no timed rows and give none.
+pub fn load(path: &Path) -> Result<Vec<Entry>> {
+    match super::load::load(path)? {
+        Loaded::Result(file) => Ok(entries(&file)),
+        Loaded::ReferenceLab(value) => reference_lab_entries(&value).with_context(|| shown(path)),
+    }
+}
+
+/// The timed rows of a result file that ran, as entries.
+pub fn entries(file: &ResultFile) -> Vec<Entry> {
+    let env = &file.environment;
+    // A debug build's times say little about the framework: the label says so.
+    let debug = if env.profile.as_deref() == Some("debug") {
+        " (debug build)"
+    } else {
+        ""
+    };
+    let framework = format!("{} {}{debug}", env.framework, env.framework_version);
+    let entry = |size: usize, row: &schema::Row, kind: DeviceKind| {
+        let m = row.measured.as_ref()?;
+        let device_name = match kind {
+            DeviceKind::Cpu => env.cpu_model.clone(),
+            DeviceKind::Cuda => file.device.name.clone(),
+        };
+        Some(Entry {
+            experiment: file.experiment.clone(),
+            size: size as u64,
+            precision: row.precision.name().to_string(),
+            device_kind: kind.as_str().to_string(),
+            device_name,
+            framework: framework.clone(),
+            median_ms: m.median_ms,
+            samples_ms: Some(m.samples_wall_ms.clone()).filter(|s| !s.is_empty()),
+        })
+    };
+    match &file.body {
+        Body::Matmul(m) => m
+            .precisions
+            .iter()
+            .filter_map(|row| entry(m.size, row, m.device))
+            .chain(
+                m.cpu_fp32
+                    .iter()
+                    .filter_map(|row| entry(m.size, row, DeviceKind::Cpu)),
+            )
+            .collect(),
+        Body::CpuVsGpu(c) => entry(c.size, &c.cpu, DeviceKind::Cpu)
+            .into_iter()
+            .chain(
+                c.gpu
+                    .iter()
+                    .filter_map(|row| entry(c.size, row, DeviceKind::Cuda)),
+            )
+            .collect(),
+        Body::Sweep(s) => s
+            .points
+            .iter()
+            .filter_map(|p| entry(p.size, &p.row, s.device))
+            .collect(),
+        // Each phase its own experiment, so prefill pairs with prefill.
+        Body::Block(b) => b
+            .phases
+            .iter()
+            .flat_map(|p| p.rows.iter().map(move |row| (p, row)))
+            .filter_map(|(p, row)| {
+                let m = row.measured.as_ref()?;
+                Some(Entry {
+                    experiment: format!("block {}", p.phase.name()),
+                    size: b.shape.seq as u64,
+                    precision: row.precision.name().to_string(),
+                    device_kind: file.device.kind.as_str().to_string(),
+                    device_name: file.device.name.clone(),
+                    framework: framework.clone(),
+                    median_ms: m.end_to_end.median_ms,
+                    samples_ms: Some(m.end_to_end.samples_wall_ms.clone())
+                        .filter(|s| !s.is_empty()),
+                })
+            })
+            .collect(),
+        Body::Basics(_) | Body::Precision(_) | Body::Memory(_) | Body::Overhead(_) => Vec::new(),
+    }
+}
+
+/// The reference lab's `week05-results-gb10.json`: no schema version, a
+/// `hardware` object and a `matmul` object with medians only.
+pub fn reference_lab_entries(file: &Value) -> Result<Vec<Entry>> {
+    let hardware = |key: &str| file.pointer(&format!("/hardware/{key}"))?.as_str();
+    let (Some(gpu), Some(torch)) = (hardware("device"), hardware("torch")) else {
+        bail!("no schema_version, and not the reference lab's file: not a result compare reads");
+    };
+    let framework = format!("pytorch {torch}");
+    let source = Source {
+        experiment: "matmul",
+        size: whole(file, "/matmul/size")?,
+        framework: &framework,
+    };
+    let kind = text(file, "/matmul/device")?;
+    let mut out = Vec::new();
+    for (i, row) in list(file, "/matmul/precisions")?.iter().enumerate() {
+        out.extend(source.entry(row, &format!("/matmul/precisions/{i}"), kind, gpu)?);
+    }
+    if file.pointer("/matmul/cpu_fp32_ms").is_some() {
+        out.push(Entry {
+            precision: "fp32".to_string(),
+            device_kind: "cpu".to_string(),
+            device_name: format!("{gpu}'s CPU"),
+            median_ms: number(file, "/matmul/cpu_fp32_ms")?,
+            samples_ms: None,
+            experiment: source.experiment.to_string(),
+            size: source.size,
+            framework: framework.clone(),
+        });
+    }
+    Ok(out)
+}
+
+/// What every entry of one file shares.
+struct Source<'a> {
+    experiment: &'a str,
+    size: u64,
+    framework: &'a str,
+}
+
+impl Source<'_> {
+    /// The entry of one result row (found at `at`), `None` when it did not run.
+    fn entry(&self, row: &Value, at: &str, kind: &str, device: &str) -> Result<Option<Entry>> {
+        let read = || -> Result<Option<Entry>> {
+            // The reference lab's rows have no status: all of them ran.
+            if row.get("status").is_some_and(|s| s != "ok") {
+                return Ok(None);
+            }
+            let median_ms = number(row, "/median_ms")?;
+            let samples_ms = row
+                .get("samples_wall_ms")
+                .and_then(Value::as_array)
+                .and_then(|s| s.iter().map(Value::as_f64).collect::<Option<Vec<f64>>>())
+                .filter(|s| !s.is_empty());
+            Ok(Some(Entry {
+                experiment: self.experiment.to_string(),
+                size: self.size,
+                precision: text(row, "/precision")?.to_string(),
+                device_kind: kind.to_string(),
+                device_name: device.to_string(),
+                framework: self.framework.to_string(),
+                median_ms,
+                samples_ms,
+            }))
+        };
+        read().with_context(|| at.to_string())
+    }
+}
+
+fn text<'v>(v: &'v Value, pointer: &str) -> Result<&'v str> {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .with_context(|| format!("{pointer} is missing or not text"))
+}
+
+fn number(v: &Value, pointer: &str) -> Result<f64> {
+    v.pointer(pointer)
+        .and_then(Value::as_f64)
+        .with_context(|| format!("{pointer} is missing or not a number"))
+}
+
+fn whole(v: &Value, pointer: &str) -> Result<u64> {
+    v.pointer(pointer)
+        .and_then(Value::as_u64)
+        .with_context(|| format!("{pointer} is missing or not a whole number"))
+}
+
+fn list<'v>(v: &'v Value, pointer: &str) -> Result<&'v Vec<Value>> {
+    v.pointer(pointer)
+        .and_then(Value::as_array)
+        .with_context(|| format!("{pointer} is missing or not a list"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A schema 2.0 file on an H200 whose CPU is an AMD EPYC.
+    fn schema2(experiment: &str, body: Value) -> Value {
+        let mut file = json!({
+            "schema_version": "2.0",
+            "experiment": experiment,
+            "created_utc": "2026-11-30T06:00:00Z",
+            "command": "test",
+            "environment": {
+                "framework": "candle", "framework_version": "0.11.1", "suite_version": "0.1.0",
+                "git_commit": null, "os": "Debian", "arch": "x86_64", "cpu_model": "AMD EPYC",
+                "cpu_threads_available": 2, "compute_threads": 2, "build_features": [],
+                "target_features": [], "profile": "release", "cuda_build_version": null
+            },
+            "device": {"kind": "cuda", "label": "cuda:0", "name": "NVIDIA H200", "chosen_because": "test"},
+        });
+        file[experiment] = body;
+        file
+    }
+
+    /// A row that ran, with three samples at `median` ms.
+    fn row(precision: &str, median: f64) -> Value {
+        let summary = serde_json::to_value(crate::stats::summarize(&[median; 3])).unwrap();
+        json!({"precision": precision, "dtype": "f32", "element_bytes": 4,
+               "gemm_reduced_precision": false, "memory_source": "test",
+               "status": "ok", "error": null, "median_ms": median, "gflops": 1.0,
+               "payload_mib": 1.0, "payload_bytes": 1048576, "wall_ms": summary,
+               "samples_wall_ms": [median, median, median], "samples_gpu_ms": [],
+               "accuracy": {"rows_checked": 1, "max_rel_err": 0.0, "mean_rel_err": 0.0}})
+    }
+
+    fn matmul_body(device: &str, precisions: Vec<Value>, cpu_fp32: Value) -> Value {
+        json!({"size": 4096, "warmup": 5, "iters": 20, "device": device,
+               "precisions": precisions, "cpu_fp32": cpu_fp32, "flops_per_matmul": 1.0})
+    }
+
+    fn entries_of(file: &Value) -> Result<Vec<Entry>> {
+        Ok(entries(&schema::from_json(&file.to_string())?))
+    }
+
+    #[test]
+    fn reads_schema2_matmul_and_cpu_vs_gpu() {
+        let failed = json!({"precision": "fp64", "dtype": "f64", "element_bytes": 8,
+                            "gemm_reduced_precision": false, "memory_source": "test",
+                            "status": "error", "error": "out of memory"});
+        let matmul = schema2(
+            "matmul",
+            matmul_body(
+                "cuda",
+                vec![row("fp32", 7.0), failed, row("bf16", 1.5)],
+                row("fp32", 300.0),
+            ),
+        );
+        let got = entries_of(&matmul).unwrap();
+        let summary: Vec<_> = got
+            .iter()
+            .map(|e| {
+                (
+                    e.precision.as_str(),
+                    e.device_kind.as_str(),
+                    e.device_name.as_str(),
+                    e.median_ms,
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("fp32", "cuda", "NVIDIA H200", 7.0),
+                ("bf16", "cuda", "NVIDIA H200", 1.5),
+                ("fp32", "cpu", "AMD EPYC", 300.0)
+            ]
+        );
+        assert_eq!(got[0].samples_ms, Some(vec![7.0; 3]));
+        assert_eq!(
+            (got[0].size, got[0].framework.as_str()),
+            (4096, "candle 0.11.1")
+        );
+
+        let mut debug = matmul.clone();
+        debug["environment"]["profile"] = json!("debug");
+        assert_eq!(
+            entries_of(&debug).unwrap()[0].framework,
+            "candle 0.11.1 (debug build)"
+        );
+
+        let cvg = schema2(
+            "cpu_vs_gpu",
+            json!({"size": 64, "precision": "fp32", "cpu_threads": 2, "cpu_warmup": 1,
+                   "cpu_iters": 3, "gpu_warmup": 1, "gpu_iters": 3,
+                   "cpu": row("fp32", 2.0), "gpu": null}),
+        );
+        let got = entries_of(&cvg).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(
+            (got[0].experiment.as_str(), got[0].device_kind.as_str()),
+            ("cpu_vs_gpu", "cpu")
+        );
+    }
+
+    #[test]
+    fn refuses_other_schema_versions_in_one_line() {
+        let mut file = schema2("matmul", matmul_body("cuda", vec![], Value::Null));
+        for version in [json!("3.0"), json!(7), json!("1.2")] {
+            file["schema_version"] = version.clone();
+            let err = format!("{:#}", entries_of(&file).unwrap_err());
+            assert_eq!(
+                err,
+                format!("schema_version {version}: this build reads 2.x (and 1)")
+            );
+        }
+        file["schema_version"] = json!("2.7");
+        assert_eq!(entries_of(&file).unwrap(), []);
+    }
+
+    #[test]
+    fn reads_the_reference_labs_file() {
+        let text = include_str!("../../tests/fixtures/reference-lab-gb10/week05-results-gb10.json");
+        let got = reference_lab_entries(&serde_json::from_str(text).unwrap()).unwrap();
+        let summary: Vec<_> = got
+            .iter()
+            .map(|e| (e.precision.as_str(), e.device_kind.as_str(), e.median_ms))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("fp32", "cuda", 7.44),
+                ("fp16", "cuda", 1.548),
+                ("bf16", "cuda", 1.576),
+                ("fp32", "cpu", 168.281)
+            ]
+        );
+        assert!(got.iter().all(|e| e.samples_ms.is_none() && e.size == 4096));
+        assert_eq!(got[0].device_name, "NVIDIA GB10");
+        assert_eq!(got[0].framework, "pytorch 2.13.0+cu130");
+    }
+
+    #[test]
+    fn load_names_the_file_and_the_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.json");
+        let err = format!("{:#}", load(&missing).unwrap_err());
+        assert!(
+            err.starts_with("cannot read ") && err.contains("missing.json"),
+            "{err}"
+        );
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, r#"{"hardware": {"device": "x"}}"#).unwrap();
+        let err = format!("{:#}", load(&bad).unwrap_err());
+        assert!(
+            err.contains("bad.json: no schema_version, and not the reference lab's"),
+            "{err}"
+        );
+    }
+}
