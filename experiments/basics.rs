@@ -7,10 +7,11 @@
 
 use anyhow::Result;
 use candle_lab::bench::basics;
-use candle_lab::cli::{finish, parse, result_file, Common, Completion};
+use candle_lab::cli::{parse, result_file, Common};
 use candle_lab::device::select;
 use candle_lab::export;
 use candle_lab::memory::CountingAlloc;
+use candle_lab::outcome::{finish, Completion};
 use candle_lab::schema::Body;
 use clap::Parser;
 

@@ -9,13 +9,12 @@
 
 use anyhow::Result;
 use candle_lab::bench::block::{self, model::HostWeights, Config};
-use candle_lab::cli::{
-    finish, parse, result_file, Common, Completion, Dtypes, HostMemoryFlag, RunCounts,
-};
+use candle_lab::cli::{parse, result_file, Common, Dtypes, HostMemoryFlag, RunCounts};
 use candle_lab::clock::Plan;
 use candle_lab::device::select;
 use candle_lab::export::{self, output};
 use candle_lab::memory::{fits, CountingAlloc};
+use candle_lab::outcome::{finish, Completion};
 use candle_lab::schema::{Body, Phase};
 use candle_lab::telemetry::{self, Telemetry};
 use clap::Parser;

@@ -6,10 +6,11 @@
 use anyhow::Result;
 use candle_core::Device;
 use candle_lab::bench::{cpu_vs_gpu, matmul};
-use candle_lab::cli::{finish, parse, result_file, BenchSize, Common, Completion};
+use candle_lab::cli::{parse, result_file, BenchSize, Common};
 use candle_lab::device::select;
 use candle_lab::export;
 use candle_lab::memory::{fits, CountingAlloc};
+use candle_lab::outcome::{finish, Completion};
 use candle_lab::precision::Precision;
 use candle_lab::schema::Body;
 use clap::Parser;

@@ -8,10 +8,11 @@
 use anyhow::Result;
 use candle_core::Device;
 use candle_lab::bench::matmul::{self, Config};
-use candle_lab::cli::{finish, parse, result_file, BenchSize, Common, Completion, Dtypes};
+use candle_lab::cli::{parse, result_file, BenchSize, Common, Dtypes};
 use candle_lab::device::select;
 use candle_lab::export;
 use candle_lab::memory::{fits, CountingAlloc};
+use candle_lab::outcome::{finish, Completion};
 use candle_lab::schema::Body;
 use clap::Parser;
 

@@ -9,12 +9,11 @@
 use anyhow::Result;
 use candle_core::DType;
 use candle_lab::bench::memory::{self, default_matmul_size, default_mib, default_plan, Config};
-use candle_lab::cli::{
-    finish, parse, result_file, Common, Completion, HostMemoryFlag, RunCounts, MAX_SIZE,
-};
+use candle_lab::cli::{parse, result_file, Common, HostMemoryFlag, RunCounts, MAX_SIZE};
 use candle_lab::device::select;
 use candle_lab::export;
 use candle_lab::memory::{fits, CountingAlloc};
+use candle_lab::outcome::{finish, Completion};
 use candle_lab::precision::plain_dtype;
 use candle_lab::schema::Body;
 use candle_lab::telemetry::{self, Telemetry};

@@ -7,13 +7,12 @@
 
 use anyhow::Result;
 use candle_lab::bench::overhead::{self, time_once, Config};
-use candle_lab::cli::{
-    finish, parse, result_file, Common, Completion, HostMemoryFlag, RunCounts, MAX_SIZE,
-};
+use candle_lab::cli::{parse, result_file, Common, HostMemoryFlag, RunCounts, MAX_SIZE};
 use candle_lab::clock::Plan;
 use candle_lab::device::select;
 use candle_lab::export;
 use candle_lab::memory::{fits, CountingAlloc};
+use candle_lab::outcome::{finish, Completion};
 use candle_lab::schema::Body;
 use candle_lab::telemetry::{self, Telemetry};
 use clap::Parser;

@@ -6,12 +6,11 @@
 
 use anyhow::Result;
 use candle_lab::bench::sweep::{self, Config, DEFAULT_MAX_SECONDS, MAX_SECONDS_RANGE};
-use candle_lab::cli::{
-    finish, parse, result_file, Common, Completion, Dtypes, HostMemoryFlag, MAX_SIZE,
-};
+use candle_lab::cli::{parse, result_file, Common, Dtypes, HostMemoryFlag, MAX_SIZE};
 use candle_lab::device::select;
 use candle_lab::export::{self, views};
 use candle_lab::memory::CountingAlloc;
+use candle_lab::outcome::{finish, Completion};
 use candle_lab::schema::Body;
 use clap::Parser;
 

@@ -6,7 +6,6 @@
 //! signal (130, 143) for an interrupted run.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::{Args, Parser};
@@ -180,7 +179,8 @@ impl RunCounts {
 pub struct HostMemoryFlag {
     /// Do not check host memory before allocating. For machines whose memory
     /// grows on demand, where what the kernel reports at start understates what
-    /// a run can have; a size that does not fit then aborts the process.
+    /// a run can have; a size that does not fit then ends the run with one
+    /// `error:` line when an allocation fails.
     #[arg(long)]
     pub skip_host_memory_check: bool,
 }
@@ -228,14 +228,7 @@ impl BenchSize {
     }
 }
 
-/// The run failed before its report was written.
-pub const EXIT_ERROR: u8 = 1;
-/// The command line was refused (clap's own code for usage errors).
-pub const EXIT_USAGE: u8 = 2;
-/// The report was written, but some benchmark rows failed: each holds its error.
-pub const EXIT_ROWS_FAILED: u8 = 3;
-
-pub use crate::outcome::Completion;
+use crate::outcome::Completion;
 pub use crate::quote::{command_line, shell_quote};
 
 /// The precisions a matmul benchmark runs (`matmul`, `sweep`).
@@ -302,57 +295,6 @@ pub fn usage_line(text: &str) -> String {
     }
 }
 
-/// The exit code of a run, and the one line that explains a non-zero one.
-pub fn exit_code<T: Into<Completion>>(outcome: Result<T>) -> (u8, Option<String>) {
-    match outcome.map(Into::into) {
-        Ok(Completion::Complete) => (0, None),
-        Ok(Completion::RowsFailed { failed, total }) => (
-            EXIT_ROWS_FAILED,
-            Some(format!(
-                "error: {} of {total} rows failed ({}); the other rows and the report were kept",
-                failed.len(),
-                failed.join(", ")
-            )),
-        ),
-        Err(e) => {
-            // A failed run leaves no temporary file and none of the folders it created.
-            drop(crate::export::output::abandon());
-            (
-                EXIT_ERROR,
-                Some(format!("error: {}", crate::error::error_line(&e))),
-            )
-        }
-    }
-}
-
-/// Ends a run: prints the line [`exit_code`] gives, if any, and returns the code.
-pub fn finish<T: Into<Completion>>(outcome: Result<T>) -> ExitCode {
-    let (code, line) = exit_code(outcome);
-    if let Some(line) = line {
-        eprintln!("{line}");
-    }
-    ExitCode::from(code)
-}
-
-/// Exit code of a check the user asked for that failed (`compare
-/// --fail-if-slower`): 1, as for an error, so that `compare ... || fail` guards
-/// a regression; the stderr line says which of the two it was.
-pub const CHECK_FAILED: u8 = 1;
-
-/// The exit code of a run that can fail a check on purpose: 0 when it passed;
-/// [`CHECK_FAILED`] with the reason on one line when it did not; an error as in
-/// [`finish`].
-pub fn finish_check(outcome: Result<Option<String>>) -> ExitCode {
-    match outcome {
-        Ok(None) => ExitCode::SUCCESS,
-        Ok(Some(failed)) => {
-            eprintln!("{failed}");
-            ExitCode::from(CHECK_FAILED)
-        }
-        Err(e) => finish::<()>(Err(e)),
-    }
-}
-
 /// Wraps `body` in the envelope every result file shares (schema version,
 /// time, this command line, environment, device).
 pub fn result_file(device: DeviceInfo, body: Body) -> ResultFile {
@@ -388,22 +330,6 @@ fn exit_on_signals() {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn each_outcome_has_its_exit_code() {
-        assert_eq!(exit_code(Ok(())), (0, None));
-        let (code, line) = exit_code::<()>(Err(anyhow::anyhow!("disk full")));
-        assert_eq!((code, line.as_deref()), (1, Some("error: disk full")));
-        let partial = Completion::RowsFailed {
-            failed: vec!["bf16-reduced".into()],
-            total: 7,
-        };
-        let (code, line) = exit_code(Ok(partial));
-        assert_eq!(code, EXIT_ROWS_FAILED);
-        assert!(line.unwrap().contains("1 of 7 rows failed (bf16-reduced)"));
-        // Distinct from every other outcome, clap's usage code included.
-        assert!(![0, EXIT_ERROR, EXIT_USAGE].contains(&EXIT_ROWS_FAILED));
-    }
 
     #[test]
     fn usage_errors_keep_what_is_wrong_on_one_line() {

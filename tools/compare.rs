@@ -8,10 +8,11 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use candle_lab::cli::{finish_check, parse};
+use candle_lab::cli::parse;
 use candle_lab::export::output::shown;
 use candle_lab::export::table::{print_text, Screen};
 use candle_lab::memory::CountingAlloc;
+use candle_lab::outcome::finish_check;
 use candle_lab::read::compare::{self, Comparison, Format, BAND};
 use candle_lab::read::load::MAX_FILE_SIZE;
 use clap::Parser;

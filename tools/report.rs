@@ -9,9 +9,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use candle_lab::cli::{finish, parse};
+use candle_lab::cli::parse;
 use candle_lab::export::output::{prepare, shown};
 use candle_lab::memory::CountingAlloc;
+use candle_lab::outcome::finish;
 use candle_lab::read::folder::check_inside;
 use candle_lab::read::report::{self, Content};
 use clap::Parser;

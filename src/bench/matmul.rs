@@ -583,8 +583,8 @@ mod tests {
             }
         );
         assert_eq!(
-            crate::cli::exit_code(Ok(done)).0,
-            crate::cli::EXIT_ROWS_FAILED
+            crate::outcome::exit_code(Ok(done)).0,
+            crate::outcome::EXIT_ROWS_FAILED
         );
         assert_eq!(Completion::of_rows(&rows[..1]), Completion::Complete);
     }

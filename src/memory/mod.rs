@@ -95,7 +95,7 @@ fn out_of_memory(bytes: usize) -> ! {
     }
     // SAFETY: _exit ends the process at once, without running handlers that
     // could allocate or wait for the other threads. 1: the run failed and
-    // wrote no report (`cli::EXIT_ERROR`; memory imports nothing above it).
+    // wrote no report (`outcome::EXIT_ERROR`; memory imports nothing above it).
     unsafe { _exit(1) }
 }
 
