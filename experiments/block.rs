@@ -172,7 +172,7 @@ fn run(args: Args) -> Result<Completion> {
         .transpose()?;
     args.common.wait_for_quiet()?;
     let telemetry = Telemetry::open(&device);
-    eprintln!("{}", telemetry::line(&telemetry.source()));
+    candle_lab::note!("{}", telemetry::line(&telemetry.source()));
     let weights = HostWeights::random(&cfg.shape, cfg.seed)?;
     if let Some(out) = &weights_out {
         out.save_bytes(&weights.safetensors()?)?;

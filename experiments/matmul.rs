@@ -75,9 +75,11 @@ fn run(args: Args) -> Result<Completion> {
     let outputs = args.common.outputs("matmul", &info)?;
     args.common.wait_for_quiet()?;
     let n = cfg.size;
-    eprintln!(
+    candle_lab::note!(
         "matmul {n}x{n}, warmup {}, iters {}, on {}",
-        cfg.plan.warmup, cfg.plan.iters, info.label
+        cfg.plan.warmup,
+        cfg.plan.iters,
+        info.label
     );
     let gpu_name = device.is_cuda().then_some(info.name.as_str());
     let result = matmul::benchmark(&device, gpu_name, &cfg, compare_cpu)?;

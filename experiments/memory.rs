@@ -92,10 +92,13 @@ fn run(args: Args) -> Result<Completion> {
     let outputs = args.common.outputs("memory", &info)?;
     args.common.wait_for_quiet()?;
     let telemetry = Telemetry::open(&device);
-    eprintln!("{}", telemetry::line(&telemetry.source()));
-    eprintln!(
+    candle_lab::note!("{}", telemetry::line(&telemetry.source()));
+    candle_lab::note!(
         "memory: {} MiB f32 tensors, warmup {}, iters {}, on {}",
-        cfg.mib, cfg.plan.warmup, cfg.plan.iters, info.label
+        cfg.mib,
+        cfg.plan.warmup,
+        cfg.plan.iters,
+        info.label
     );
     let gpu_name = device.is_cuda().then_some(info.name.as_str());
     let result = memory::run(&device, gpu_name, &cfg, &telemetry)?;

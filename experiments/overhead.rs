@@ -82,7 +82,7 @@ fn run(args: Args) -> Result<Completion> {
     let outputs = args.common.outputs("overhead", &info)?;
     args.common.wait_for_quiet()?;
     let telemetry = Telemetry::open(&device);
-    eprintln!("{}", telemetry::line(&telemetry.source()));
+    candle_lab::note!("{}", telemetry::line(&telemetry.source()));
     let result = overhead::run(&device, open_ms, &cfg, &telemetry)?;
     let file = result_file(info, Body::Overhead(result));
     outputs.save_all(&file)?;

@@ -77,7 +77,7 @@ fn run(args: Args) -> Result<Completion> {
     cfg.check_fits(&device, args.host.check())?;
     let outputs = args.common.outputs("sweep", &info)?;
     args.common.wait_for_quiet()?;
-    eprintln!(
+    candle_lab::note!(
         "sweep: sizes {:?} x {} on {}; per point {}",
         cfg.sizes,
         cfg.precisions
@@ -95,7 +95,7 @@ fn run(args: Args) -> Result<Completion> {
     let gpu_name = device.is_cuda().then_some(info.name.as_str());
     let results = sweep::run(&device, gpu_name, &cfg, |r| {
         if let Some(point) = r.points.last() {
-            eprintln!("{}", views::sweep::point_line(point));
+            candle_lab::note!("{}", views::sweep::point_line(point));
         }
         if outputs.is_stdout() {
             return Ok(());

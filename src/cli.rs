@@ -84,9 +84,11 @@ impl Common {
         let window = std::time::Duration::from_secs(1);
         match crate::availability::wait_for_quiet(std::time::Duration::from_secs(secs), window) {
             Ok(q) => {
-                eprintln!(
+                crate::note!(
                     "quiet: others used {:.1}% of the {} CPUs (after {:.0} s)",
-                    q.others_cpu_pct, q.logical_cpus, q.waited_s
+                    q.others_cpu_pct,
+                    q.logical_cpus,
+                    q.waited_s
                 );
                 Ok(())
             }
@@ -272,7 +274,7 @@ pub fn parse<T: Parser>() -> T {
             args
         }
         Err(e) if e.use_stderr() => {
-            eprintln!("{}", usage_line(&e.render().to_string()));
+            crate::note!("{}", usage_line(&e.render().to_string()));
             std::process::exit(2);
         }
         Err(e) => e.exit(),

@@ -112,9 +112,11 @@ pub fn select(arg: DeviceArg) -> Result<(Device, DeviceInfo)> {
         crate::cuda::keep_freed_memory(dev)?;
     }
     let info = describe(&device, because)?;
-    eprintln!(
+    crate::note!(
         "device: {} ({}): {}",
-        info.label, info.name, info.chosen_because
+        info.label,
+        info.name,
+        info.chosen_because
     );
     Ok((device, info))
 }

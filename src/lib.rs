@@ -8,6 +8,17 @@
 //! leaf [`cuda`]; [`telemetry`] reads the GPU's state around timed rows.
 
 pub mod availability;
+/// A line on standard error (progress, notes, the error line) that a failed
+/// write cannot turn into a panic: `eprintln!` panics when stderr is closed or
+/// full (`2>/dev/full`), and a line nobody can read is not worth a crash.
+#[macro_export]
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod bench;
 pub mod cli;
 pub mod clock;

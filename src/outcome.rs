@@ -79,7 +79,7 @@ pub fn exit_code<T: Into<Completion>>(outcome: Result<T>) -> (u8, Option<String>
 pub fn finish<T: Into<Completion>>(outcome: Result<T>) -> ExitCode {
     let (code, line) = exit_code(outcome);
     if let Some(line) = line {
-        eprintln!("{line}");
+        crate::note!("{line}");
     }
     ExitCode::from(code)
 }
@@ -96,7 +96,7 @@ pub fn finish_check(outcome: Result<Option<String>>) -> ExitCode {
     match outcome {
         Ok(None) => ExitCode::SUCCESS,
         Ok(Some(failed)) => {
-            eprintln!("{failed}");
+            crate::note!("{failed}");
             ExitCode::from(CHECK_FAILED)
         }
         Err(e) => finish::<()>(Err(e)),

@@ -41,11 +41,11 @@ fn run(args: Args) -> Result<()> {
     let dir = &args.results_dir;
     let listing = report::load(dir)?;
     for skipped in &listing.skipped {
-        eprintln!("warning: {skipped}");
+        candle_lab::note!("warning: {skipped}");
     }
     for s in &listing.sources {
         if let Content::Unreadable(why) = &s.content {
-            eprintln!(
+            candle_lab::note!(
                 "note: {} is listed but not used: {why}",
                 shown(&dir.join(&s.machine).join(&s.file))
             );

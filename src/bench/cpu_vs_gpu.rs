@@ -23,9 +23,10 @@ pub fn run(
     let cpu_cfg = cfg.cpu_fp32_comparison();
     let inputs = Inputs::random(n, cfg.accuracy_rows)?;
     let (gpu, gpu_skipped) = if device.is_cuda() {
-        eprintln!(
+        crate::note!(
             "gpu fp32 {n}x{n}: warmup {}, iters {}",
-            cfg.plan.warmup, cfg.plan.iters
+            cfg.plan.warmup,
+            cfg.plan.iters
         );
         (matmul::run(device, gpu_name, cfg, &inputs)?.pop(), None)
     } else {

@@ -66,7 +66,7 @@ impl Inputs {
     pub fn random(n: usize, accuracy_rows: usize) -> Result<Self> {
         // At most n rows exist: say how many are checked, not how many were asked for.
         let k = accuracy_rows.clamp(1, n);
-        eprintln!("inputs: two random {n}x{n} f32 matrices, f64 reference for {k} rows");
+        crate::note!("inputs: two random {n}x{n} f32 matrices, f64 reference for {k} rows");
         let a = Tensor::randn(0f32, 1f32, (n, n), &Device::Cpu)?;
         let b = Tensor::randn(0f32, 1f32, (n, n), &Device::Cpu)?;
         let rows: Vec<u32> = (0..k).map(|i| (i * n / k) as u32).collect();
@@ -266,7 +266,7 @@ fn row_of(p: Precision, memory_source: &str, label: &str, outcome: Result<Measur
         Ok(m) => (RowStatus::Ok, None, Some(m)),
         Err(e) => {
             let why = crate::error::error_line(&e);
-            eprintln!("{label}: row failed, recorded with its error ({why})");
+            crate::note!("{label}: row failed, recorded with its error ({why})");
             (RowStatus::Error, Some(why), None)
         }
     };
@@ -286,9 +286,10 @@ fn row_of(p: Precision, memory_source: &str, label: &str, outcome: Result<Measur
 pub fn run_cpu_fp32(cfg: &Config, inputs: &Inputs) -> Result<Row> {
     let cpu = cfg.cpu_fp32_comparison();
     let n = cpu.size;
-    eprintln!(
+    crate::note!(
         "cpu fp32 {n}x{n}: warmup {}, iters {}",
-        cpu.plan.warmup, cpu.plan.iters
+        cpu.plan.warmup,
+        cpu.plan.iters
     );
     run(&Device::Cpu, None, &cpu, inputs)?
         .pop()

@@ -109,7 +109,7 @@ pub fn show(file: &ResultFile, notes: &[String], screen: Screen) -> Result<()> {
     shown.notes.extend_from_slice(notes);
     table::print_tables(&shown.tables, &shown.notes, screen)?;
     if let Some(warning) = views::contention_warning(file) {
-        eprintln!("{warning}");
+        crate::note!("{warning}");
     }
     Ok(())
 }

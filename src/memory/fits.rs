@@ -49,7 +49,7 @@ pub fn check(device: &Device, need: &Need, host: HostCheck) -> Result<()> {
         let reserved = try_reserve_host(host_needed);
         let memory = crate::env::host_memory();
         if let Some(note) = host_verdict(&need.what, host_needed, memory, reserved)? {
-            eprintln!("note: {note}");
+            crate::note!("note: {note}");
         }
     }
     #[cfg(feature = "cuda")]

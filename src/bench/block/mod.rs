@@ -147,7 +147,7 @@ pub fn run(
 ) -> Result<(BlockResults, Outputs)> {
     let s = &cfg.shape;
     let dims = cfg.dims();
-    eprintln!(
+    crate::note!(
         "block: the f64 reference on the CPU ({} tokens)",
         s.accuracy_seq
     );
@@ -205,7 +205,7 @@ pub fn run(
         if cfg.phases.contains(&Phase::Prefill) {
             match parts::fused_rows(&block, p, cfg.plan, telemetry) {
                 Ok(rows) => fused.extend(rows),
-                Err(e) => eprintln!("{p}: fused against composed failed ({e:#})"),
+                Err(e) => crate::note!("{p}: fused against composed failed ({e:#})"),
             }
         }
     }
@@ -228,7 +228,7 @@ pub fn run(
 
 fn failed(p: Precision, e: &anyhow::Error) -> BlockRow {
     let why = crate::error::error_line(e);
-    eprintln!("block {p}: row failed, recorded with its error ({why})");
+    crate::note!("block {p}: row failed, recorded with its error ({why})");
     BlockRow {
         precision: p,
         status: RowStatus::Error,
