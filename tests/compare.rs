@@ -560,3 +560,50 @@ fn paths_are_quoted_and_usage_errors_name_what_is_missing() {
         "error: the following required arguments were not provided: <FILE>...\n"
     );
 }
+
+/// A row measured on a contended machine carries the mark, and a verdict
+/// between it and a quiet row says so; two CPUs of different generations are
+/// told apart by name.
+#[test]
+fn a_contended_row_against_a_quiet_one_says_so() {
+    let files = Files::new();
+    let quiet = matmul("AMD EPYC", &[("fp32", 100.0)]);
+    let mut busy = scaled(&quiet, 1.9);
+    busy["schema_version"] = json!("2.2");
+    busy["matmul"]["precisions"][0]["availability"] = json!({
+        "row_kind": "cpu", "wall_s": 3.8, "process_cpu_s": 3.9, "threads": 2,
+        "threads_held": 1.02, "held_fraction": 0.51, "logical_cpus": 2,
+        "others_cpu_pct": 48.0, "steal_pct": 0.0, "procs_running_before": 3,
+        "procs_running_after": 3, "load_1m_before": 1.9, "load_1m_after": 2.0,
+        "judged": true, "contended": true,
+        "reasons": ["held 1.02 of 2 threads", "others kept 0.96 of the 2 CPUs busy (48%)"],
+    });
+    let zen4 = json!({
+        "vendor": "AuthenticAMD", "family": 25, "model": 17, "stepping": 1,
+        "model_name": "AMD EPYC", "isa": ["avx2", "avx512f"], "isa_level": "x86-64-v4",
+        "physical_cores": 1, "logical_cpus": 2,
+    });
+    busy["environment"]["cpu"] = zen4;
+    let a = files.write("quiet.json", &quiet);
+    let b = files.write("busy.json", &busy);
+    let out = compare(&[&a, &b]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = verdicts(&stdout(&out));
+    assert_eq!(v.len(), 1, "{}", stdout(&out));
+    assert!(
+        v[0].starts_with("SLOW")
+            && v[0].ends_with("(B contended: its times understate its machine)"),
+        "{v:?}"
+    );
+    assert!(
+        stdout(&out).contains("AMD EPYC / AMD EPYC (f25m17-v4)"),
+        "{}",
+        stdout(&out)
+    );
+    // The other way round, the slowed side is A.
+    let out = compare(&[&b, &a]);
+    assert!(verdicts(&stdout(&out))[0].ends_with("(A contended: B's quiet run against a slowed A)"));
+    // Two quiet files: no mark.
+    let out = compare(&[&a, &a]);
+    assert!(!stdout(&out).contains("contended"), "{}", stdout(&out));
+}

@@ -846,9 +846,14 @@ fn case9_a_table_that_cannot_be_printed_beside_a_saved_report_is_a_warning() {
 fn a_full_standard_error_is_not_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("m.json");
-    let full = fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let full = fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
     let ran = Command::new(bin("matmul"))
-        .args(["--device", "cpu", "--size", "64", "--iters", "2", "--output"])
+        .args([
+            "--device", "cpu", "--size", "64", "--iters", "2", "--output",
+        ])
         .arg(&out)
         .stderr(full)
         .output()

@@ -304,3 +304,58 @@ fn impossible_numbers_and_huge_files_are_listed_not_used() {
         assert!(readme.contains(want), "{want} missing in\n{readme}");
     }
 }
+
+/// A block file gets its section and its chart of where the time goes, and a
+/// row measured on a contended machine carries the mark.
+#[test]
+fn a_block_and_a_contended_row_show_in_the_readme() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    let bin = |name: &str| match name {
+        "block" => env!("CARGO_BIN_EXE_block"),
+        _ => env!("CARGO_BIN_EXE_matmul"),
+    };
+    let run = |name: &str, args: &[&str]| {
+        let out = Command::new(bin(name))
+            .args(["--device", "cpu", "--output"])
+            .arg(m.join(format!("{name}.json")))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(
+        "block",
+        &[
+            "--hidden", "32", "--heads", "2", "--mlp", "48", "--seq", "8", "--iters", "2",
+        ],
+    );
+    run(
+        "matmul",
+        &["--size", "64", "--iters", "2", "--dtypes", "fp32"],
+    );
+    let path = m.join("matmul.json");
+    let mut file: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    file["matmul"]["precisions"][0]["availability"] = serde_json::json!({
+        "row_kind": "cpu", "wall_s": 1.0, "process_cpu_s": 1.0, "threads": 2,
+        "threads_held": 1.0, "held_fraction": 0.5, "logical_cpus": 2, "others_cpu_pct": 50.0,
+        "steal_pct": 0.0, "procs_running_before": 3, "procs_running_after": 3,
+        "load_1m_before": 2.0, "load_1m_after": 2.0, "judged": true, "contended": true,
+        "reasons": ["held 1.00 of 2 threads"],
+    });
+    fs::write(&path, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
+    report(dir.path());
+    let readme = fs::read_to_string(dir.path().join("README.md")).unwrap();
+    assert!(readme.contains("## block"), "{readme}");
+    assert!(readme.contains("| prefill | fp32 |"), "{readme}");
+    assert!(readme.contains("GFLOP/s (contended) |"), "{readme}");
+    let svg = fs::read_to_string(m.join("block.svg")).unwrap();
+    assert!(
+        svg.contains("time per call (ms)") && svg.contains("attention matmul"),
+        "{svg}"
+    );
+}

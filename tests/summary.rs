@@ -36,6 +36,12 @@ fn results_then_summary(device: &str, results: &Path) -> (Output, PathBuf) {
             "cpu_vs_gpu",
             &["--size", "96", "--iters", "4", "--warmup", "1"][..],
         ),
+        (
+            "block",
+            &[
+                "--hidden", "32", "--heads", "2", "--mlp", "48", "--seq", "8", "--iters", "2",
+            ][..],
+        ),
     ] {
         let out = run(name, &[&common[..], extra].concat());
         assert!(out.status.success(), "{name}: {}", text(&out.stderr));
@@ -104,6 +110,13 @@ fn summary_of_a_fresh_run(device: &str) {
     // The same, as Markdown, beside the results; nothing else left behind.
     let md = std::fs::read_to_string(machine.join("summary.md")).unwrap();
     assert!(md.starts_with("# In one place: "), "{md}");
+    // The block's answer to the lab's caveat, in this machine's numbers.
+    assert!(
+        md.contains(
+            "The lab's caveat, measured here (block.json): fp16 against fp32: prefill: matmuls "
+        ),
+        "{md}"
+    );
     assert!(md.contains("\n| 1024x1024 FP32 tensor "), "{md}");
     assert!(
         md.contains("### CUDA: the driver's version and the build's"),
@@ -118,6 +131,8 @@ fn summary_of_a_fresh_run(device: &str) {
         names,
         [
             "basics.json",
+            "block.csv",
+            "block.json",
             "cpu_vs_gpu.csv",
             "cpu_vs_gpu.json",
             "matmul.csv",

@@ -295,6 +295,23 @@ pub struct BarSeries {
 /// its value printed on top ("n/a" where a series has none); the y axis starts
 /// at zero, in GFLOP/s (TFLOP/s from 10,000 GFLOP/s).
 pub fn bars_svg(title: &str, categories: &[String], series: &[BarSeries]) -> Result<String> {
+    bars(title, categories, series, BarAxis::Throughput)
+}
+
+/// The same bars in milliseconds (a block's time per op class), one group per
+/// phase and precision.
+pub fn time_bars_svg(title: &str, categories: &[String], series: &[BarSeries]) -> Result<String> {
+    bars(title, categories, series, BarAxis::Milliseconds)
+}
+
+/// What a bar chart's y axis holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BarAxis {
+    Throughput,
+    Milliseconds,
+}
+
+fn bars(title: &str, categories: &[String], series: &[BarSeries], axis: BarAxis) -> Result<String> {
     if categories.is_empty() || series.is_empty() {
         bail!("nothing to plot: no categories or no series");
     }
@@ -314,7 +331,19 @@ pub fn bars_svg(title: &str, categories: &[String], series: &[BarSeries]) -> Res
     if y_hi <= 0.0 {
         bail!("nothing to plot: no finite, positive value");
     }
-    let (div, unit) = throughput_unit(y_hi);
+    let (div, unit) = match axis {
+        BarAxis::Throughput => throughput_unit(y_hi),
+        BarAxis::Milliseconds => (1.0, "ms"),
+    };
+    let (x_desc, y_desc) = match axis {
+        BarAxis::Throughput => ("precision".to_string(), format!("throughput ({unit})")),
+        BarAxis::Milliseconds => (
+            "phase and precision".to_string(),
+            "time per call (ms)".to_string(),
+        ),
+    };
+    // Small times need their decimals on the axis.
+    let digits = usize::from(axis == BarAxis::Milliseconds && y_hi < 10.0);
     let ncat = categories.len();
     // Category i is centred on x = i; its bars share 80% of a unit.
     let width = 0.8 / series.len() as f64;
@@ -342,9 +371,9 @@ pub fn bars_svg(title: &str, categories: &[String], series: &[BarSeries]) -> Res
             .disable_x_mesh()
             .x_labels(ncat + 1)
             .x_label_formatter(&category)
-            .y_label_formatter(&|g| format!("{g:.0}"))
-            .x_desc("precision")
-            .y_desc(format!("throughput ({unit})"))
+            .y_label_formatter(&|g| format!("{g:.digits$}"))
+            .x_desc(x_desc)
+            .y_desc(y_desc)
             .axis_desc_style((FONT, 18))
             .label_style((FONT, 15))
             .light_line_style(WHITE)

@@ -30,6 +30,9 @@ pub struct Entry {
     pub median_ms: f64,
     /// Every timed wall-clock sample, when the file kept them.
     pub samples_ms: Option<Vec<f64>>,
+    /// The row was measured on a contended machine (its `availability` says
+    /// so); false where it was quiet or the file does not say.
+    pub contended: bool,
 }
 
 impl Entry {
@@ -72,10 +75,17 @@ pub fn entries(file: &ResultFile) -> Vec<Entry> {
         ""
     };
     let framework = format!("{} {}{debug}", env.framework, env.framework_version);
+    // A CPU named with its generation where the file records it: two VMs that
+    // both say "AMD EPYC" are told apart.
+    let cpu_name = match env.cpu.as_ref().and_then(|c| c.model_tag()) {
+        Some(tag) => format!("{} ({tag})", env.cpu_model),
+        None => env.cpu_model.clone(),
+    };
+    let contended = |a: Option<&schema::Availability>| a.is_some_and(|a| a.contended);
     let entry = |size: usize, row: &schema::Row, kind: DeviceKind| {
         let m = row.measured.as_ref()?;
         let device_name = match kind {
-            DeviceKind::Cpu => env.cpu_model.clone(),
+            DeviceKind::Cpu => cpu_name.clone(),
             DeviceKind::Cuda => file.device.name.clone(),
         };
         Some(Entry {
@@ -87,6 +97,7 @@ pub fn entries(file: &ResultFile) -> Vec<Entry> {
             framework: framework.clone(),
             median_ms: m.median_ms,
             samples_ms: Some(m.samples_wall_ms.clone()).filter(|s| !s.is_empty()),
+            contended: contended(m.availability.as_ref()),
         })
     };
     match &file.body {
@@ -125,11 +136,15 @@ pub fn entries(file: &ResultFile) -> Vec<Entry> {
                     size: b.shape.seq as u64,
                     precision: row.precision.name().to_string(),
                     device_kind: file.device.kind.as_str().to_string(),
-                    device_name: file.device.name.clone(),
+                    device_name: match file.device.kind {
+                        DeviceKind::Cpu => cpu_name.clone(),
+                        DeviceKind::Cuda => file.device.name.clone(),
+                    },
                     framework: framework.clone(),
                     median_ms: m.end_to_end.median_ms,
                     samples_ms: Some(m.end_to_end.samples_wall_ms.clone())
                         .filter(|s| !s.is_empty()),
+                    contended: contended(m.end_to_end.availability.as_ref()),
                 })
             })
             .collect(),
@@ -165,6 +180,7 @@ pub fn reference_lab_entries(file: &Value) -> Result<Vec<Entry>> {
             experiment: source.experiment.to_string(),
             size: source.size,
             framework: framework.clone(),
+            contended: false,
         });
     }
     Ok(out)
@@ -200,6 +216,7 @@ impl Source<'_> {
                 framework: self.framework.to_string(),
                 median_ms,
                 samples_ms,
+                contended: false,
             }))
         };
         read().with_context(|| at.to_string())

@@ -65,6 +65,8 @@ pub struct Interval {
 
 /// One line of a comparison: a pair, or an entry that only one file has.
 #[derive(Clone, Debug, PartialEq)]
+// A comparison holds tens of rows: boxing the pair would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Row {
     Both {
         a: Entry,
@@ -252,6 +254,7 @@ mod tests {
             framework: "candle 0.11.1".into(),
             median_ms: median,
             samples_ms: with_samples.then(|| samples(median)),
+            contended: false,
         }
     }
 

@@ -138,7 +138,8 @@ impl Comparison {
                         format!("{:.3}", b.median_ms),
                         format!("{ratio:.3} ({:+.1}%)", (ratio - 1.0) * 100.0),
                         interval.map_or("-".into(), |i| format!("{:.3}-{:.3}", i.lo, i.hi)),
-                        verdict.map_or("ratio only".into(), |v| v.to_string()),
+                        verdict.map_or("ratio only".into(), |v| v.to_string())
+                            + contention(a.contended, b.contended),
                     ]);
                     cells
                 }
@@ -158,6 +159,17 @@ impl Comparison {
             table.row(cells.iter().map(|c| if md { escape(c) } else { c.clone() }));
         }
         table
+    }
+}
+
+/// What a verdict between rows of unequal machines is worth: said beside it
+/// when either row was measured on a contended machine.
+fn contention(a: bool, b: bool) -> &'static str {
+    match (a, b) {
+        (false, false) => "",
+        (true, false) => " (A contended: B's quiet run against a slowed A)",
+        (false, true) => " (B contended: its times understate its machine)",
+        (true, true) => " (both contended)",
     }
 }
 

@@ -266,7 +266,10 @@ pub fn build(here: &Side, lab: &Side) -> Summary {
              (slower for ms, faster for GFLOP/s and x faster, more memory for MiB). \
              Matmul values are compared only at the same size n."
                 .into(),
-        ],
+        ]
+        .into_iter()
+        .chain(here.notes.iter().cloned())
+        .collect(),
         tables: vec![table, cuda],
     }
 }
@@ -454,6 +457,7 @@ mod tests {
             basics: file(Body::Basics(basics)),
             matmul: file(Body::Matmul(matmul)),
             cpu_vs_gpu: Err("no cpu_vs_gpu.json yet".into()),
+            block: Err("no block.json yet".into()),
         }
     }
 
@@ -559,6 +563,7 @@ mod tests {
             basics: read("basics"),
             matmul: read("matmul"),
             cpu_vs_gpu: read("cpu_vs_gpu"),
+            block: read("block"),
         };
         let Ok(Body::Matmul(m)) = files.matmul.as_ref().map(|f| &f.body) else {
             panic!("matmul.json");

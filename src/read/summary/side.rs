@@ -107,6 +107,9 @@ pub struct Side {
     pub driver_cuda: Version,
     /// The CUDA version the binaries (or PyTorch) were built against.
     pub build_cuda: Version,
+    /// What this side's files add in words: the block's answer to the lab's
+    /// caveat, and which rows were measured on a contended machine.
+    pub notes: Vec<String>,
 }
 
 impl Side {
@@ -177,6 +180,7 @@ impl Side {
                     .map_or(String::new(), |d| format!(", captured {d}"))
             )],
             values,
+            notes: Vec::new(),
             driver_cuda: Err("not recorded by the lab".into()),
             build_cuda: lab
                 .hardware
@@ -308,8 +312,43 @@ impl Side {
             values,
             driver_cuda,
             build_cuda,
+            notes: notes(files),
         }
     }
+}
+
+/// The block's answer to the lab's caveat (one line per narrow precision),
+/// and the rows measured on a contended machine, from this machine's files.
+fn notes(files: &MachineFiles) -> Vec<String> {
+    use crate::export::views;
+    let mut notes = Vec::new();
+    if let Ok(file) = &files.block {
+        if let Body::Block(b) = &file.body {
+            notes.extend(
+                views::block::caveat(b)
+                    .into_iter()
+                    .map(|line| format!("The lab's caveat, measured here (block.json): {line}.")),
+            );
+        }
+    }
+    let contended: Vec<String> = [&files.matmul, &files.cpu_vs_gpu, &files.block]
+        .into_iter()
+        .filter_map(|f| f.as_ref().ok())
+        .flat_map(|f| {
+            views::availabilities(f)
+                .into_iter()
+                .filter(|(_, a)| a.contended)
+                .map(|(name, _)| format!("{} {name}", f.experiment))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    if !contended.is_empty() {
+        notes.push(format!(
+            "Measured on a contended machine, so these understate it: {} (README, \"How it measures\").",
+            contended.join(", ")
+        ));
+    }
+    notes
 }
 
 /// This machine's result files, each parsed or with the reason it is not
@@ -318,6 +357,7 @@ pub struct MachineFiles {
     pub basics: Result<ResultFile, String>,
     pub matmul: Result<ResultFile, String>,
     pub cpu_vs_gpu: Result<ResultFile, String>,
+    pub block: Result<ResultFile, String>,
 }
 
 fn tensor_cell(bytes: usize) -> Cell {
