@@ -18,7 +18,7 @@
 use std::time::{Duration, Instant};
 
 pub use crate::schema::{
-    verdict, Availability, QuietReport, RowKind, Verdict, QUIET_OTHERS_PCT_MAX,
+    verdict, Availability, QuietReport, RowKind, Verdict, QUIET_OTHERS_PCT_MAX, QUIET_STEAL_PCT_MAX,
 };
 
 /// Seconds per tick in `/proc/stat` and `/proc/<pid>/stat` are 1/USER_HZ, and
@@ -144,8 +144,9 @@ pub fn between(before: &Snapshot, after: &Snapshot, threads: usize, kind: RowKin
 }
 
 /// Samples the machine in windows of `window` (this process asleep) until
-/// others use less than [`QUIET_OTHERS_PCT_MAX`] of it, for at most `max_wait`
-/// (at least one window). `Err` is one line saying what was seen.
+/// others use less than [`QUIET_OTHERS_PCT_MAX`] of it and the hypervisor
+/// steals less than [`QUIET_STEAL_PCT_MAX`], for at most `max_wait` (at least
+/// one window). `Err` is one line saying what was seen.
 pub fn wait_for_quiet(max_wait: Duration, window: Duration) -> Result<QuietReport, String> {
     wait_until_quiet(max_wait, window, |w| {
         let before = Snapshot::take();
@@ -164,7 +165,8 @@ fn wait_until_quiet(
     // Counted in windows, not summed wall time, so the loop ends whatever the clock says.
     let max_windows = ((max_wait.as_secs_f64() / window.as_secs_f64()) as usize).max(1);
     let mut waited_s = 0.0;
-    let mut least_busy: Option<(f64, usize)> = None;
+    // The least seen in any window, each on its own: so "at least" holds for every window.
+    let (mut least_pct, mut least_steal, mut cpus_seen) = (f64::INFINITY, f64::INFINITY, 0);
     let mut load = None;
     for windows in 1..=max_windows {
         let a = sample(window);
@@ -174,28 +176,50 @@ fn wait_until_quiet(
                 "cannot wait for quiet: /proc/stat does not say how busy the machine is".into(),
             );
         };
+        let steal = a.steal_pct.unwrap_or(0.0);
         load = a.load_1m_after;
-        if pct < QUIET_OTHERS_PCT_MAX {
+        if pct < QUIET_OTHERS_PCT_MAX && steal < QUIET_STEAL_PCT_MAX {
             return Ok(QuietReport {
                 waited_s,
                 windows,
                 others_cpu_pct: pct,
+                steal_pct: steal,
                 logical_cpus: cpus,
                 load_1m: load,
             });
         }
-        if least_busy.is_none_or(|(least, _)| pct < least) {
-            least_busy = Some((pct, cpus));
-        }
+        (least_pct, least_steal, cpus_seen) = (least_pct.min(pct), least_steal.min(steal), cpus);
     }
-    let (pct, cpus) = least_busy.unwrap_or_default();
+    let every = format!(
+        "in every {} s window for {waited_s:.0} s",
+        window.as_secs_f64()
+    );
     let load = load.map_or(String::new(), |l| format!(" (load {l:.2})"));
-    Err(format!(
-        "others kept at least {:.2} of the {cpus} CPUs busy{load} in every {} s window for {:.0} s: stop them, or run without waiting for quiet",
-        pct / 100.0 * cpus as f64,
-        window.as_secs_f64(),
-        waited_s
-    ))
+    let others = format!(
+        "others kept at least {:.2} of the {cpus_seen} CPUs busy{load}",
+        least_pct / 100.0 * cpus_seen as f64
+    );
+    let stole = format!(
+        "the hypervisor stole at least {least_steal:.0}% of the {cpus_seen} CPUs (other guests on this host)"
+    );
+    Err(
+        match (
+            least_pct >= QUIET_OTHERS_PCT_MAX,
+            least_steal >= QUIET_STEAL_PCT_MAX,
+        ) {
+            (true, false) => {
+                format!("{others} {every}: stop them, or run without waiting for quiet")
+            }
+            (false, true) => {
+                format!("{stole} {every}: run later, or run without waiting for quiet")
+            }
+            _ => format!(
+            "no {} s window in {waited_s:.0} s was quiet ({others}; {stole}): run later, or run \
+             without waiting for quiet",
+            window.as_secs_f64()
+        ),
+        },
+    )
 }
 
 /// What `/proc/stat` gives: the aggregate `cpu` line, the `cpuN` count, `procs_running`.
@@ -523,6 +547,48 @@ mod tests {
     }
 
     #[test]
+    fn waiting_also_waits_out_steal() {
+        // Others quiet, but other guests take the host: not quiet until steal drops.
+        let mut seen = [30.0, 12.0, 2.0].into_iter();
+        let report = wait_until_quiet(Duration::from_secs(10), Duration::from_secs(1), |w| {
+            let mut a = sampled(Some(3.0), w.as_secs_f64());
+            a.steal_pct = seen.next();
+            a
+        })
+        .unwrap();
+        assert_eq!((report.windows, report.steal_pct), (3, 2.0));
+
+        let err = wait_until_quiet(Duration::from_secs(4), Duration::from_secs(1), |w| {
+            let mut a = sampled(Some(3.0), w.as_secs_f64());
+            a.steal_pct = Some(29.0);
+            a
+        })
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "the hypervisor stole at least 29% of the 2 CPUs (other guests on this host) \
+             in every 1 s window for 4 s: run later, or run without waiting for quiet"
+        );
+        // Windows that fail for different reasons: both are named.
+        let mut calls = 0;
+        let err = wait_until_quiet(Duration::from_secs(2), Duration::from_secs(1), |w| {
+            calls += 1;
+            let mut a = sampled(Some(if calls == 1 { 50.0 } else { 3.0 }), w.as_secs_f64());
+            a.steal_pct = Some(if calls == 1 { 0.0 } else { 20.0 });
+            a
+        })
+        .unwrap_err();
+        assert!(
+            err.starts_with("no 1 s window in 2 s was quiet (others"),
+            "{err}"
+        );
+        assert!(
+            err.contains("others kept at least 0.06") && err.contains("stole at least 0%"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn waiting_blind_refuses_at_once() {
         let err = wait_until_quiet(Duration::from_secs(5), Duration::from_secs(1), |w| {
             sampled(None, w.as_secs_f64())
@@ -664,10 +730,21 @@ mod tests {
             Ok(report) => {
                 eprintln!("without a competitor: quiet, {report:?}");
                 assert!(report.others_cpu_pct < QUIET_OTHERS_PCT_MAX && report.windows <= 2);
+                assert!(report.steal_pct < QUIET_STEAL_PCT_MAX);
             }
             Err(err) => {
                 eprintln!("without a competitor, others were busy: {err}");
-                assert!(err.starts_with("others kept at least"), "{err}");
+                assert!(
+                    [
+                        "others kept at least",
+                        "the hypervisor stole",
+                        "no 1 s window"
+                    ]
+                    .iter()
+                    .any(|start| err.starts_with(start)),
+                    "{err}"
+                );
+                assert!(!err.contains('\n'));
             }
         }
     }

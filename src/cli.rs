@@ -44,8 +44,8 @@ pub struct Common {
     pub dry_run: bool,
 
     /// Before measuring, wait up to SECONDS (60 if not given) for other work to
-    /// leave the machine (others using under 10% of its CPUs), else refuse in
-    /// one line. Every row records how much of the machine it had either way.
+    /// leave the machine (others using under 10% of its CPUs, the hypervisor
+    /// stealing under 5%), else refuse in one line. Every row records how much of the machine it had either way.
     #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "60",
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub require_quiet: Option<u64>,
