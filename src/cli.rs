@@ -85,9 +85,10 @@ impl Common {
         match crate::availability::wait_for_quiet(std::time::Duration::from_secs(secs), window) {
             Ok(q) => {
                 crate::note!(
-                    "quiet: others used {:.1}% of the {} CPUs (after {:.0} s)",
+                    "quiet: others used {:.1}% of the {} CPUs, steal {:.1}% (after {:.0} s)",
                     q.others_cpu_pct,
                     q.logical_cpus,
+                    q.steal_pct,
                     q.waited_s
                 );
                 Ok(())
