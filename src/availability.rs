@@ -130,6 +130,7 @@ pub fn between(before: &Snapshot, after: &Snapshot, threads: usize, kind: RowKin
         logical_cpus,
         others_cpu_pct,
         steal_pct: window.map(|d| pct(d.steal as f64, &d)),
+        idle_cpu_pct: window.map(|d| pct((d.idle + d.iowait) as f64, &d)),
         procs_running_before: before.procs_running,
         procs_running_after: after.procs_running,
         load_1m_before: before.load_1m,
@@ -359,10 +360,27 @@ mod tests {
 
     #[test]
     fn a_cpu_row_that_held_half_its_threads_is_flagged() {
-        // Others' share kept under its rule so that only the held-threads rule fires.
-        let a = judge(window(1.0, 2, 1.02, 0.3, 0.0), 2, RowKind::Cpu);
+        // Others' share and steal each under their rules, together taking the
+        // threads the row did not hold: only the held-threads rule fires.
+        let a = judge(window(1.0, 2, 1.02, 0.48, 0.18), 2, RowKind::Cpu);
         assert!(a.contended);
         assert_eq!(a.reasons, ["held 1.02 of 2 threads"]);
+        assert!((a.idle_cpu_pct.unwrap() - 16.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn threads_a_row_left_idle_are_not_contention() {
+        // The sweep's bf16 512 on an idle 2-CPU VM: 1.31 of 2 threads, the rest idle.
+        let a = judge(window(2.0, 2, 1.31, 0.01, 0.0), 2, RowKind::Cpu);
+        assert!(a.judged && !a.contended, "{a:?}");
+        assert!(a.held_fraction.unwrap() < crate::schema::HELD_FRACTION_MIN);
+        // Idle covering under half the shortfall: the rest went to someone.
+        let a = judge(window(2.0, 2, 1.0, 0.45, 0.1), 2, RowKind::Cpu);
+        assert_eq!(a.reasons, ["held 1.00 of 2 threads"]);
+        // Files written before the idle figure: the rule judges as it did.
+        let mut a = judge(window(2.0, 2, 1.31, 0.01, 0.0), 2, RowKind::Cpu);
+        a.idle_cpu_pct = None;
+        assert!(verdict(&a).contended);
     }
 
     #[test]

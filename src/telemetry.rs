@@ -119,10 +119,17 @@ pub fn to_timed(
 ) -> Result<Timed> {
     let wall_ms = summarize(&samples.wall_ms).context("no timed samples")?;
     let gpu_ms = summarize(&samples.gpu_ms);
-    // The rows timed here (copies, element-wise ops, single launches) are judged
-    // as one thread's work: Candle's CPU element-wise kernels are not split
-    // across threads the way its GEMMs are.
-    let availability = samples.availability(1);
+    // On the CPU a row is judged against Candle's whole pool: its GEMMs,
+    // softmax and norms split across it, its element-wise kernels do not. A row
+    // that leaves threads idle on a quiet machine is not flagged (the idle rule
+    // in `verdict`); one whose threads others took is. A GPU row: its one
+    // launching thread.
+    let threads = if samples.on_gpu {
+        1
+    } else {
+        candle_core::utils::get_num_threads()
+    };
+    let availability = samples.availability(threads);
     Ok(Timed {
         median_ms: wall_ms.median,
         gpu_median_ms: gpu_ms.as_ref().map(|s| s.median),

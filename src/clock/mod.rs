@@ -54,8 +54,7 @@ pub struct Samples {
 
 impl Samples {
     /// Whether the machine was ours while these samples were taken, for work
-    /// that computes with `threads` host threads (1 for a GPU's launches and for
-    /// single-threaded CPU work: the held-threads rule then judges one thread).
+    /// that could compute with `threads` host threads (1 for a GPU's launches).
     pub fn availability(&self, threads: usize) -> Option<Availability> {
         let kind = if self.on_gpu {
             RowKind::Gpu

@@ -35,8 +35,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use availability::{
-    verdict, Availability, QuietReport, RowKind, Verdict, HELD_FRACTION_MIN, MIN_JUDGED_WINDOW_S,
-    OTHERS_SHARE_MAX, QUIET_OTHERS_PCT_MAX, QUIET_STEAL_PCT_MAX, STEAL_PCT_MAX,
+    verdict, Availability, QuietReport, RowKind, Verdict, HELD_FRACTION_MIN,
+    IDLE_SHARE_OF_SHORTFALL_MAX, MIN_JUDGED_WINDOW_S, OTHERS_SHARE_MAX, QUIET_OTHERS_PCT_MAX,
+    QUIET_STEAL_PCT_MAX, STEAL_PCT_MAX,
 };
 pub use basics::{
     BasicsResults, Broadcast, Described, Elementwise, Transfer, TransferStatus, View,
