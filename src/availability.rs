@@ -422,7 +422,10 @@ mod tests {
     #[test]
     fn steal_is_flagged_above_its_threshold() {
         let a = judge(window(1.0, 2, 1.7, 0.0, 0.24), 2, RowKind::Cpu);
-        assert_eq!(a.reasons, ["steal 12% (the hypervisor ran other guests)"]);
+        assert_eq!(
+            a.reasons,
+            ["steal 12% (the hypervisor kept our CPUs waiting)"]
+        );
         let a = judge(window(1.0, 2, 1.9, 0.0, 0.04), 2, RowKind::Gpu);
         assert!(!a.contended && a.steal_pct == Some(2.0));
     }
