@@ -32,8 +32,9 @@ pub struct Common {
     pub output: Option<PathBuf>,
 
     /// Write the JSON report to DIR/<machine>/<experiment>.json, where <machine>
-    /// names the hardware: the GPU ("nvidia-h200"), or the CPU model and its
-    /// logical CPUs ("intel-xeon-processor-2t").
+    /// names the hardware: the GPU ("nvidia-h200"), or the CPU model, its
+    /// family/model and ISA level, and its logical CPUs
+    /// ("intel-xeon-processor-2-80ghz-f6m106-v4-2t").
     #[arg(long, value_name = "DIR")]
     pub results_dir: Option<PathBuf>,
 
