@@ -649,6 +649,7 @@ fn compare_dry_run_reads_nothing() {
 
 /// What every out-of-memory end must look like: exit 1, one `error:` line
 /// naming the allocation, no abort, no panic, no backtrace.
+#[cfg(all(unix, not(feature = "cuda")))]
 fn one_out_of_memory_line(out: &Output) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
