@@ -14,7 +14,7 @@ from pathlib import Path
 
 from blockdryrun import plan_lines
 from blockweights import read_shape
-from cli import EXIT_ERROR, EXIT_ROWS_FAILED, Parser, bounded, import_torch
+from cli import Parser, bounded, finish, import_torch
 from devices import parse_device
 from errors import Failure, first_line
 from precisions import parse_dtypes
@@ -223,31 +223,17 @@ def config(args, on_gpu: bool | None) -> Config:
 def main(argv: list[str] | None = None) -> int:
     """Exit codes: see the module's docstring."""
     args = parse_args(argv)
-    try:
+
+    def run() -> tuple[list[str], int]:
         if args.failure is not None:
             raise args.failure
         torch = import_torch()
         if args.dry_run:
             print("\n".join(plan_lines(torch, args, config)))
-            return 0
+            return [], 0
         # The run's modules (and theirs) once the flags are known good.
         from blockexperiment import experiment_block
 
-        failed, total = experiment_block(torch, args, config)
-    except Failure as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
-    except Exception as e:  # no traceback for users: one line, as the Rust programs
-        print(f"error: {type(e).__name__}: {first_line(e)}", file=sys.stderr)
-        return EXIT_ERROR
-    if failed:
-        print(
-            f"error: {len(failed)} of {total} rows failed ({', '.join(failed)}); "
-            "the other rows and the report were kept",
-            file=sys.stderr,
-        )
-        return EXIT_ROWS_FAILED
-    return 0
+        return experiment_block(torch, args, config)
+
+    return finish(run)

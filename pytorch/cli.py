@@ -9,6 +9,7 @@ import argparse
 import sys
 import warnings
 from pathlib import Path
+from typing import Callable
 
 from devices import parse_device, select_device
 from dryrun import plan_lines
@@ -178,11 +179,12 @@ def run(args: argparse.Namespace) -> tuple[list[str], int]:
     return failed_rows(rows)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Exit codes as src/cli.rs: see the module's docstring."""
-    args = parse_args(argv)
+def finish(run: Callable[[], tuple[list[str], int]]) -> int:
+    """Runs a program's work and decides its exit code, in one place for matmul.py and
+    block.py (as src/outcome.rs): every end is one `error:` line on stderr, never a traceback.
+    `run` returns the failed rows' names and the row count."""
     try:
-        failed, total = run(args)
+        failed, total = run()
     except Failure as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
@@ -200,3 +202,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_ROWS_FAILED
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Exit codes as src/cli.rs: see the module's docstring."""
+    args = parse_args(argv)
+    return finish(lambda: run(args))
