@@ -60,19 +60,25 @@ def json_safe(value):
     return value
 
 
+def refuse_odd_target(path: Path) -> None:
+    """Refuses a target that exists and is not a regular file (a folder, a link, a device...):
+    a run writes its file beside it and renames it over, which would replace such a thing."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise Failure(f"cannot write {path}: {e.strerror}") from e
+    if not stat.S_ISREG(st.st_mode):
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise Failure(f"cannot write {path}: it is {what}")
+
+
 def check_writable(path: Path) -> None:
     """Fails now, before a long run, if `path` cannot be written later: an existing target
     that is not a regular file (a folder, a link, a device...) is refused; missing parent
     folders are created."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        st = None
-    except OSError as e:
-        raise Failure(f"cannot write {path}: {e.strerror}") from e
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        raise Failure(f"cannot write {path}: it is {what}")
+    refuse_odd_target(path)
     parent = path.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -86,15 +92,7 @@ def check_would_write(path: Path) -> None:
     """check_writable's refusals without its side effects (it creates missing folders and
     a temporary file), for --dry-run: the same target checks, then the nearest folder that
     exists above the target must be a folder this process can write in."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        st = None
-    except OSError as e:
-        raise Failure(f"cannot write {path}: {e.strerror}") from e
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        raise Failure(f"cannot write {path}: it is {what}")
+    refuse_odd_target(path)
     parent = folder = path.parent
     while True:
         try:
