@@ -1,5 +1,5 @@
 """What the result's `environment` records about this machine and build, as src/env.rs and
-build.rs: CPU model, OS, candle-lab's version and git commit, torch's version and threads,
+build.rs: CPU model and identity (cpuidentity.py), OS, candle-lab's version and git commit, torch's version and threads,
 and the newest CUDA the driver supports."""
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+import cpuidentity
 
 # The repository root (pytorch/ sits one level below it).
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,6 +73,7 @@ def environment(torch) -> dict:
         "os": os_name(),
         "arch": platform.machine(),
         "cpu_model": cpu_model(),
+        "cpu": cpuidentity.detect(),
         # CPUs this process may run on, as Rust's available_parallelism reads them.
         "cpu_threads_available": len(os.sched_getaffinity(0))
         if hasattr(os, "sched_getaffinity")

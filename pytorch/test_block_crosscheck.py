@@ -128,6 +128,14 @@ class CrossCheck(unittest.TestCase):
             self.assertEqual(cm["bytes_min"], pm["bytes_min"])
             self.assertEqual(cm["accuracy"]["tokens_checked"], pm["accuracy"]["tokens_checked"])
 
+    def test_both_files_record_the_same_cpu(self):
+        # compare names a CPU row by its identity: with one side's missing or different, it
+        # would call one machine two and say the ratios compare machines.
+        files = [json.loads((self.d / n).read_text()) for n in ("candle.json", "pytorch.json")]
+        candle, pytorch = (f["environment"]["cpu"] for f in files)
+        self.assertIsNotNone(pytorch)
+        self.assertEqual(candle, pytorch)
+
     def test_candle_s_fp32_block_is_pytorch_s_f64_block(self):
         if self.no_save_output is not None:
             self.fail(

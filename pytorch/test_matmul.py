@@ -31,6 +31,7 @@ ENVIRONMENT = {
     "os": str,
     "arch": str,
     "cpu_model": str,
+    "cpu": (dict, None),
     "cpu_threads_available": int,
     "compute_threads": int,
     "build_features": list,

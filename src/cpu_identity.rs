@@ -215,7 +215,7 @@ fn sysfs_topology() -> (Option<usize>, Option<usize>) {
 /// Refuses to write into `folder` when a result file there records another
 /// CPU generation than `here` (its `environment.cpu`, by [`same_generation`]),
 /// so that one machine's results are never silently replaced by another's.
-/// Files that record no identity (older ones, PyTorch's) are not judged; what
+/// Files that record no identity (older ones) are not judged; what
 /// cannot be read as a result file is left to the readers.
 pub fn check_folder(folder: &std::path::Path, here: &CpuIdentity) -> anyhow::Result<()> {
     /// Larger files are not result files this suite wrote.

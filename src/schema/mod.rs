@@ -133,7 +133,8 @@ pub struct Environment {
     pub arch: String,
     pub cpu_model: String,
     /// What CPU this is beyond its name: vendor, family/model, instruction sets,
-    /// ISA level, cores (2.2; null in older files and PyTorch's).
+    /// ISA level, cores (2.2; null in older files; PyTorch's reads the `flags`
+    /// line alone, without the run-time CPUID check).
     #[serde(default)]
     pub cpu: Option<CpuIdentity>,
     /// Logical CPUs the OS offers this process.
