@@ -7,40 +7,36 @@
 
 use anyhow::Result;
 use candle_lab::bench::basics;
-use candle_lab::cli::{parse, result_file, Common};
-use candle_lab::device::select;
-use candle_lab::export;
+use candle_lab::experiment::{self, Experiment, Session};
 use candle_lab::memory::CountingAlloc;
-use candle_lab::outcome::{finish, Completion};
-use candle_lab::schema::Body;
-use clap::Parser;
+use candle_lab::schema::{Body, Kind};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
-/// Rank, shape, dtype, bytes and device of Candle tensors; element-wise ops,
-/// broadcasting, views, and a host-to-device transfer.
-#[derive(Parser, Debug)]
-#[command(version)]
-struct Args {
-    #[command(flatten)]
-    common: Common,
+struct Basics;
+
+/// No flags of its own: every table has fixed shapes.
+#[derive(clap::Args, Debug)]
+struct Flags {}
+
+impl Experiment for Basics {
+    const KIND: Kind = Kind::Basics;
+    const ABOUT: &'static str = "Rank, shape, dtype, bytes and device of Candle tensors; \
+        element-wise ops, broadcasting, views, and a host-to-device transfer.";
+    const SMALL: &'static [&'static str] = &[];
+    type Flags = Flags;
+    type Config = &'static str;
+
+    fn config(_: &Flags, _: bool) -> Result<Self::Config> {
+        Ok("the fixed tables")
+    }
+
+    fn run(_: &Self::Config, s: &Session) -> Result<Body> {
+        Ok(Body::Basics(basics::run(&s.device)?))
+    }
 }
 
 fn main() -> std::process::ExitCode {
-    finish(run(parse()))
-}
-
-fn run(args: Args) -> Result<Completion> {
-    if args.common.dry_run {
-        // Nothing to plan beyond the flags: every table has fixed shapes.
-        return args.common.dry_run("basics", &args, &"the fixed tables");
-    }
-    let (device, info) = select(args.common.device)?;
-    let outputs = args.common.outputs("basics", &info)?;
-    args.common.wait_for_quiet()?;
-    let file = result_file(info, Body::Basics(basics::run(&device)?));
-    outputs.save_all(&file)?;
-    export::show(&file, &[], outputs.screen())?;
-    Ok(Completion::Complete)
+    experiment::main::<Basics>()
 }

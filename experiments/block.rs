@@ -7,30 +7,25 @@
 //! `--save-weights` writes the weights and inputs for the PyTorch twin
 //! (`pytorch/block.py --weights`). The measurement is `candle_lab::bench::block`.
 
-use anyhow::Result;
-use candle_lab::bench::block::{self, model::HostWeights, Config};
-use candle_lab::cli::{parse, result_file, Common, Dtypes, HostMemoryFlag, RunCounts};
-use candle_lab::clock::Plan;
-use candle_lab::device::select;
-use candle_lab::export::{self, output};
-use candle_lab::memory::{fits, CountingAlloc};
-use candle_lab::outcome::{finish, Completion};
-use candle_lab::schema::{Body, Phase};
-use candle_lab::telemetry::{self, Telemetry};
-use clap::Parser;
 use std::path::PathBuf;
+
+use anyhow::Result;
+use candle_core::Device;
+use candle_lab::bench::block::{self, model::HostWeights, Config};
+use candle_lab::cli::{Dtypes, RunCounts};
+use candle_lab::clock::Plan;
+use candle_lab::experiment::{self, Experiment, Session};
+use candle_lab::memory::fits::Need;
+use candle_lab::memory::CountingAlloc;
+use candle_lab::schema::{Body, Kind, Phase};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
-/// A decoder block per precision, prefill and decode: end to end, by op class,
-/// fused against composed, accuracy against f64.
-#[derive(Parser, Debug)]
-#[command(version)]
-struct Args {
-    #[command(flatten)]
-    common: Common,
+struct BlockExperiment;
 
+#[derive(clap::Args, Debug)]
+struct Flags {
     /// Runs per row (defaults: 20 timed and 3 warm-up on a GPU, 10 and 2 on the CPU).
     #[command(flatten)]
     counts: RunCounts,
@@ -82,9 +77,6 @@ struct Args {
     /// twin's check that both blocks compute the same.
     #[arg(long, value_name = "FILE")]
     save_output: Option<PathBuf>,
-
-    #[command(flatten)]
-    host: HostMemoryFlag,
 }
 
 fn phase(s: &str) -> Result<Phase, String> {
@@ -95,12 +87,67 @@ fn phase(s: &str) -> Result<Phase, String> {
     }
 }
 
-fn main() -> std::process::ExitCode {
-    finish(run(parse()))
+/// The block's config, the note on where its sizes came from, and the side
+/// files it writes.
+#[derive(Debug)]
+struct Run {
+    cfg: Config,
+    note: String,
+    save_weights: Option<PathBuf>,
+    save_output: Option<PathBuf>,
+}
+
+impl Experiment for BlockExperiment {
+    const KIND: Kind = Kind::Block;
+    const ABOUT: &'static str = "A decoder block per precision, prefill and decode: end to end, \
+        by op class, fused against composed, accuracy against f64.";
+    const SMALL: &'static [&'static str] = &[
+        "--hidden", "64", "--heads", "4", "--mlp", "128", "--seq", "16", "--iters", "3",
+        "--warmup", "1",
+    ];
+    type Flags = Flags;
+    type Config = Run;
+
+    fn config(f: &Flags, on_cuda: bool) -> Result<Run> {
+        let (cfg, note) = block_config(f, on_cuda)?;
+        Ok(Run {
+            cfg,
+            note,
+            save_weights: f.save_weights.clone(),
+            save_output: f.save_output.clone(),
+        })
+    }
+
+    fn needs(r: &Run, _: &Device) -> Result<Vec<Need>> {
+        Ok(block::needs(&r.cfg))
+    }
+
+    fn side_files(r: &Run) -> Vec<(&'static str, PathBuf)> {
+        let named = [("weights", &r.save_weights), ("output", &r.save_output)];
+        named
+            .into_iter()
+            .filter_map(|(n, p)| Some((n, p.clone()?)))
+            .collect()
+    }
+
+    fn run(r: &Run, s: &Session) -> Result<Body> {
+        let cfg = &r.cfg;
+        let weights = HostWeights::random(&cfg.shape, cfg.seed)?;
+        if let Some(out) = s.side_file("weights") {
+            out.save_bytes(&weights.safetensors()?)?;
+        }
+        let (result, fp32_outputs) =
+            block::run(&s.device, cfg, &weights, s.telemetry(), r.note.clone())?;
+        if let Some(out) = s.side_file("output") {
+            let named = fp32_outputs.iter().map(|(n, t)| (n.as_str(), t));
+            out.save_bytes(&block::model::to_safetensors(named)?)?;
+        }
+        Ok(Body::Block(result))
+    }
 }
 
 /// The block the flags ask for, checked; and what its sizes are.
-fn config(args: &Args, on_cuda: bool) -> Result<(Config, String)> {
+fn block_config(args: &Flags, on_cuda: bool) -> Result<(Config, String)> {
     let flag = |v: Option<u64>| v.map(|n| n as usize);
     let sizes = [
         flag(args.hidden),
@@ -151,52 +198,6 @@ fn config(args: &Args, on_cuda: bool) -> Result<(Config, String)> {
     Ok((cfg, note.into()))
 }
 
-fn run(args: Args) -> Result<Completion> {
-    if args.common.dry_run {
-        let (cfg, _) = config(&args, args.common.device.expects_cuda())?;
-        return args.common.dry_run("block", &args, &cfg);
-    }
-    let (device, info) = select(args.common.device)?;
-    let (cfg, note) = config(&args, device.is_cuda())?;
-    fits::check_all(&device, &block::needs(&cfg), args.host.check())?;
-    let outputs = args.common.outputs("block", &info)?;
-    let weights_out = args
-        .save_weights
-        .as_deref()
-        .map(output::prepare)
-        .transpose()?;
-    let output_out = args
-        .save_output
-        .as_deref()
-        .map(output::prepare)
-        .transpose()?;
-    args.common.wait_for_quiet()?;
-    let telemetry = Telemetry::open(&device);
-    candle_lab::note!("{}", telemetry::line(&telemetry.source()));
-    let weights = HostWeights::random(&cfg.shape, cfg.seed)?;
-    if let Some(out) = &weights_out {
-        out.save_bytes(&weights.safetensors()?)?;
-    }
-    let (result, fp32_outputs) = block::run(&device, &cfg, &weights, &telemetry, note)?;
-    if let Some(out) = &output_out {
-        let named = fp32_outputs.iter().map(|(n, t)| (n.as_str(), t));
-        out.save_bytes(&block::model::to_safetensors(named)?)?;
-    }
-    let rows = result.phases.iter().flat_map(|p| &p.rows);
-    let failed: Vec<String> = rows
-        .clone()
-        .filter(|r| r.measured.is_none())
-        .map(|r| r.precision.to_string())
-        .collect();
-    let done = match failed.len() {
-        0 => Completion::Complete,
-        _ => Completion::RowsFailed {
-            failed,
-            total: rows.count(),
-        },
-    };
-    let file = result_file(info, Body::Block(result));
-    outputs.save_all(&file)?;
-    export::show(&file, &[], outputs.screen())?;
-    Ok(done)
+fn main() -> std::process::ExitCode {
+    experiment::main::<BlockExperiment>()
 }

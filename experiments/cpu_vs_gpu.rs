@@ -6,60 +6,65 @@
 use anyhow::Result;
 use candle_core::Device;
 use candle_lab::bench::{cpu_vs_gpu, matmul};
-use candle_lab::cli::{parse, result_file, BenchSize, Common};
-use candle_lab::device::select;
-use candle_lab::export;
-use candle_lab::memory::{fits, CountingAlloc};
-use candle_lab::outcome::{finish, Completion};
+use candle_lab::cli::BenchSize;
+use candle_lab::experiment::{self, Experiment, Session};
+use candle_lab::memory::fits::Need;
+use candle_lab::memory::CountingAlloc;
 use candle_lab::precision::Precision;
-use candle_lab::schema::Body;
-use clap::Parser;
+use candle_lab::schema::{Body, Kind};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
-/// The same fp32 matmul on the CPU and on the GPU, and the speedup.
-#[derive(Parser, Debug)]
-#[command(version)]
-struct Args {
-    /// `--device` names the GPU side; the CPU side is always the CPU.
-    #[command(flatten)]
-    common: Common,
+struct CpuVsGpu;
 
+/// `--device` names the GPU side; the CPU side is always the CPU.
+#[derive(clap::Args, Debug)]
+struct Flags {
     #[command(flatten)]
     bench: BenchSize,
 }
 
-fn main() -> std::process::ExitCode {
-    finish(run(parse()))
+/// The GPU side's plan and the CPU side's (the reference lab's CPU runs).
+#[derive(Debug)]
+struct Plan {
+    gpu: matmul::Config,
+    cpu: matmul::Config,
 }
 
-/// A failed row (CPU or GPU) is kept with its error; the exit code says so.
-fn run(args: Args) -> Result<Completion> {
-    let cfg = matmul::Config {
-        size: args.bench.n(),
-        plan: args.bench.plan(),
-        precisions: vec![Precision::F32],
-        accuracy_rows: 16,
-    };
-    if args.common.dry_run {
-        let plans = [cfg.clone(), cfg.cpu_fp32_comparison()];
-        return args.common.dry_run("cpu_vs_gpu", &args, &plans);
+impl Experiment for CpuVsGpu {
+    const KIND: Kind = Kind::CpuVsGpu;
+    const ABOUT: &'static str = "The same fp32 matmul on the CPU and on the GPU, and the speedup.";
+    const SMALL: &'static [&'static str] = &["--size", "128", "--iters", "3", "--warmup", "1"];
+    type Flags = Flags;
+    type Config = Plan;
+
+    fn config(f: &Flags, _: bool) -> Result<Plan> {
+        let gpu = matmul::Config {
+            size: f.bench.n(),
+            plan: f.bench.plan(),
+            precisions: vec![Precision::F32],
+            accuracy_rows: 16,
+        };
+        let cpu = gpu.cpu_fp32_comparison();
+        Ok(Plan { gpu, cpu })
     }
-    let (device, info) = select(args.common.device)?;
-    let host = args.bench.host.check();
-    let cpu_cfg = cfg.cpu_fp32_comparison();
-    fits::check(&Device::Cpu, &matmul::need(&Device::Cpu, &cpu_cfg), host)?;
-    if device.is_cuda() {
-        fits::check(&device, &matmul::need(&device, &cfg), host)?;
+
+    fn needs(p: &Plan, device: &Device) -> Result<Vec<Need>> {
+        let mut needs = vec![matmul::need(&Device::Cpu, &p.cpu).on_host()];
+        if device.is_cuda() {
+            needs.push(matmul::need(device, &p.gpu));
+        }
+        Ok(needs)
     }
-    let outputs = args.common.outputs("cpu_vs_gpu", &info)?;
-    args.common.wait_for_quiet()?;
-    let gpu_name = device.is_cuda().then_some(info.name.as_str());
-    let result = cpu_vs_gpu::run(&device, gpu_name, &cfg, &info.chosen_because)?;
-    let done = Completion::of_rows(std::iter::once(&result.cpu).chain(&result.gpu));
-    let file = result_file(info, Body::CpuVsGpu(result));
-    outputs.save_all(&file)?;
-    export::show(&file, &[], outputs.screen())?;
-    Ok(done)
+
+    /// A failed row (CPU or GPU) is kept with its error.
+    fn run(p: &Plan, s: &Session) -> Result<Body> {
+        let result = cpu_vs_gpu::run(&s.device, s.gpu_name(), &p.gpu, &s.info.chosen_because)?;
+        Ok(Body::CpuVsGpu(result))
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    experiment::main::<CpuVsGpu>()
 }

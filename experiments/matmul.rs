@@ -7,25 +7,20 @@
 
 use anyhow::Result;
 use candle_core::Device;
-use candle_lab::bench::matmul::{self, Config};
-use candle_lab::cli::{parse, result_file, BenchSize, Common, Dtypes};
-use candle_lab::device::select;
-use candle_lab::export;
-use candle_lab::memory::{fits, CountingAlloc};
-use candle_lab::outcome::{finish, Completion};
-use candle_lab::schema::Body;
-use clap::Parser;
+use candle_lab::bench::matmul;
+use candle_lab::cli::{BenchSize, Dtypes};
+use candle_lab::experiment::{self, Experiment, Session};
+use candle_lab::memory::fits::Need;
+use candle_lab::memory::CountingAlloc;
+use candle_lab::schema::{Body, Kind};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
-/// Square matmul per precision: median time, GFLOP/s, peak memory, accuracy.
-#[derive(Parser, Debug)]
-#[command(version)]
-struct Args {
-    #[command(flatten)]
-    common: Common,
+struct Matmul;
 
+#[derive(clap::Args, Debug)]
+struct Flags {
     #[command(flatten)]
     bench: BenchSize,
 
@@ -41,51 +36,59 @@ struct Args {
     no_cpu: bool,
 }
 
+/// The benchmark, and whether the reference lab's fp32 CPU comparison runs
+/// beside it (on a GPU, unless --no-cpu).
+#[derive(Debug)]
+struct Plan {
+    bench: matmul::Config,
+    compare_cpu: bool,
+}
+
+impl Experiment for Matmul {
+    const KIND: Kind = Kind::Matmul;
+    const ABOUT: &'static str =
+        "Square matmul per precision: median time, GFLOP/s, peak memory, accuracy.";
+    const SMALL: &'static [&'static str] = &["--size", "128", "--iters", "3", "--warmup", "1"];
+    type Flags = Flags;
+    type Config = Plan;
+
+    /// A cuBLAS mode needs a GPU.
+    fn config(f: &Flags, on_cuda: bool) -> Result<Plan> {
+        Ok(Plan {
+            bench: matmul::Config {
+                size: f.bench.n(),
+                plan: f.bench.plan(),
+                precisions: f.dtypes.for_device(on_cuda)?,
+                accuracy_rows: f.accuracy_rows as usize,
+            },
+            compare_cpu: on_cuda && !f.no_cpu,
+        })
+    }
+
+    fn needs(p: &Plan, device: &Device) -> Result<Vec<Need>> {
+        let mut needs = vec![matmul::need(device, &p.bench)];
+        if p.compare_cpu {
+            let cpu = p.bench.cpu_fp32_comparison();
+            needs.push(matmul::need(&Device::Cpu, &cpu).on_host());
+        }
+        Ok(needs)
+    }
+
+    /// A failed row does not end the run: its error is in its row.
+    fn run(p: &Plan, s: &Session) -> Result<Body> {
+        let cfg = &p.bench;
+        let n = cfg.size;
+        candle_lab::note!(
+            "matmul {n}x{n}, warmup {}, iters {}, on {}",
+            cfg.plan.warmup,
+            cfg.plan.iters,
+            s.info.label
+        );
+        let result = matmul::benchmark(&s.device, s.gpu_name(), cfg, p.compare_cpu)?;
+        Ok(Body::Matmul(result))
+    }
+}
+
 fn main() -> std::process::ExitCode {
-    finish(run(parse()))
-}
-
-/// The benchmark the flags ask for, checked (a cuBLAS mode needs a GPU).
-fn config(args: &Args, on_cuda: bool) -> Result<Config> {
-    Ok(Config {
-        size: args.bench.n(),
-        plan: args.bench.plan(),
-        precisions: args.dtypes.for_device(on_cuda)?,
-        accuracy_rows: args.accuracy_rows as usize,
-    })
-}
-
-/// A failed row does not end the run: its error is in its row, the report is
-/// written, and the exit code says that rows failed.
-fn run(args: Args) -> Result<Completion> {
-    if args.common.dry_run {
-        let cfg = config(&args, args.common.device.expects_cuda())?;
-        return args.common.dry_run("matmul", &args, &cfg);
-    }
-    let (device, info) = select(args.common.device)?;
-    let cfg = config(&args, device.is_cuda())?;
-    // On a GPU, the reference lab also times fp32 on the CPU.
-    let compare_cpu = device.is_cuda() && !args.no_cpu;
-    let host = args.bench.host.check();
-    fits::check(&device, &matmul::need(&device, &cfg), host)?;
-    if compare_cpu {
-        let cpu = cfg.cpu_fp32_comparison();
-        fits::check(&Device::Cpu, &matmul::need(&Device::Cpu, &cpu), host)?;
-    }
-    let outputs = args.common.outputs("matmul", &info)?;
-    args.common.wait_for_quiet()?;
-    let n = cfg.size;
-    candle_lab::note!(
-        "matmul {n}x{n}, warmup {}, iters {}, on {}",
-        cfg.plan.warmup,
-        cfg.plan.iters,
-        info.label
-    );
-    let gpu_name = device.is_cuda().then_some(info.name.as_str());
-    let result = matmul::benchmark(&device, gpu_name, &cfg, compare_cpu)?;
-    let done = Completion::of_rows(result.precisions.iter().chain(&result.cpu_fp32));
-    let file = result_file(info, Body::Matmul(result));
-    outputs.save_all(&file)?;
-    export::show(&file, &[], outputs.screen())?;
-    Ok(done)
+    experiment::main::<Matmul>()
 }

@@ -7,29 +7,22 @@
 //! say so on the CPU.
 
 use anyhow::Result;
-use candle_core::DType;
+use candle_core::{DType, Device};
 use candle_lab::bench::memory::{self, default_matmul_size, default_mib, default_plan, Config};
-use candle_lab::cli::{parse, result_file, Common, HostMemoryFlag, RunCounts, MAX_SIZE};
-use candle_lab::device::select;
-use candle_lab::export;
-use candle_lab::memory::{fits, CountingAlloc};
-use candle_lab::outcome::{finish, Completion};
+use candle_lab::cli::{RunCounts, MAX_SIZE};
+use candle_lab::experiment::{self, Experiment, Session};
+use candle_lab::memory::fits::Need;
+use candle_lab::memory::CountingAlloc;
 use candle_lab::precision::plain_dtype;
-use candle_lab::schema::Body;
-use candle_lab::telemetry::{self, Telemetry};
-use clap::Parser;
+use candle_lab::schema::{Body, Kind};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
-/// Transfers, Candle's memory-bound operations against the measured copy
-/// ceiling, out of memory, and roofline points.
-#[derive(Parser, Debug)]
-#[command(version)]
-struct Args {
-    #[command(flatten)]
-    common: Common,
+struct Memory;
 
+#[derive(clap::Args, Debug)]
+struct Flags {
     /// Size of one f32 tensor in MiB (default: 32 on the CPU, 1024 on a GPU).
     /// Tensors that fit in the cache measure the cache, not memory.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
@@ -53,13 +46,51 @@ struct Args {
     /// up to it.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     transfer_max_mib: u64,
+}
 
-    #[command(flatten)]
-    host: HostMemoryFlag,
+impl Experiment for Memory {
+    const KIND: Kind = Kind::Memory;
+    const ABOUT: &'static str = "Transfers, Candle's memory-bound operations against the \
+        measured copy ceiling, out of memory, and roofline points.";
+    const SMALL: &'static [&'static str] = &[
+        "--mib",
+        "1",
+        "--matmul-size",
+        "128",
+        "--transfer-max-mib",
+        "1",
+        "--iters",
+        "2",
+        "--warmup",
+        "1",
+    ];
+    type Flags = Flags;
+    type Config = Config;
+
+    fn config(f: &Flags, on_cuda: bool) -> Result<Config> {
+        Ok(config(f, on_cuda))
+    }
+
+    fn needs(cfg: &Config, device: &Device) -> Result<Vec<Need>> {
+        Ok(memory::needs(device, cfg))
+    }
+
+    fn run(cfg: &Config, s: &Session) -> Result<Body> {
+        let telemetry = s.telemetry();
+        candle_lab::note!(
+            "memory: {} MiB f32 tensors, warmup {}, iters {}, on {}",
+            cfg.mib,
+            cfg.plan.warmup,
+            cfg.plan.iters,
+            s.info.label
+        );
+        let result = memory::run(&s.device, s.gpu_name(), cfg, telemetry)?;
+        Ok(Body::Memory(result))
+    }
 }
 
 /// What the flags ask for, with the device's defaults where a flag is absent.
-fn config(args: &Args, on_cuda: bool) -> Config {
+fn config(args: &Flags, on_cuda: bool) -> Config {
     let mut dtypes: Vec<DType> = Vec::new();
     for &d in &args.dtypes {
         if !dtypes.contains(&d) {
@@ -78,32 +109,5 @@ fn config(args: &Args, on_cuda: bool) -> Config {
 }
 
 fn main() -> std::process::ExitCode {
-    finish(run(parse()))
-}
-
-fn run(args: Args) -> Result<Completion> {
-    if args.common.dry_run {
-        let cfg = config(&args, args.common.device.expects_cuda());
-        return args.common.dry_run("memory", &args, &cfg);
-    }
-    let (device, info) = select(args.common.device)?;
-    let cfg = config(&args, device.is_cuda());
-    fits::check_all(&device, &memory::needs(&device, &cfg), args.host.check())?;
-    let outputs = args.common.outputs("memory", &info)?;
-    args.common.wait_for_quiet()?;
-    let telemetry = Telemetry::open(&device);
-    candle_lab::note!("{}", telemetry::line(&telemetry.source()));
-    candle_lab::note!(
-        "memory: {} MiB f32 tensors, warmup {}, iters {}, on {}",
-        cfg.mib,
-        cfg.plan.warmup,
-        cfg.plan.iters,
-        info.label
-    );
-    let gpu_name = device.is_cuda().then_some(info.name.as_str());
-    let result = memory::run(&device, gpu_name, &cfg, &telemetry)?;
-    let file = result_file(info, Body::Memory(result));
-    outputs.save_all(&file)?;
-    export::show(&file, &[], outputs.screen())?;
-    Ok(Completion::Complete)
+    experiment::main::<Memory>()
 }

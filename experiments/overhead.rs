@@ -6,16 +6,14 @@
 //! flushed before each sample against back-to-back ones.
 
 use anyhow::Result;
-use candle_lab::bench::overhead::{self, time_once, Config};
-use candle_lab::cli::{parse, result_file, Common, HostMemoryFlag, RunCounts, MAX_SIZE};
+use candle_core::Device;
+use candle_lab::bench::overhead::{self, Config};
+use candle_lab::cli::{RunCounts, MAX_SIZE};
 use candle_lab::clock::Plan;
-use candle_lab::device::select;
-use candle_lab::export;
-use candle_lab::memory::{fits, CountingAlloc};
-use candle_lab::outcome::{finish, Completion};
-use candle_lab::schema::Body;
-use candle_lab::telemetry::{self, Telemetry};
-use clap::Parser;
+use candle_lab::experiment::{self, Experiment, Session};
+use candle_lab::memory::fits::Need;
+use candle_lab::memory::CountingAlloc;
+use candle_lab::schema::{Body, Kind};
 
 /// Warm-up and timed runs per row unless --warmup and --iters say otherwise.
 const DEFAULT_PLAN: Plan = Plan {
@@ -26,14 +24,10 @@ const DEFAULT_PLAN: Plan = Plan {
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
-/// First call against warm, launch overhead of the smallest operations, and
-/// cold against hot cache.
-#[derive(Parser, Debug)]
-#[command(version)]
-struct Args {
-    #[command(flatten)]
-    common: Common,
+struct Overhead;
 
+#[derive(clap::Args, Debug)]
+struct Flags {
     /// Runs per row (defaults: 20 timed, for queued launch samples, warm and
     /// cache samples; 3 warm-up).
     #[command(flatten)]
@@ -55,37 +49,51 @@ struct Args {
     /// MiB written before each cold sample (default: 3 x the largest cache).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     flush_mib: Option<u64>,
+}
 
-    #[command(flatten)]
-    host: HostMemoryFlag,
+impl Experiment for Overhead {
+    const KIND: Kind = Kind::Overhead;
+    const ABOUT: &'static str = "First call against warm, launch overhead of the smallest \
+        operations, and cold against hot cache.";
+    const SMALL: &'static [&'static str] = &[
+        "--first-size",
+        "128",
+        "--calls",
+        "20",
+        "--cache-sizes",
+        "64,128",
+        "--flush-mib",
+        "4",
+        "--iters",
+        "3",
+        "--warmup",
+        "1",
+    ];
+    type Flags = Flags;
+    type Config = Config;
+
+    fn config(f: &Flags, _: bool) -> Result<Config> {
+        Ok(Config {
+            plan: f.counts.plan(DEFAULT_PLAN),
+            first_size: f.first_size as usize,
+            calls: f.calls as usize,
+            cache_sizes: f.cache_sizes.iter().map(|&n| n as usize).collect(),
+            flush_bytes: f.flush_mib.map(|m| m << 20),
+        })
+    }
+
+    fn needs(cfg: &Config, device: &Device) -> Result<Vec<Need>> {
+        overhead::needs(device, cfg)
+    }
+
+    /// The device's opening, timed by the runner as the process's first use
+    /// of it, is the first-call table's first row.
+    fn run(cfg: &Config, s: &Session) -> Result<Body> {
+        let result = overhead::run(&s.device, s.open_ms, cfg, s.telemetry())?;
+        Ok(Body::Overhead(result))
+    }
 }
 
 fn main() -> std::process::ExitCode {
-    finish(run(parse()))
-}
-
-fn run(args: Args) -> Result<Completion> {
-    let cfg = Config {
-        plan: args.counts.plan(DEFAULT_PLAN),
-        first_size: args.first_size as usize,
-        calls: args.calls as usize,
-        cache_sizes: args.cache_sizes.iter().map(|&n| n as usize).collect(),
-        flush_bytes: args.flush_mib.map(|m| m << 20),
-    };
-    if args.common.dry_run {
-        return args.common.dry_run("overhead", &args, &cfg);
-    }
-    // Opening the device is the first thing this process does with it, so its
-    // time is the context creation's own.
-    let (open_ms, (device, info)) = time_once(|| select(args.common.device))?;
-    fits::check_all(&device, &overhead::needs(&device, &cfg)?, args.host.check())?;
-    let outputs = args.common.outputs("overhead", &info)?;
-    args.common.wait_for_quiet()?;
-    let telemetry = Telemetry::open(&device);
-    candle_lab::note!("{}", telemetry::line(&telemetry.source()));
-    let result = overhead::run(&device, open_ms, &cfg, &telemetry)?;
-    let file = result_file(info, Body::Overhead(result));
-    outputs.save_all(&file)?;
-    export::show(&file, &[], outputs.screen())?;
-    Ok(Completion::Complete)
+    experiment::main::<Overhead>()
 }

@@ -7,39 +7,36 @@
 
 use anyhow::Result;
 use candle_lab::bench::floats;
-use candle_lab::cli::{parse, result_file, Common};
-use candle_lab::device::select;
-use candle_lab::export;
+use candle_lab::experiment::{self, Experiment, Session};
 use candle_lab::memory::CountingAlloc;
-use candle_lab::outcome::{finish, Completion};
-use candle_lab::schema::Body;
-use clap::Parser;
+use candle_lab::schema::{Body, Kind};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
-/// Limits of f64, f32, f16, bf16 and f8e4m3, and what they do to real numbers.
-#[derive(Parser, Debug)]
-#[command(version)]
-struct Args {
-    #[command(flatten)]
-    common: Common,
+struct Precision;
+
+/// No flags of its own: every table has fixed shapes.
+#[derive(clap::Args, Debug)]
+struct Flags {}
+
+impl Experiment for Precision {
+    const KIND: Kind = Kind::Precision;
+    const ABOUT: &'static str =
+        "Limits of f64, f32, f16, bf16 and f8e4m3, and what they do to real numbers.";
+    const SMALL: &'static [&'static str] = &[];
+    type Flags = Flags;
+    type Config = &'static str;
+
+    fn config(_: &Flags, _: bool) -> Result<Self::Config> {
+        Ok("the fixed tables")
+    }
+
+    fn run(_: &Self::Config, s: &Session) -> Result<Body> {
+        Ok(Body::Precision(floats::run(&s.device)?))
+    }
 }
 
 fn main() -> std::process::ExitCode {
-    finish(run(parse()))
-}
-
-fn run(args: Args) -> Result<Completion> {
-    if args.common.dry_run {
-        // Nothing to plan beyond the flags: every table has fixed shapes.
-        return args.common.dry_run("precision", &args, &"the fixed tables");
-    }
-    let (device, info) = select(args.common.device)?;
-    let outputs = args.common.outputs("precision", &info)?;
-    args.common.wait_for_quiet()?;
-    let file = result_file(info, Body::Precision(floats::run(&device)?));
-    outputs.save_all(&file)?;
-    export::show(&file, &[], outputs.screen())?;
-    Ok(Completion::Complete)
+    experiment::main::<Precision>()
 }

@@ -1,9 +1,7 @@
-//! Flags every experiment shares, parsed once by clap, the command line as it
-//! is recorded, and the one place that turns a run's outcome into an exit code
-//! and an error line: 0 when everything ran, [`EXIT_ERROR`] when the run failed
-//! (no report), [`EXIT_USAGE`] for a bad command line, [`EXIT_ROWS_FAILED`] when
-//! the report was written but some of its benchmark rows failed, and 128 + the
-//! signal (130, 143) for an interrupted run.
+//! Flags every experiment shares, each defined once with one bound ([`Common`],
+//! [`RunCounts`], [`HostMemoryFlag`], [`BenchSize`], [`Dtypes`]), `--dry-run`'s
+//! plan, and what every program installs when its command line is accepted
+//! (the signal and out-of-memory cleanup). Exit codes are `crate::outcome`'s.
 
 use std::path::PathBuf;
 
@@ -15,7 +13,7 @@ use crate::device::DeviceArg;
 use crate::export::output::Output;
 use crate::memory::fits::HostCheck;
 use crate::precision::Precision;
-use crate::schema::{Body, DeviceInfo, ResultFile, SCHEMA_VERSION};
+use crate::schema::{DeviceInfo, Kind};
 
 #[derive(Args, Debug, Clone)]
 pub struct Common {
@@ -50,11 +48,20 @@ pub struct Common {
     #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "60",
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub require_quiet: Option<u64>,
+
+    /// Fill the flags not given with a named preset: `small` runs in seconds
+    /// on two cores (what CI and the quick `just results` use; its numbers
+    /// are not the machine's speed). The flags given win over it.
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<Preset>,
+
+    #[command(flatten)]
+    pub host: HostMemoryFlag,
 }
 
 impl Common {
     /// Where this run's JSON goes, checked now, before anything is computed.
-    pub fn output(&self, experiment: &str, device: &DeviceInfo) -> Result<Output> {
+    pub fn output(&self, experiment: Kind, device: &DeviceInfo) -> Result<Output> {
         let path = match (&self.output, &self.results_dir) {
             (Some(file), _) => file.clone(),
             (None, Some(dir)) => {
@@ -63,7 +70,7 @@ impl Common {
                     let here = crate::cpu_identity::CpuIdentity::detect();
                     crate::cpu_identity::check_folder(&folder, &here)?;
                 }
-                folder.join(format!("{experiment}.json"))
+                folder.join(format!("{}.json", experiment.name()))
             }
             (None, None) => return Ok(Output::None),
         };
@@ -72,7 +79,7 @@ impl Common {
 
     /// [`Common::output`] and, beside it, every other format the experiment
     /// is written in ([`crate::export::Outputs`]), all checked now.
-    pub fn outputs(&self, experiment: &str, device: &DeviceInfo) -> Result<crate::export::Outputs> {
+    pub fn outputs(&self, experiment: Kind, device: &DeviceInfo) -> Result<crate::export::Outputs> {
         crate::export::Outputs::new(self.output(experiment, device)?, experiment)
     }
 
@@ -115,12 +122,12 @@ impl Common {
                 drop(crate::export::output::abandon());
                 match checked? {
                     Output::Stdout => "standard output".to_string(),
-                    _ => crate::export::output::shown(file),
+                    _ => crate::quote::shown(file),
                 }
             }
             (None, Some(dir)) => format!(
                 "{}/<machine>/{experiment}.json (the machine is named when the device opens)",
-                crate::export::output::shown(dir)
+                crate::quote::shown(dir)
             ),
             (None, None) => "nothing (no --output or --results-dir)".into(),
         };
@@ -139,6 +146,15 @@ impl Common {
         println!("would write: {target}");
         Ok(Completion::Complete)
     }
+}
+
+/// A named set of flags, one per experiment (`--preset small`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Preset {
+    /// Sizes that run in seconds on two cores: what CI, the quick `just
+    /// results`, the GPU run's CPU rehearsal and the tests use. Not the
+    /// machine's speed.
+    Small,
 }
 
 /// Largest `--size`: keeps every byte count (3 n^2 x 8 < 2^63) far from overflow.
@@ -217,9 +233,6 @@ pub struct BenchSize {
 
     #[command(flatten)]
     pub counts: RunCounts,
-
-    #[command(flatten)]
-    pub host: HostMemoryFlag,
 }
 
 impl BenchSize {
@@ -233,7 +246,6 @@ impl BenchSize {
 }
 
 use crate::outcome::Completion;
-pub use crate::quote::{command_line, shell_quote};
 
 /// The precisions a matmul benchmark runs (`matmul`, `sweep`).
 #[derive(Args, Debug, Clone)]
@@ -265,58 +277,35 @@ impl Dtypes {
     }
 }
 
-/// Parses the command line. A bad flag or value is one line on stderr and exit
-/// code 2 ([`usage_line`]); `--help` and `--version` print in full.
-pub fn parse<T: Parser>() -> T {
+/// Parses a tool's command line (the experiments go through
+/// [`crate::experiment::main`]). A refused command line is the exit code
+/// [`crate::outcome::usage`] gives, which `main` returns.
+pub fn parse<T: Parser>() -> Result<T, std::process::ExitCode> {
     match T::try_parse() {
         Ok(args) => {
-            exit_on_signals();
-            // A failed allocation removes what the output policy has pending, too.
-            crate::memory::on_out_of_memory(crate::export::output::abandon_without_allocating);
-            args
+            on_start();
+            Ok(args)
         }
-        Err(e) if e.use_stderr() => {
-            crate::note!("{}", usage_line(&e.render().to_string()));
-            std::process::exit(2);
-        }
-        Err(e) => e.exit(),
+        Err(e) => Err(crate::outcome::usage(&e)),
     }
 }
 
-/// clap's message on one line: the lines that say what is wrong, joined (a
-/// missing argument's name is on the line after "not provided:"), without the
-/// usage and tips that follow the first blank line.
-pub fn usage_line(text: &str) -> String {
-    let lines: Vec<&str> = text
-        .lines()
-        .take_while(|l| !l.trim().is_empty())
-        .map(str::trim)
-        .collect();
-    if lines.is_empty() {
-        "error: invalid arguments".to_string()
-    } else {
-        lines.join(" ")
-    }
+/// What every program installs once its command line is accepted: on SIGINT
+/// or SIGTERM, and on a failed allocation, the temporary file being written
+/// and the folders this run created are removed before the process exits
+/// with the code [`crate::outcome`] gives.
+pub fn on_start() {
+    exit_on_signals();
+    crate::memory::on_out_of_memory(
+        crate::export::output::abandon_without_allocating,
+        crate::outcome::EXIT_ERROR,
+    );
 }
 
-/// Wraps `body` in the envelope every result file shares (schema version,
-/// time, this command line, environment, device).
-pub fn result_file(device: DeviceInfo, body: Body) -> ResultFile {
-    ResultFile {
-        schema_version: SCHEMA_VERSION.into(),
-        experiment: body.experiment().into(),
-        created_utc: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        command: command_line(),
-        environment: crate::env::capture(),
-        device,
-        body,
-    }
-}
-
-/// On SIGINT or SIGTERM: remove the temporary file being written and the folders
-/// this run created, then exit 128 + the signal (130, 143), as a shell reports
-/// a process killed by it. If the handler cannot be installed, the signals keep
-/// their default action (end the process), which is no worse.
+/// On SIGINT or SIGTERM: remove the temporary file being written and the
+/// folders this run created, then exit as [`crate::outcome::signal_exit_code`]
+/// says. If the handler cannot be installed, the signals keep their default
+/// action (end the process), which is no worse.
 fn exit_on_signals() {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
@@ -326,27 +315,7 @@ fn exit_on_signals() {
         if let Some(signal) = signals.forever().next() {
             // Held while exiting: the run cannot start a rename after the cleanup.
             let _held = crate::export::output::abandon();
-            std::process::exit(128 + signal);
+            std::process::exit(crate::outcome::signal_exit_code(signal));
         }
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn usage_errors_keep_what_is_wrong_on_one_line() {
-        let missing = "error: the following required arguments were not provided:\n  <FILE>...\n\nUsage: compare <BASELINE> <FILE>...\n\nFor more information, try '--help'.\n";
-        assert_eq!(
-            usage_line(missing),
-            "error: the following required arguments were not provided: <FILE>..."
-        );
-        let value = "error: invalid value 'x' for '--format <FORMAT>'\n  [possible values: table, md]\n\nFor more information, try '--help'.\n";
-        assert_eq!(
-            usage_line(value),
-            "error: invalid value 'x' for '--format <FORMAT>' [possible values: table, md]"
-        );
-        assert_eq!(usage_line(""), "error: invalid arguments");
-    }
 }

@@ -28,6 +28,7 @@ mod cuda;
 pub mod device;
 pub mod env;
 pub mod error;
+pub mod experiment;
 pub mod export;
 pub mod memory;
 pub mod outcome;

@@ -1,15 +1,17 @@
-//! What a run ended as, and the one place that turns it into an exit code and
-//! an error line: 0 when everything ran, [`EXIT_ERROR`] when the run failed (no
-//! report), [`EXIT_USAGE`] for a bad command line (`cli::parse`),
+//! What a run ended as, and the one place that decides exit codes and the
+//! line that explains them: 0 when everything ran, [`EXIT_ERROR`] when the run
+//! failed (no report; a failed allocation too, [`EXIT_ERROR`] from the
+//! allocator's hook), [`EXIT_USAGE`] for a bad command line ([`usage`]),
 //! [`EXIT_ROWS_FAILED`] when the report was written but some of its rows
-//! failed, and 128 + the signal (130, 143) for an interrupted run (`cli`'s
-//! signal handler). The measurement cores only report their rows.
+//! failed, [`CHECK_FAILED`] for a check asked for that failed, and 128 + the
+//! signal (130, 143) for an interrupted run ([`signal_exit_code`]). The
+//! measurement cores only report their rows; the programs call [`finish`].
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::schema::Row;
+use crate::schema::{Body, Row};
 
 /// The run failed before its report was written.
 pub const EXIT_ERROR: u8 = 1;
@@ -36,12 +38,53 @@ impl From<()> for Completion {
 impl Completion {
     /// [`Completion::RowsFailed`] naming every row that failed, else complete.
     pub fn of_rows<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Self {
+        Self::of_names(
+            rows.into_iter()
+                .map(|row| (row.precision.to_string(), row.measured.is_some())),
+        )
+    }
+}
+
+impl Completion {
+    /// What the rows of `body` ended as: every experiment's rule is this one
+    /// (a row without a measurement failed, and its error is in the row).
+    /// Bodies whose rows cannot fail one by one (a section is measured or the
+    /// run ends with an error) are complete.
+    pub fn of_body(body: &Body) -> Self {
+        match body {
+            Body::Matmul(r) => Self::of_rows(r.precisions.iter().chain(&r.cpu_fp32)),
+            Body::CpuVsGpu(r) => Self::of_rows(std::iter::once(&r.cpu).chain(&r.gpu)),
+            Body::Sweep(r) => Self::of_names(r.points.iter().map(|p| {
+                (
+                    format!("{} at {}", p.row.precision, p.size),
+                    p.row.measured.is_some(),
+                )
+            })),
+            Body::Block(r) => Self::of_names(
+                r.phases
+                    .iter()
+                    .flat_map(|p| p.rows.iter().map(move |row| (p, row)))
+                    .map(|(p, row)| {
+                        (
+                            format!("{} {}", p.phase.name(), row.precision),
+                            row.measured.is_some(),
+                        )
+                    }),
+            ),
+            Body::Basics(_) | Body::Precision(_) | Body::Memory(_) | Body::Overhead(_) => {
+                Self::Complete
+            }
+        }
+    }
+
+    /// From (name, measured) pairs.
+    fn of_names(rows: impl IntoIterator<Item = (String, bool)>) -> Self {
         let mut total = 0;
         let mut failed = Vec::new();
-        for row in rows {
+        for (name, measured) in rows {
             total += 1;
-            if row.measured.is_none() {
-                failed.push(row.precision.to_string());
+            if !measured {
+                failed.push(name);
             }
         }
         if failed.is_empty() {
@@ -49,6 +92,40 @@ impl Completion {
         } else {
             Self::RowsFailed { failed, total }
         }
+    }
+}
+
+/// The exit code of a process stopped by `signal` (SIGINT: 130, SIGTERM:
+/// 143), as a shell reports a process killed by it.
+pub fn signal_exit_code(signal: i32) -> i32 {
+    128 + signal
+}
+
+/// A command line clap refused: one line on stderr and [`EXIT_USAGE`];
+/// `--help` and `--version` print in full and exit 0.
+pub fn usage(e: &clap::Error) -> ExitCode {
+    if e.use_stderr() {
+        crate::note!("{}", usage_line(&e.render().to_string()));
+        ExitCode::from(EXIT_USAGE)
+    } else {
+        let _ = e.print();
+        ExitCode::SUCCESS
+    }
+}
+
+/// clap's message on one line: the lines that say what is wrong, joined (a
+/// missing argument's name is on the line after "not provided:"), without the
+/// usage and tips that follow the first blank line.
+pub fn usage_line(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    if lines.is_empty() {
+        "error: invalid arguments".to_string()
+    } else {
+        lines.join(" ")
     }
 }
 
@@ -106,6 +183,22 @@ pub fn finish_check(outcome: Result<Option<String>>) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn usage_errors_keep_what_is_wrong_on_one_line() {
+        let missing = "error: the following required arguments were not provided:\n  <FILE>...\n\nUsage: compare <BASELINE> <FILE>...\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            usage_line(missing),
+            "error: the following required arguments were not provided: <FILE>..."
+        );
+        let value = "error: invalid value 'x' for '--format <FORMAT>'\n  [possible values: table, md]\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            usage_line(value),
+            "error: invalid value 'x' for '--format <FORMAT>' [possible values: table, md]"
+        );
+        assert_eq!(usage_line(""), "error: invalid arguments");
+        assert_eq!((signal_exit_code(2), signal_exit_code(15)), (130, 143));
+    }
 
     #[test]
     fn each_outcome_has_its_exit_code() {

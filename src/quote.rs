@@ -27,6 +27,12 @@ pub fn shell_quote(arg: &OsStr) -> String {
     String::from_utf8_lossy(&quoted).into_owned()
 }
 
+/// A path for a message: as given, shell-quoted when it holds anything a shell or
+/// a terminal would misread (spaces, newlines, bytes that are not UTF-8).
+pub fn shown(path: &std::path::Path) -> String {
+    shell_quote(path.as_os_str())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

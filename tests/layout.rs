@@ -1,5 +1,6 @@
-//! The crate's shape, checked from its code (README, Layout): the top-level
-//! modules of `src/` import each other without a circle; result types import
+//! The crate's shape, checked from its code (docs/architecture.md): the
+//! top-level modules of `src/` import each other without a circle, and so do
+//! the files inside each of them; result types import
 //! nothing that measures; the measurement cores never import the exporters,
 //! the flags or the readers; the CUDA module is a leaf; and no source file holds
 //! more than 500 lines of code outside its tests. Imports are read from
@@ -211,6 +212,143 @@ fn no_import_circle_between_top_level_modules() {
         .map(|(k, v)| format!("{k} -> {}", v.iter().cloned().collect::<Vec<_>>().join(" ")))
         .collect();
     assert_eq!(circle(&graph), None, "import graph:\n{}", shown.join("\n"));
+}
+
+/// The module path of a file under `src/`: `src/export/views/sweep.rs` and
+/// `src/export/views/sweep/mod.rs` are `export::views::sweep`.
+fn module_path(path: &Path) -> Vec<String> {
+    let rel = path.strip_prefix(src()).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().to_string())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// Every path `code` names from `crate::` or `super::`, groups expanded
+/// (`crate::a::{b, c::{d, e}}` is `a::b`, `a::c::d`, `a::c::e`), as absolute
+/// module paths (a `super::` path resolved against `module`).
+fn paths(code: &str, module: &[String]) -> Vec<Vec<String>> {
+    fn tree(text: &str, prefix: &[String], out: &mut Vec<Vec<String>>) {
+        let mut path = prefix.to_vec();
+        let mut rest = text;
+        loop {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if name.is_empty() {
+                break;
+            }
+            path.push(name.clone());
+            rest = &rest[name.len()..];
+            match rest.strip_prefix("::") {
+                Some(after) => rest = after,
+                None => break,
+            }
+            if let Some(group) = rest.strip_prefix('{') {
+                // Each item of the group, at the group's own depth.
+                let mut depth = 0;
+                let mut start = 0;
+                for (j, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => {
+                            tree(group[start..j].trim(), &path, out);
+                            return;
+                        }
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            tree(group[start..j].trim(), &path, out);
+                            start = j + 1;
+                        }
+                        _ => {}
+                    }
+                }
+                return;
+            }
+        }
+        out.push(path);
+    }
+    let mut out = Vec::new();
+    for (i, _) in code.match_indices("crate::") {
+        tree(&code[i + "crate::".len()..], &[], &mut out);
+    }
+    for (i, _) in code.match_indices("super::") {
+        // `super::super::x` counts once, from its first `super`.
+        if code[..i].ends_with("super::") {
+            continue;
+        }
+        let mut at = &code[i..];
+        let mut base = module.to_vec();
+        while let Some(after) = at.strip_prefix("super::") {
+            base.pop();
+            at = after;
+        }
+        tree(at, &base, &mut out);
+    }
+    out
+}
+
+/// Inside each top-level module, which of its files import which: an edge
+/// from a file's module to the deepest file module a path it names lies in,
+/// leaving out a module's own ancestors and descendants (a parent dispatching
+/// to its children, and the children using the parent's types, is the usual
+/// shape of a module, not a circle).
+fn file_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_path(f)).collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in &files {
+        let me = module_path(f);
+        if me.len() < 2 || f.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        let related = |a: &[String], b: &[String]| a.starts_with(b) || b.starts_with(a);
+        for path in paths(&strip(&code(f)), &me) {
+            let target = (1..=path.len())
+                .rev()
+                .map(|n| path[..n].to_vec())
+                .find(|p| modules.contains(p));
+            if let Some(t) = target {
+                if t[0] == me[0] && !related(&t, &me) {
+                    graph.entry(me.join("::")).or_default().insert(t.join("::"));
+                }
+            }
+        }
+    }
+    graph
+}
+
+#[test]
+fn paths_are_resolved_with_groups_and_super() {
+    let me: Vec<String> = ["export", "views", "sweep"].map(String::from).into();
+    let got = paths(
+        "use crate::export::{svg::{a, b}, table::T};\nuse super::super::csv::C;\nsuper::Records",
+        &me,
+    );
+    let want: Vec<Vec<String>> = vec![
+        vec!["export".into(), "svg".into(), "a".into()],
+        vec!["export".into(), "svg".into(), "b".into()],
+        vec!["export".into(), "table".into(), "T".into()],
+        vec!["export".into(), "csv".into(), "C".into()],
+        vec!["export".into(), "views".into(), "Records".into()],
+    ];
+    assert_eq!(got, want);
+}
+
+#[test]
+fn no_import_circle_between_files_inside_one_module() {
+    let graph = file_graph();
+    let shown: Vec<String> = graph
+        .iter()
+        .map(|(k, v)| format!("{k} -> {}", v.iter().cloned().collect::<Vec<_>>().join(" ")))
+        .collect();
+    assert_eq!(circle(&graph), None, "file import graph:\n{}", shown.join("\n"));
 }
 
 #[test]

@@ -9,10 +9,10 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use candle_lab::cli::parse;
-use candle_lab::export::output::shown;
 use candle_lab::export::table::{print_text, Screen};
 use candle_lab::memory::CountingAlloc;
 use candle_lab::outcome::finish_check;
+use candle_lab::quote::shown;
 use candle_lab::read::compare::{self, Comparison, Format, BAND};
 use candle_lab::read::load::MAX_FILE_SIZE;
 use clap::Parser;
@@ -76,7 +76,10 @@ fn percent(text: &str) -> Result<f64, String> {
 }
 
 fn main() -> std::process::ExitCode {
-    finish_check(run(parse()))
+    match parse() {
+        Ok(args) => finish_check(run(args)),
+        Err(code) => code,
+    }
 }
 
 /// Prints every comparison; `Some(reason)` when `--fail-if-slower` fails.

@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use candle_lab::cli::parse;
-use candle_lab::export::output::{prepare, shown};
+use candle_lab::export::output::prepare;
 use candle_lab::memory::CountingAlloc;
 use candle_lab::outcome::finish;
+use candle_lab::quote::shown;
 use candle_lab::read::folder::check_inside;
 use candle_lab::read::report::{self, Content};
 use clap::Parser;
@@ -34,7 +35,10 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    finish(run(parse()))
+    match parse() {
+        Ok(args) => finish(run(args)),
+        Err(code) => code,
+    }
 }
 
 fn run(args: Args) -> Result<()> {

@@ -12,10 +12,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use candle_lab::cli::parse;
 use candle_lab::device::{select, DeviceArg};
-use candle_lab::export::output::{prepare, shown};
+use candle_lab::export::output::prepare;
 use candle_lab::export::table::{print_text, Screen};
 use candle_lab::memory::CountingAlloc;
 use candle_lab::outcome::finish;
+use candle_lab::quote::shown;
 use candle_lab::read::folder::check_inside;
 use candle_lab::read::summary::{self, load_machine_file, MachineFiles, Side};
 use clap::Parser;
@@ -54,7 +55,10 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    finish(run(parse()))
+    match parse() {
+        Ok(args) => finish(run(args)),
+        Err(code) => code,
+    }
 }
 
 fn run(args: Args) -> Result<()> {

@@ -565,7 +565,7 @@ mod tests {
         };
         crate::export::output::prepare(&path)
             .unwrap()
-            .save(&crate::cli::result_file(
+            .save(&crate::experiment::result_file(
                 info,
                 crate::schema::Body::Matmul(body),
             ))

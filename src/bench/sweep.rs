@@ -81,11 +81,11 @@ impl Config {
         })
     }
 
-    /// Refuses a sweep whose largest size does not fit, before anything is
-    /// allocated (the need grows with n, so the largest decides).
-    pub fn check_fits(&self, device: &Device, host: crate::memory::fits::HostCheck) -> Result<()> {
+    /// What must fit: the largest size's matmul, every precision of it (the
+    /// sizes run in ascending order, one at a time).
+    pub fn needs(&self, device: &Device) -> Vec<crate::memory::fits::Need> {
         let Some(&n) = self.sizes.last() else {
-            return Ok(());
+            return Vec::new();
         };
         let largest = matmul::Config {
             size: n,
@@ -96,11 +96,10 @@ impl Config {
             precisions: self.precisions.clone(),
             accuracy_rows: ACCURACY_ROWS,
         };
-        let need = crate::memory::fits::Need {
+        vec![crate::memory::fits::Need {
             what: format!("--sizes (largest {n})"),
             ..matmul::need(device, &largest)
-        };
-        crate::memory::fits::check(device, &need, host)
+        }]
     }
 }
 

@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 
 use super::views::{self, Records};
 use super::Format;
-use crate::schema::ResultFile;
+use crate::schema::{Kind, ResultFile};
 
 pub struct Csv;
 
@@ -15,7 +15,7 @@ impl Format for Csv {
         "csv"
     }
 
-    fn applies_to(&self, experiment: &str) -> bool {
+    fn applies_to(&self, experiment: Kind) -> bool {
         views::has_records(experiment)
     }
 

@@ -9,6 +9,7 @@
 //! A new format is one file here implementing [`Format`], and its line in
 //! [`FORMATS`].
 
+mod chart;
 pub mod csv;
 pub mod markdown;
 pub mod output;
@@ -18,7 +19,7 @@ pub mod views;
 
 use anyhow::Result;
 
-use crate::schema::ResultFile;
+use crate::schema::{Kind, ResultFile};
 use output::Output;
 use table::Screen;
 
@@ -29,14 +30,14 @@ pub trait Format: Sync {
     fn extension(&self) -> &'static str;
     /// Whether results of `experiment` have anything in this format. Known
     /// before the run, so that the file's path is checked then.
-    fn applies_to(&self, experiment: &str) -> bool;
+    fn applies_to(&self, experiment: Kind) -> bool;
     /// The file's bytes for `file`; `None` while there is nothing to write yet
     /// (a chart before its first point).
     fn render(&self, file: &ResultFile) -> Result<Option<Vec<u8>>>;
 }
 
 /// Every format written beside the JSON.
-pub const FORMATS: &[&dyn Format] = &[&csv::Csv, &svg::Chart];
+pub const FORMATS: &[&dyn Format] = &[&csv::Csv, &chart::Chart];
 
 /// Where one run's result goes: the JSON, and beside it each format that
 /// applies to the experiment, every path checked by [`Outputs::new`] before
@@ -47,7 +48,7 @@ pub struct Outputs {
 }
 
 impl Outputs {
-    pub fn new(json: Output, experiment: &str) -> Result<Self> {
+    pub fn new(json: Output, experiment: Kind) -> Result<Self> {
         let mut beside = Vec::new();
         for &format in FORMATS.iter().filter(|f| f.applies_to(experiment)) {
             let target = json.beside(format.extension())?;

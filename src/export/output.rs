@@ -47,7 +47,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
 use crate::export::table::Screen;
-use crate::quote::shell_quote;
+use crate::quote::shown;
 
 mod pending;
 pub use pending::{abandon, abandon_without_allocating, Abandoned};
@@ -398,12 +398,6 @@ fn parent_dir(path: &Path) -> PathBuf {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     }
-}
-
-/// A path for a message: as given, shell-quoted when it holds anything a shell or
-/// a terminal would misread (spaces, newlines, bytes that are not UTF-8).
-pub fn shown(path: &Path) -> String {
-    shell_quote(path.as_os_str())
 }
 
 fn pause_for_tests() {

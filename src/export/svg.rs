@@ -467,30 +467,6 @@ fn draw_error<E: std::error::Error + Send + Sync>(
     anyhow::anyhow!("drawing a chart: {e}")
 }
 
-/// The chart a program draws beside its JSON: the sweep's GFLOP/s against n
-/// (the matmul and memory charts are drawn by `report` from every folder).
-pub struct Chart;
-
-impl crate::export::Format for Chart {
-    fn extension(&self) -> &'static str {
-        "svg"
-    }
-
-    fn applies_to(&self, experiment: &str) -> bool {
-        experiment == "sweep"
-    }
-
-    fn render(&self, file: &crate::schema::ResultFile) -> Result<Option<Vec<u8>>> {
-        use crate::export::views::sweep;
-        let crate::schema::Body::Sweep(r) = &file.body else {
-            return Ok(None);
-        };
-        // No chart until a point has a measurement.
-        let title = sweep::title(&file.device, &file.environment, r);
-        Ok(sweep::chart(&title, r).ok().map(String::into_bytes))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,6 +37,18 @@ pub struct Need {
     pub device_bytes: u64,
 }
 
+impl Need {
+    /// The same bytes, all on the host: a part of a GPU run that runs on the
+    /// CPU (the reference lab's fp32 CPU comparison), checked on any device.
+    pub fn on_host(self) -> Need {
+        Need {
+            host_bytes: self.host_bytes.saturating_add(self.device_bytes),
+            device_bytes: 0,
+            ..self
+        }
+    }
+}
+
 /// Refuses `need` on `device` when it cannot fit (module docs), before
 /// anything is allocated; prints a note when the host has less available now
 /// than it needs.

@@ -45,14 +45,17 @@ thread_local! {
     static FALLIBLE: Cell<bool> = const { Cell::new(false) };
 }
 
-/// What to remove before exiting when an allocation fails; must not allocate.
-static CLEANUP: OnceLock<fn()> = OnceLock::new();
+/// What to remove before exiting when an allocation fails (must not
+/// allocate), and the exit code to end with.
+static ON_REFUSAL: OnceLock<(fn(), u8)> = OnceLock::new();
 
 /// Registers what to remove when an allocation fails (the output policy's
-/// temporary files and created folders: `cli::parse` registers them, since the
-/// exporters never import measurement). The first registration stays.
-pub fn on_out_of_memory(cleanup: fn()) {
-    let _ = CLEANUP.set(cleanup);
+/// temporary files and created folders) and the exit code the process then
+/// ends with: `cli::on_start` registers both, since the exporters never import
+/// measurement and exit codes are `outcome`'s. The first registration stays;
+/// without one the code is 1.
+pub fn on_out_of_memory(cleanup: fn(), exit_code: u8) {
+    let _ = ON_REFUSAL.set((cleanup, exit_code));
 }
 
 /// Runs `f` with a refused allocation returned to it as a failure, as
@@ -73,7 +76,8 @@ fn refused(bytes: usize) -> *mut u8 {
     out_of_memory(bytes)
 }
 
-/// One line on standard error, the pending files removed, exit code 1; nothing
+/// One line on standard error, the pending files removed, the registered exit
+/// code ([`on_out_of_memory`]); nothing
 /// here allocates (the line is built in a buffer on the stack, written raw).
 fn out_of_memory(bytes: usize) -> ! {
     let mut line = Line::default();
@@ -87,16 +91,17 @@ fn out_of_memory(bytes: usize) -> ! {
     // runtime reopens a closed one as /dev/null before main).
     let stderr = unsafe { std::os::fd::BorrowedFd::borrow_raw(2) };
     let _ = rustix::io::write(stderr, line.text());
-    if let Some(cleanup) = CLEANUP.get() {
+    let mut code = 1;
+    if let Some((cleanup, exit_code)) = ON_REFUSAL.get() {
         cleanup();
+        code = *exit_code;
     }
     extern "C" {
         fn _exit(status: std::ffi::c_int) -> !;
     }
     // SAFETY: _exit ends the process at once, without running handlers that
-    // could allocate or wait for the other threads. 1: the run failed and
-    // wrote no report (`outcome::EXIT_ERROR`; memory imports nothing above it).
-    unsafe { _exit(1) }
+    // could allocate or wait for the other threads.
+    unsafe { _exit(std::ffi::c_int::from(code)) }
 }
 
 /// A line built without allocating.

@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use super::load::Loaded;
-use crate::export::output::shown;
+use crate::quote::shown;
 use crate::schema::{self, Body, DeviceKind, ResultFile};
 
 /// One timed result, whatever file it came from.

@@ -20,7 +20,7 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::export::output::shown;
+use crate::quote::shown;
 
 /// The names a tool may use in a folder, in name order, and what it skipped.
 #[derive(Debug, Default)]

@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use rustix::fs::{Mode, OFlags};
 use serde_json::Value;
 
-use crate::export::output::shown;
+use crate::quote::shown;
 use crate::schema::{self, ResultFile};
 
 /// The largest result file a reader takes: far above any run's (a matmul's

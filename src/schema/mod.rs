@@ -33,6 +33,7 @@ use anyhow::{bail, Context, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use strum::{EnumDiscriminants, EnumIter, IntoStaticStr};
 
 pub use availability::{
     verdict, Availability, QuietReport, RowKind, Verdict, HELD_FRACTION_MIN,
@@ -86,8 +87,19 @@ pub struct ResultFile {
 }
 
 /// An experiment's own results, stored under the key named after it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+///
+/// This enum is the registry of experiments: a variant here is an experiment.
+/// [`Kind`] (derived from it) lists them without their data, and every list
+/// of experiments in the suite is derived from [`Kind::iter`] or checked
+/// against it (`tests/registry.rs`); every reader that handles bodies matches
+/// on this enum, so the compiler names each place a new one must be handled.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema, EnumDiscriminants)]
 #[serde(rename_all = "snake_case")]
+#[strum_discriminants(
+    name(Kind),
+    derive(EnumIter, IntoStaticStr, Hash, PartialOrd, Ord),
+    strum(serialize_all = "snake_case")
+)]
 // One body per file and process: boxing the larger variants would buy nothing.
 #[allow(clippy::large_enum_variant)]
 pub enum Body {
@@ -104,16 +116,25 @@ pub enum Body {
 impl Body {
     /// The experiment's name: the key the body is stored under.
     pub fn experiment(&self) -> &'static str {
-        match self {
-            Self::Basics(_) => "basics",
-            Self::Precision(_) => "precision",
-            Self::Matmul(_) => "matmul",
-            Self::CpuVsGpu(_) => "cpu_vs_gpu",
-            Self::Memory(_) => "memory",
-            Self::Overhead(_) => "overhead",
-            Self::Sweep(_) => "sweep",
-            Self::Block(_) => "block",
-        }
+        Kind::from(self).name()
+    }
+}
+
+impl Kind {
+    /// The experiment's name ("cpu_vs_gpu"): its program, its result file's
+    /// stem and its body's key, the same string serde writes.
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
+    /// Every experiment, in the order the enum declares them.
+    pub fn all() -> impl Iterator<Item = Kind> {
+        <Kind as strum::IntoEnumIterator>::iter()
+    }
+
+    /// The experiment called `name`, if there is one.
+    pub fn from_name(name: &str) -> Option<Kind> {
+        Self::all().find(|k| k.name() == name)
     }
 }
 

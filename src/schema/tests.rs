@@ -126,7 +126,7 @@ fn minimal(version: &str) -> Value {
         "device": "cpu", "precisions": [], "cpu_fp32_ms": null, "gpu_speedup_fp32": null,
         "cpu_fp32": null, "flops_per_matmul": 524288.0
     });
-    let mut file = serde_json::to_value(crate::cli::result_file(
+    let mut file = serde_json::to_value(crate::experiment::result_file(
         crate::device::select(crate::device::DeviceArg::Cpu)
             .unwrap()
             .1,

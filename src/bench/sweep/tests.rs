@@ -114,8 +114,12 @@ fn sizes_run_in_ascending_order_each_once() {
     let huge = Config::new(vec![64, 400_000], vec![Precision::F32], plan(1.0)).unwrap();
     let err = format!(
         "{:#}",
-        huge.check_fits(&Device::Cpu, crate::memory::fits::HostCheck::Enforce)
-            .unwrap_err()
+        crate::memory::fits::check_all(
+            &Device::Cpu,
+            &huge.needs(&Device::Cpu),
+            crate::memory::fits::HostCheck::Enforce
+        )
+        .unwrap_err()
     );
     assert!(err.starts_with("--sizes (largest 400000): needs"), "{err}");
 }

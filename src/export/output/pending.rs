@@ -13,7 +13,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 
 use anyhow::{anyhow, Context, Result};
 
-use super::shown;
+use crate::quote::shown;
 
 /// What an interrupted or failed run must remove: the temporary file being
 /// written and the folders this run created (deepest last).

@@ -13,7 +13,7 @@ pub mod sweep;
 
 use crate::device::machine_slug;
 use crate::export::table::Table;
-use crate::schema::{Availability, Body, ResultFile};
+use crate::schema::{Availability, Body, Kind, ResultFile};
 
 /// What a result shows on the terminal: tables, then one line per note.
 #[derive(Default)]
@@ -182,12 +182,45 @@ pub fn show(file: &ResultFile) -> Shown {
     }
 }
 
-/// Whether results of `experiment` have records (a CSV beside the JSON).
-pub fn has_records(experiment: &str) -> bool {
-    matches!(
-        experiment,
-        "matmul" | "cpu_vs_gpu" | "sweep" | "memory" | "overhead" | "block"
-    )
+/// Whether results of `kind` have records (a CSV beside the JSON): known
+/// before the run, so that the CSV's path is checked then. Every experiment
+/// is named, so a new one must say.
+pub fn has_records(kind: Kind) -> bool {
+    match kind {
+        Kind::Basics | Kind::Precision => false,
+        Kind::Matmul
+        | Kind::CpuVsGpu
+        | Kind::Sweep
+        | Kind::Memory
+        | Kind::Overhead
+        | Kind::Block => true,
+    }
+}
+
+/// Whether results of `kind` have a chart beside the JSON ([`chart`]).
+pub fn has_chart(kind: Kind) -> bool {
+    match kind {
+        Kind::Sweep => true,
+        Kind::Basics
+        | Kind::Precision
+        | Kind::Matmul
+        | Kind::CpuVsGpu
+        | Kind::Memory
+        | Kind::Overhead
+        | Kind::Block => false,
+    }
+}
+
+/// The SVG chart of `file` written beside its JSON, for the kinds
+/// [`has_chart`] names; `None` while there is nothing to draw.
+pub fn chart(file: &ResultFile) -> Option<String> {
+    match &file.body {
+        Body::Sweep(r) => {
+            let title = sweep::title(&file.device, &file.environment, r);
+            sweep::chart(&title, r).ok()
+        }
+        _ => None,
+    }
 }
 
 /// The CSV records of `file`, for the experiments with rows.
@@ -220,18 +253,9 @@ mod tests {
 
     #[test]
     fn every_experiment_with_rows_has_records_and_only_those() {
-        for e in [
-            "matmul",
-            "cpu_vs_gpu",
-            "sweep",
-            "memory",
-            "overhead",
-            "block",
-        ] {
-            assert!(has_records(e), "{e}");
-        }
-        for e in ["basics", "precision", "nothing"] {
-            assert!(!has_records(e), "{e}");
+        for e in Kind::all() {
+            let rows = !matches!(e, Kind::Basics | Kind::Precision);
+            assert_eq!(has_records(e), rows, "{e:?}");
         }
         assert_eq!(num(Some(0.5)), "0.5");
         assert_eq!(num(Some(2.0)), "2.0");

@@ -390,7 +390,7 @@ mod tests {
             ..cpu
         };
         let file = |body| {
-            let mut f = crate::cli::result_file(gpu.clone(), body);
+            let mut f = crate::experiment::result_file(gpu.clone(), body);
             f.environment.cuda_build_version = Some("13.0".into());
             Ok(f)
         };

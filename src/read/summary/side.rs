@@ -10,8 +10,8 @@ use serde::Deserialize;
 use super::{Cell, Filled, Item, Version, ITEMS};
 use crate::bench::matmul::gflops;
 use crate::error::error_line;
-use crate::export::output::shown;
 use crate::precision::Precision::{self, F16, F32};
+use crate::quote::shown;
 use crate::read::folder::readable_inside;
 use crate::read::load::{self, Loaded};
 use crate::schema::{

@@ -1,0 +1,134 @@
+//! The command line of an experiment: the shared flags and the experiment's
+//! own in one clap command, and `--preset small` folded in. A preset is words
+//! of a command line ([`Experiment::SMALL`]), put before the user's own so
+//! that each flag the user gives wins; the preset's flags the user gave are
+//! left out, so a flag that takes a list (`--dtypes`) is never given twice.
+
+use std::ffi::OsString;
+
+use clap::parser::ValueSource;
+use clap::{Args, FromArgMatches};
+
+use super::Experiment;
+use crate::cli::{Common, Preset};
+
+/// The clap command of experiment `E`: its name, its help, the shared flags,
+/// then its own. (The help is set last: a flag struct's doc comment would
+/// otherwise replace it.)
+pub fn command<E: Experiment>() -> clap::Command {
+    let cmd = clap::Command::new(E::KIND.name()).version(env!("CARGO_PKG_VERSION"));
+    E::Flags::augment_args(Common::augment_args(cmd))
+        .about(E::ABOUT)
+        .long_about(None)
+}
+
+/// Parses `argv` (the program's name first) into the shared flags and `E`'s,
+/// with the preset the command line names folded in.
+pub fn parse<E: Experiment>(argv: Vec<OsString>) -> Result<(Common, E::Flags), clap::Error> {
+    let cmd = command::<E>();
+    let matches = cmd.clone().try_get_matches_from(&argv)?;
+    let common = Common::from_arg_matches(&matches)?;
+    let matches = match common.preset {
+        None => matches,
+        Some(Preset::Small) => {
+            let words = preset_words(&cmd, &matches, E::SMALL);
+            let mut with = argv[..1].to_vec();
+            with.extend(words.into_iter().map(OsString::from));
+            with.extend(argv[1..].iter().cloned());
+            cmd.try_get_matches_from(&with)?
+        }
+    };
+    Ok((
+        Common::from_arg_matches(&matches)?,
+        E::Flags::from_arg_matches(&matches)?,
+    ))
+}
+
+/// The words of `preset` whose flag the command line did not give itself. A
+/// flag is `--name` and the words up to the next flag are its values.
+fn preset_words<'a>(
+    cmd: &clap::Command,
+    given: &clap::ArgMatches,
+    preset: &[&'a str],
+) -> Vec<&'a str> {
+    let mut kept = Vec::new();
+    let mut keep = false;
+    for &word in preset {
+        if let Some(long) = word.strip_prefix("--") {
+            let id = cmd
+                .get_arguments()
+                .find(|a| a.get_long() == Some(long))
+                .map(|a| a.get_id().clone());
+            keep = id
+                .is_none_or(|id| given.value_source(id.as_str()) != Some(ValueSource::CommandLine));
+        }
+        if keep {
+            kept.push(word);
+        }
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(clap::Args, Debug)]
+    struct Flags {
+        #[arg(long, default_value_t = 4096)]
+        size: u64,
+        #[arg(long, value_delimiter = ',', default_value = "fp32,fp16")]
+        dtypes: Vec<String>,
+        #[arg(long)]
+        iters: Option<u64>,
+    }
+
+    struct Toy;
+    impl Experiment for Toy {
+        const KIND: crate::schema::Kind = crate::schema::Kind::Matmul;
+        const ABOUT: &'static str = "a toy";
+        const SMALL: &'static [&'static str] =
+            &["--size", "128", "--dtypes", "fp32", "--iters", "3"];
+        type Flags = Flags;
+        type Config = ();
+        fn config(_: &Flags, _: bool) -> anyhow::Result<()> {
+            Ok(())
+        }
+        fn run(_: &(), _: &super::super::Session) -> anyhow::Result<crate::schema::Body> {
+            anyhow::bail!("not run")
+        }
+    }
+
+    fn parsed(args: &[&str]) -> Flags {
+        let mut argv: Vec<OsString> = vec!["toy".into()];
+        argv.extend(args.iter().map(OsString::from));
+        parse::<Toy>(argv).unwrap().1
+    }
+
+    #[test]
+    fn the_preset_fills_what_the_command_line_leaves_out() {
+        let plain = parsed(&[]);
+        assert_eq!((plain.size, plain.iters), (4096, None));
+        let small = parsed(&["--preset", "small"]);
+        assert_eq!(
+            (small.size, small.dtypes, small.iters),
+            (128, vec!["fp32".into()], Some(3))
+        );
+        // The user's flags win, a list flag is not appended to the preset's.
+        let mixed = parsed(&["--preset", "small", "--dtypes", "bf16,fp16", "--size=64"]);
+        assert_eq!(mixed.size, 64);
+        assert_eq!(mixed.dtypes, vec!["bf16".to_string(), "fp16".into()]);
+        assert_eq!(mixed.iters, Some(3));
+    }
+
+    #[test]
+    fn a_bad_flag_is_refused_with_or_without_the_preset() {
+        let argv = |a: &[&str]| {
+            let mut v: Vec<OsString> = vec!["toy".into()];
+            v.extend(a.iter().map(OsString::from));
+            v
+        };
+        assert!(parse::<Toy>(argv(&["--size", "x"])).is_err());
+        assert!(parse::<Toy>(argv(&["--preset", "large"])).is_err());
+    }
+}
