@@ -8,15 +8,14 @@ use std::process::Command;
 fn main() {
     let root = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
     let root = Path::new(&root);
-    // A commit rewrites HEAD or the index of the git folder, which in a linked
-    // worktree is not `.git/` (there `.git` is a file naming it): ask git where.
-    let git_dir = git(root, &["rev-parse", "--absolute-git-dir"]).map(std::path::PathBuf::from);
-    let git_files = git_dir
-        .iter()
-        .flat_map(|d| [d.join("HEAD"), d.join("index")]);
-    // Sources too: an edit makes the tree "-dirty" without touching the index.
-    let sources = ["Cargo.lock", "src", "experiments", "tools"].map(|s| root.join(s));
-    for watched in git_files.chain(sources) {
+    // Rerun when the sources change, and only then: git's own files (the
+    // index, which `git status` rewrites; HEAD, which a commit moves) are not
+    // watched, so neither relinks every program. The commit recorded is the
+    // one the sources were built from, "-dirty" when they differed from it:
+    // after a commit of what was built, programs say "<parent>-dirty" until a
+    // source changes (docs/measuring.md, "Which build").
+    let sources = ["Cargo.lock", "build.rs", "src", "experiments", "tools"].map(|s| root.join(s));
+    for watched in sources {
         // Watching a file that does not exist would rerun this script every build.
         if watched.exists() {
             println!("cargo:rerun-if-changed={}", watched.display());
@@ -24,9 +23,11 @@ fn main() {
     }
     let commit = git(root, &["rev-parse", "--short=12", "HEAD"]).map(|sha| {
         // results/ holds outputs, not sources: rewriting it does not make a build dirty.
+        // --no-optional-locks: a status that rewrites no index.
         let dirty = git(
             root,
             &[
+                "--no-optional-locks",
                 "status",
                 "--porcelain",
                 "--untracked-files=no",

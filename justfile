@@ -7,66 +7,64 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 # Programs run as release builds; CANDLE_LAB_PROFILE=dev reuses `just test`'s build (CI's smoke runs).
 profile := env("CANDLE_LAB_PROFILE", "release")
 features := if env("CANDLE_LAB_FEATURES", "auto") != "auto" { env("CANDLE_LAB_FEATURES") } else if `command -v nvcc >/dev/null 2>&1 && echo yes || echo no` == "yes" { "--features cuda" } else { "" }
-run := "cargo run --profile " + profile + " --quiet " + features + " --bin"
-# CANDLE_LAB_QUICK=1: `just results` and `just bench` at small sizes, as CI checks the README's two
-# commands in order (`just results`, then `just test`); its numbers are not the machine's speed.
+# Every recipe builds the programs once (`_build`: a no-op when they are current), then runs the
+# built program itself, so a recipe costs the program's own time.
+bin := env("CARGO_TARGET_DIR", "target") + "/" + if profile == "dev" { "debug" } else { profile }
+# CANDLE_LAB_QUICK=1: every experiment at its small preset (`--preset small`: seconds on two cores),
+# as CI checks the README's two commands in order (`just results`, then `just test`); its numbers
+# are not the machine's speed.
 quick := env("CANDLE_LAB_QUICK", "")
-bench_args := if quick != "" { "--size 128 --iters 3 --warmup 1" } else { "--size 4096 --iters 20 --warmup 5" }
-memory_args := if quick != "" { "--mib 1 --matmul-size 128 --iters 2 --warmup 1" } else { "" }
-# `just results` waits up to two minutes for a quiet machine before each timed program (README,
-# "How it measures"); the quick CI run does not wait.
-quiet_args := if quick != "" { "" } else { "--require-quiet 120" }
-block_args := if quick != "" { "--hidden 64 --heads 4 --mlp 128 --seq 16 --iters 3 --warmup 1" } else { "" }
-overhead_args := if quick != "" { "--first-size 128 --calls 20 --cache-sizes 64,128 --flush-mib 4 --iters 3 --warmup 1" } else { "" }
+preset := if quick != "" { "--preset small" } else { "" }
+bench_args := if quick != "" { "--preset small" } else { "--size 4096 --iters 20 --warmup 5" }
 
 # List the recipes
 default:
     @just --list --unsorted
 
 # Rank, shape, dtype, bytes, device; views; a host-to-device transfer
-basics *args: _which-build
-    {{run}} basics -- --results-dir results {{args}}
+basics *args: _build
+    {{bin}}/basics --results-dir results {{preset}} {{args}}
 
 # Float formats' limits (max, eps, subnormals...) and what they do to numbers
-precision *args: _which-build
-    {{run}} precision -- --results-dir results {{args}}
+precision *args: _build
+    {{bin}}/precision --results-dir results {{preset}} {{args}}
 
 # Square matmul per precision (reference defaults: 4096, 20 iters, 5 warm-up)
-matmul *args: _which-build
-    {{run}} matmul -- --results-dir results {{args}}
+matmul *args: _build
+    {{bin}}/matmul --results-dir results {{preset}} {{args}}
 
 # The same fp32 matmul on CPU and GPU, and the speedup
-cpu-vs-gpu *args: _which-build
-    {{run}} cpu_vs_gpu -- --results-dir results {{args}}
+cpu-vs-gpu *args: _build
+    {{bin}}/cpu_vs_gpu --results-dir results {{preset}} {{args}}
 
 # Matmul GFLOP/s across sizes x precisions, sampled adaptively: JSON, CSV and SVG
-sweep *args: _which-build
-    {{run}} sweep -- --results-dir results {{args}}
+sweep *args: _build
+    {{bin}}/sweep --results-dir results {{preset}} {{args}}
 
 # Regenerate results/README.md and its charts from every machine folder
-report:
-    {{run}} report -- --results-dir results
+report: _build
+    {{bin}}/report --results-dir results
 
 # Compare result files with a baseline: compare A.json B.json [C.json ...]
-compare *args:
-    {{run}} compare -- {{args}}
+compare *args: _build
+    {{bin}}/compare {{args}}
 
 # Transfers, Candle's memory-bound ops against the copy ceiling, out of memory, roofline points
-memory *args: _which-build
-    {{run}} memory -- --results-dir results {{memory_args}} {{args}}
+memory *args: _build
+    {{bin}}/memory --results-dir results {{preset}} {{args}}
 
 # First call vs warm, launch overhead of the smallest ops, cold vs hot cache
-overhead *args: _which-build
-    {{run}} overhead -- --results-dir results {{overhead_args}} {{args}}
+overhead *args: _build
+    {{bin}}/overhead --results-dir results {{preset}} {{args}}
 
 # A decoder block per precision, prefill and decode: end to end, by op class, fused vs composed
-block *args: _which-build
-    {{run}} block -- --results-dir results {{block_args}} {{args}}
+block *args: _build
+    {{bin}}/block --results-dir results {{preset}} {{args}}
 
 # The reference benchmark: matmul and cpu_vs_gpu at 4096, 20 iters, 5 warm-up
-bench *args: _which-build
-    {{run}} matmul -- {{bench_args}} --results-dir results {{args}}
-    {{run}} cpu_vs_gpu -- {{bench_args}} --results-dir results {{args}}
+bench *args: _build
+    {{bin}}/matmul {{bench_args}} --results-dir results {{args}}
+    {{bin}}/cpu_vs_gpu {{bench_args}} --results-dir results {{args}}
 
 # The PyTorch reference (pytorch/matmul.py, same flags; --experiment matmul|cpu_vs_gpu)
 pytorch *args:
@@ -77,42 +75,64 @@ pytorch-block *args:
     "$(scripts/pytorch-env.sh)" pytorch/block.py {{args}}
 
 # Candle's block, then PyTorch's on the same weights, then `compare` on the two files
-vs-pytorch-block *args: _which-build
+vs-pytorch-block *args: _build
     #!/usr/bin/env bash
     set -euo pipefail
     py=$(scripts/pytorch-env.sh)
     dir=$(mktemp -d "${TMPDIR:-/tmp}/vs-pytorch-block.XXXXXX")
     echo "vs-pytorch-block: result files in $dir" >&2
-    {{run}} block -- --output "$dir/candle.json" --save-weights "$dir/weights.safetensors" {{args}}
+    {{bin}}/block --output "$dir/candle.json" --save-weights "$dir/weights.safetensors" {{args}}
     "$py" pytorch/block.py --output "$dir/pytorch.json" --weights "$dir/weights.safetensors" {{args}}
-    {{run}} compare -- "$dir/candle.json" "$dir/pytorch.json"
+    {{bin}}/compare "$dir/candle.json" "$dir/pytorch.json"
 
 # Candle's matmul, then PyTorch's at the same settings, then `compare` on the two files
-vs-pytorch *args: _which-build
+vs-pytorch *args: _build
     #!/usr/bin/env bash
     set -euo pipefail
     py=$(scripts/pytorch-env.sh)
     dir=$(mktemp -d "${TMPDIR:-/tmp}/vs-pytorch.XXXXXX")
     echo "vs-pytorch: result files in $dir" >&2
-    {{run}} matmul -- --output "$dir/candle.json" {{args}}
+    {{bin}}/matmul --output "$dir/candle.json" {{args}}
     "$py" pytorch/matmul.py --output "$dir/pytorch.json" {{args}}
-    {{run}} compare -- "$dir/candle.json" "$dir/pytorch.json"
+    {{bin}}/compare "$dir/candle.json" "$dir/pytorch.json"
 
 # The reference lab's table beside this machine's results; writes results/<machine>/summary.md
-summary *args: _which-build
-    {{run}} summary -- --results-dir results {{args}}
+summary *args: _build
+    {{bin}}/summary --results-dir results {{preset}} {{args}}
 
 # Every experiment but the sweep: regenerates results/<machine>/ and results/README.md, then ends
-# with the summary (the reference lab's table beside this machine's values)
-results: _which-build
-    just basics
-    just precision
-    just bench {{quiet_args}}
-    just memory {{quiet_args}}
-    just overhead {{quiet_args}}
-    just block {{quiet_args}}
-    just report
-    just summary
+# with the summary (the reference lab's table beside this machine's values). One build, then each
+# program with a progress line; CPU rows sampled adaptively (docs/measuring.md). Each timed program
+# first waits for a quiet machine (up to 60 s for the first, 10 s for the others), then measures
+# anyway, marking the rows that ran contended.
+results: _build
+    #!/usr/bin/env bash
+    set -euo pipefail
+    quick="{{quick}}"
+    wait_first=() wait_next=()
+    if [[ -z $quick ]]; then wait_first=(--wait-for-quiet 60) wait_next=(--wait-for-quiet 10); fi
+    steps=(basics precision matmul cpu_vs_gpu memory overhead block report summary)
+    start=$EPOCHREALTIME i=0
+    since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
+    echo "results: programs in {{bin}}/, $("{{bin}}/basics" --version | cut -d' ' -f2-)" >&2
+    for name in "${steps[@]}"; do
+      i=$((i + 1)) t0=$EPOCHREALTIME
+      args=(--results-dir results {{preset}})
+      case $name in
+        matmul | memory | overhead | block)
+          if ((${#wait_first[@]})); then args+=("${wait_first[@]}"); wait_first=("${wait_next[@]}"); fi ;;
+        cpu_vs_gpu)
+          if [[ "{{features}}" != *cuda* ]]; then
+            echo "results: [$i/${#steps[@]}] cpu_vs_gpu skipped: a CPU-only build has no GPU side, and its CPU row would re-time matmul's fp32 row ('just cpu-vs-gpu' runs it anyway)" >&2
+            continue
+          fi
+          if ((${#wait_first[@]})); then args+=("${wait_first[@]}"); wait_first=("${wait_next[@]}"); fi ;;
+        report) args=(--results-dir results) ;;
+      esac
+      echo "results: [$i/${#steps[@]}] $name ..." >&2
+      "{{bin}}/$name" "${args[@]}"
+      echo "results: [$i/${#steps[@]}] $name done in $(since "$t0") s (total $(since "$start") s)" >&2
+    done
 
 # Unit and integration tests (CPU; small sizes, no timing asserted)
 test:
@@ -182,8 +202,9 @@ results-then-test:
 vs-pytorch-smoke:
     CANDLE_LAB_PROFILE=dev just vs-pytorch --device cpu --size 128 --iters 5 --warmup 1
 
-_which-build:
-    @echo "build: {{ if features == "" { "CPU-only (no nvcc on PATH; see README, On a GPU)" } else { features } }}" >&2
+_build:
+    @echo "build: {{ if features == "" { "CPU-only (no nvcc on PATH; see docs/gpu.md)" } else { features } }}, {{profile}} profile" >&2
+    @cargo build --profile {{profile}} --quiet {{features}} --bins
 
 # Regenerate schema/result.schema.json from the result types (CI checks it is current)
 schema:

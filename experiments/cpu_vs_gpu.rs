@@ -42,7 +42,7 @@ impl Experiment for CpuVsGpu {
     fn config(f: &Flags, _: bool) -> Result<Plan> {
         let gpu = matmul::Config {
             size: f.bench.n(),
-            plan: f.bench.plan(),
+            sampling: f.bench.plan().into(),
             precisions: vec![Precision::F32],
             accuracy_rows: 16,
         };

@@ -46,8 +46,10 @@ struct Plan {
 
 impl Experiment for Matmul {
     const KIND: Kind = Kind::Matmul;
-    const ABOUT: &'static str =
-        "Square matmul per precision: median time, GFLOP/s, peak memory, accuracy.";
+    const ABOUT: &'static str = "Square matmul per precision: median time, GFLOP/s, peak memory, \
+        accuracy. Sampled as the reference lab does (5 warm-up runs, 20 timed) on a GPU or when \
+        --iters or --warmup is given; on the CPU otherwise adaptively (1 warm-up, at least 5 \
+        samples, then until the median is known to +-1% or 3 s have passed).";
     const SMALL: &'static [&'static str] = &["--size", "128", "--iters", "3", "--warmup", "1"];
     type Flags = Flags;
     type Config = Plan;
@@ -57,7 +59,7 @@ impl Experiment for Matmul {
         Ok(Plan {
             bench: matmul::Config {
                 size: f.bench.n(),
-                plan: f.bench.plan(),
+                sampling: f.bench.sampling(on_cuda),
                 precisions: f.dtypes.for_device(on_cuda)?,
                 accuracy_rows: f.accuracy_rows as usize,
             },
@@ -78,12 +80,7 @@ impl Experiment for Matmul {
     fn run(p: &Plan, s: &Session) -> Result<Body> {
         let cfg = &p.bench;
         let n = cfg.size;
-        candle_lab::note!(
-            "matmul {n}x{n}, warmup {}, iters {}, on {}",
-            cfg.plan.warmup,
-            cfg.plan.iters,
-            s.info.label
-        );
+        candle_lab::note!("matmul {n}x{n}, {}, on {}", cfg.sampling, s.info.label);
         let result = matmul::benchmark(&s.device, s.gpu_name(), cfg, p.compare_cpu)?;
         Ok(Body::Matmul(result))
     }

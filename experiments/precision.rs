@@ -3,10 +3,10 @@
 //! real Candle tensors on the selected device: 1 + eps/2 rounds back to 1,
 //! 70000 overflows f16 but not bf16, bf16 skips integers above 256, 0.1 is
 //! stored inexactly, and summing 0.01 ten thousand times drifts or stalls
-//! (`candle_lab::bench::floats`).
+//! (`candle_lab::bench::precision`).
 
 use anyhow::Result;
-use candle_lab::bench::floats;
+use candle_lab::bench::precision;
 use candle_lab::experiment::{self, Experiment, Session};
 use candle_lab::memory::CountingAlloc;
 use candle_lab::schema::{Body, Kind};
@@ -33,7 +33,7 @@ impl Experiment for Precision {
     }
 
     fn run(_: &Self::Config, s: &Session) -> Result<Body> {
-        Ok(Body::Precision(floats::run(&s.device)?))
+        Ok(Body::Precision(precision::run(&s.device)?))
     }
 }
 

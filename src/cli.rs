@@ -13,6 +13,7 @@ use crate::device::DeviceArg;
 use crate::export::output::Output;
 use crate::memory::fits::HostCheck;
 use crate::precision::Precision;
+use crate::schema::{Adaptive, Sampling};
 use crate::schema::{DeviceInfo, Kind};
 
 #[derive(Args, Debug, Clone)]
@@ -49,6 +50,14 @@ pub struct Common {
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub require_quiet: Option<u64>,
 
+    /// Before measuring, wait up to SECONDS for a quiet machine as
+    /// --require-quiet does, then measure anyway: the rows record how much of
+    /// the machine they had, and those that ran contended are marked (what
+    /// `just results` does).
+    #[arg(long, value_name = "SECONDS", conflicts_with = "require_quiet",
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub wait_for_quiet: Option<u64>,
+
     /// Fill the flags not given with a named preset: `small` runs in seconds
     /// on two cores (what CI and the quick `just results` use; its numbers
     /// are not the machine's speed). The flags given win over it.
@@ -84,10 +93,14 @@ impl Common {
     }
 
     /// With `--require-quiet`, waits for a quiet machine (one line saying what
-    /// it found) or refuses; without it, returns at once.
+    /// it found) or refuses; with `--wait-for-quiet`, waits the same way and
+    /// then goes on with one line saying what stayed busy; without either,
+    /// returns at once.
     pub fn wait_for_quiet(&self) -> Result<()> {
-        let Some(secs) = self.require_quiet else {
-            return Ok(());
+        let (secs, refuse) = match (self.require_quiet, self.wait_for_quiet) {
+            (Some(s), _) => (s, true),
+            (None, Some(s)) => (s, false),
+            (None, None) => return Ok(()),
         };
         let window = std::time::Duration::from_secs(1);
         match crate::availability::wait_for_quiet(std::time::Duration::from_secs(secs), window) {
@@ -101,7 +114,13 @@ impl Common {
                 );
                 Ok(())
             }
-            Err(why) => bail!("--require-quiet {secs}: {why}"),
+            Err(why) if refuse => bail!("--require-quiet {secs}: {why}"),
+            Err(why) => {
+                crate::note!(
+                    "note: --wait-for-quiet {secs}: {why}; measuring anyway (contended rows are marked)"
+                );
+                Ok(())
+            }
         }
     }
 
@@ -221,6 +240,19 @@ pub const REFERENCE_PLAN: Plan = Plan {
     iters: 20,
 };
 
+/// `matmul`'s sampling on the CPU unless --iters or --warmup say otherwise:
+/// after one warm-up run, at least 5 samples, then until the median is known
+/// to +-1% or 3 s have passed (a 4096 fp32 matmul takes about a second on two
+/// cores: there the 5 samples decide).
+pub const CPU_ADAPTIVE: Adaptive = Adaptive {
+    warmup: 1,
+    min_samples: 5,
+    max_samples: 10_000,
+    min_time_s: 0.1,
+    max_time_s: 3.0,
+    target_rel_spread: 0.01,
+};
+
 /// The size and run counts of a matmul benchmark, with the reference lab's
 /// defaults (4096; 20 timed runs and 5 warm-up runs, see [`REFERENCE_PLAN`]:
 /// the CPU comparison makes max(3, iters/4) runs and one warm-up).
@@ -242,6 +274,19 @@ impl BenchSize {
 
     pub fn plan(&self) -> Plan {
         self.counts.plan(REFERENCE_PLAN)
+    }
+
+    /// How `matmul` samples its rows: on a GPU, or with --iters or --warmup
+    /// given, the reference lab's fixed protocol ([`Self::plan`]); else, on
+    /// the CPU, adaptively ([`CPU_ADAPTIVE`]), since a fixed 25 runs of a
+    /// 4096 matmul there take minutes.
+    pub fn sampling(&self, on_cuda: bool) -> Sampling {
+        let asked = self.counts.iters.is_some() || self.counts.warmup.is_some();
+        if on_cuda || asked {
+            self.plan().into()
+        } else {
+            CPU_ADAPTIVE.into()
+        }
     }
 }
 

@@ -5,6 +5,18 @@
 
 use crate::schema::Environment;
 
+/// What `--version` prints after the program's name: the suite's version and
+/// the commit the program was built from (`-dirty` when the tree had
+/// uncommitted changes then), so a user can tell which build a recipe runs.
+pub const BUILD_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("CANDLE_LAB_GIT_COMMIT"),
+    ", candle ",
+    env!("CANDLE_LAB_CANDLE_VERSION"),
+    ")"
+);
+
 /// The environment of this process and build, for a result file.
 pub fn capture() -> Environment {
     let commit = env!("CANDLE_LAB_GIT_COMMIT");

@@ -348,7 +348,12 @@ fn no_import_circle_between_files_inside_one_module() {
         .iter()
         .map(|(k, v)| format!("{k} -> {}", v.iter().cloned().collect::<Vec<_>>().join(" ")))
         .collect();
-    assert_eq!(circle(&graph), None, "file import graph:\n{}", shown.join("\n"));
+    assert_eq!(
+        circle(&graph),
+        None,
+        "file import graph:\n{}",
+        shown.join("\n")
+    );
 }
 
 #[test]

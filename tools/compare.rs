@@ -24,7 +24,7 @@ static ALLOC: CountingAlloc = CountingAlloc;
 /// Compare result files: each FILE against the BASELINE, row by row.
 #[derive(Parser, Debug)]
 #[command(
-    version,
+    version = candle_lab::env::BUILD_VERSION,
     after_help = format!(
         "{}\n\nReads candle-lab result files (schema 2.x: matmul, cpu_vs_gpu and sweep) and the reference \
          lab's week05-results-gb10.json, each at most {MAX_FILE_SIZE}, with positive, finite times whose \

@@ -24,7 +24,7 @@ static ALLOC: CountingAlloc = CountingAlloc;
 
 /// Regenerate results/README.md (and its charts) from the result files.
 #[derive(Parser, Debug)]
-#[command(version)]
+#[command(version = candle_lab::env::BUILD_VERSION)]
 struct Args {
     /// The results folder: every folder in it is a machine whose JSON files are
     /// read; README.md and the charts are written there. Inside it, links,

@@ -28,7 +28,7 @@ static ALLOC: CountingAlloc = CountingAlloc;
 /// The reference lab's "in one place" table with this machine's values beside
 /// the lab's and their ratio, and the CUDA driver and build versions.
 #[derive(Parser, Debug)]
-#[command(version)]
+#[command(version = candle_lab::env::BUILD_VERSION)]
 struct Args {
     /// Whose results: the machine folder the experiments write for this
     /// device (auto: the GPU if this build has CUDA and one answers, else the

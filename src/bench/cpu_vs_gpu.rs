@@ -23,11 +23,7 @@ pub fn run(
     let cpu_cfg = cfg.cpu_fp32_comparison();
     let inputs = Inputs::random(n, cfg.accuracy_rows)?;
     let (gpu, gpu_skipped) = if device.is_cuda() {
-        crate::note!(
-            "gpu fp32 {n}x{n}: warmup {}, iters {}",
-            cfg.plan.warmup,
-            cfg.plan.iters
-        );
+        crate::note!("gpu fp32 {n}x{n}: {}", cfg.sampling);
         (matmul::run(device, gpu_name, cfg, &inputs)?.pop(), None)
     } else {
         (None, Some(format!("no CUDA device in use ({no_gpu})")))
@@ -39,10 +35,10 @@ pub fn run(
         size: n,
         precision: Precision::F32,
         cpu_threads: candle_core::utils::get_num_threads(),
-        cpu_warmup: cpu_cfg.plan.warmup,
-        cpu_iters: cpu_cfg.plan.iters,
-        gpu_warmup: cfg.plan.warmup,
-        gpu_iters: cfg.plan.iters,
+        cpu_warmup: cpu_cfg.sampling.warmup(),
+        cpu_iters: cpu_cfg.sampling.least_samples(),
+        gpu_warmup: cfg.sampling.warmup(),
+        gpu_iters: cfg.sampling.least_samples(),
         cpu,
         gpu,
         gpu_skipped,

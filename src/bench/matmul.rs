@@ -32,7 +32,7 @@ impl Config {
     /// the reference lab's [`cpu_plan`].
     pub fn cpu_fp32_comparison(&self) -> Config {
         Config {
-            plan: cpu_plan(self.plan.iters),
+            sampling: Sampling::Fixed(cpu_plan(self.sampling.least_samples())),
             precisions: vec![Precision::F32],
             ..self.clone()
         }
@@ -43,7 +43,9 @@ impl Config {
 #[derive(Clone, Debug)]
 pub struct Config {
     pub size: usize,
-    pub plan: Plan,
+    /// How every row is sampled: the reference lab's fixed plan, or (the
+    /// CPU's default) an adaptive one.
+    pub sampling: Sampling,
     pub precisions: Vec<Precision>,
     /// Rows of C checked against the f64 reference.
     pub accuracy_rows: usize,
@@ -154,13 +156,14 @@ pub fn benchmark(
     };
     Ok(MatmulResults {
         size: n,
-        warmup: cfg.plan.warmup,
-        iters: cfg.plan.iters,
-        gpu_iters: on_gpu.then_some(cfg.plan.iters),
+        warmup: cfg.sampling.warmup(),
+        iters: cfg.sampling.least_samples(),
+        sampling: Some(cfg.sampling),
+        gpu_iters: on_gpu.then_some(cfg.sampling.least_samples()),
         // The CPU comparison's runs on a GPU; on a CPU run, the fp32 row's own.
         cpu_iters: match &cpu_row {
-            Some(_) => Some(cfg.cpu_fp32_comparison().plan.iters),
-            None if !on_gpu => device_fp32.map(|_| cfg.plan.iters),
+            Some(_) => Some(cfg.cpu_fp32_comparison().sampling.least_samples()),
+            None if !on_gpu => device_fp32.map(|_| cfg.sampling.least_samples()),
             None => None,
         },
         device: if on_gpu {
@@ -205,7 +208,7 @@ pub fn run(
     let ctx = RowContext {
         device,
         gpu_name,
-        sampling: Sampling::Fixed(cfg.plan),
+        sampling: cfg.sampling,
         inputs,
         meter: &meter,
     };
@@ -286,11 +289,7 @@ fn row_of(p: Precision, memory_source: &str, label: &str, outcome: Result<Measur
 pub fn run_cpu_fp32(cfg: &Config, inputs: &Inputs) -> Result<Row> {
     let cpu = cfg.cpu_fp32_comparison();
     let n = cpu.size;
-    crate::note!(
-        "cpu fp32 {n}x{n}: warmup {}, iters {}",
-        cpu.plan.warmup,
-        cpu.plan.iters
-    );
+    crate::note!("cpu fp32 {n}x{n}: {}", cpu.sampling);
     run(&Device::Cpu, None, &cpu, inputs)?
         .pop()
         .context("the CPU fp32 row did not run")
@@ -415,14 +414,21 @@ mod tests {
     fn cpu_plan_follows_the_reference() {
         let cfg = small(vec![Precision::Bf16, Precision::F16]);
         let cpu = Config {
-            plan: Plan {
+            sampling: Plan {
                 warmup: 5,
                 iters: 20,
-            },
+            }
+            .into(),
             ..cfg
         }
         .cpu_fp32_comparison();
-        assert_eq!((cpu.plan.warmup, cpu.plan.iters), (1, 5));
+        assert_eq!(
+            cpu.sampling,
+            Sampling::Fixed(Plan {
+                warmup: 1,
+                iters: 5
+            })
+        );
         assert_eq!(cpu.precisions, [Precision::F32]);
         assert_eq!(cpu_plan(20).iters, 5);
         assert_eq!(cpu_plan(4).iters, 3);
@@ -443,10 +449,11 @@ mod tests {
     fn small(precisions: Vec<Precision>) -> Config {
         Config {
             size: 64,
-            plan: Plan {
+            sampling: Plan {
                 warmup: 1,
                 iters: 3,
-            },
+            }
+            .into(),
             precisions,
             accuracy_rows: 8,
         }
@@ -517,7 +524,7 @@ mod tests {
         let ctx = RowContext {
             device: &Device::Cpu,
             gpu_name: None,
-            sampling: Sampling::Fixed(cfg.plan),
+            sampling: cfg.sampling,
             inputs: &inputs,
             meter: &meter,
         };
@@ -554,6 +561,7 @@ mod tests {
             size: cfg.size,
             warmup: 1,
             iters: 3,
+            sampling: Some(cfg.sampling),
             gpu_iters: None,
             cpu_iters: None,
             device: crate::schema::DeviceKind::Cpu,

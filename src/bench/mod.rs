@@ -5,10 +5,10 @@
 pub mod basics;
 pub mod block;
 pub mod cpu_vs_gpu;
-pub mod floats;
 pub mod formulas;
 mod gemm_mode;
 pub mod matmul;
 pub mod memory;
 pub mod overhead;
+pub mod precision;
 pub mod sweep;

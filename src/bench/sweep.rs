@@ -89,10 +89,11 @@ impl Config {
         };
         let largest = matmul::Config {
             size: n,
-            plan: Plan {
+            sampling: Plan {
                 warmup: 0,
                 iters: 1,
-            },
+            }
+            .into(),
             precisions: self.precisions.clone(),
             accuracy_rows: ACCURACY_ROWS,
         };

@@ -16,7 +16,7 @@ use crate::cli::{Common, Preset};
 /// then its own. (The help is set last: a flag struct's doc comment would
 /// otherwise replace it.)
 pub fn command<E: Experiment>() -> clap::Command {
-    let cmd = clap::Command::new(E::KIND.name()).version(env!("CARGO_PKG_VERSION"));
+    let cmd = clap::Command::new(E::KIND.name()).version(crate::env::BUILD_VERSION);
     E::Flags::augment_args(Common::augment_args(cmd))
         .about(E::ABOUT)
         .long_about(None)

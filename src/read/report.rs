@@ -17,9 +17,9 @@ use crate::error::error_line;
 use crate::export::svg::{bars_svg, BarSeries};
 use crate::precision::Precision;
 use crate::read::entries::{self, Entry};
-use crate::read::folder::{self, Kind};
+use crate::read::folder;
 use crate::read::load::{self, Loaded};
-use crate::schema::ResultFile;
+use crate::schema::{Kind, ResultFile};
 
 mod sections;
 
@@ -68,14 +68,14 @@ pub struct Listing {
 /// listed. A file the loader refuses is kept as [`Content::Unreadable`] with the
 /// reason; a folder that cannot be listed is an error.
 pub fn load(results: &Path) -> Result<Listing> {
-    let machines = folder::list(results, Kind::Folders)?;
+    let machines = folder::list(results, folder::Kind::Folders)?;
     let mut listing = Listing {
         sources: Vec::new(),
         skipped: machines.skipped,
     };
     for machine in machines.names {
         let dir = results.join(&machine);
-        let files = folder::list(&dir, Kind::JsonFiles)?;
+        let files = folder::list(&dir, folder::Kind::JsonFiles)?;
         listing.skipped.extend(files.skipped);
         for file in files.names {
             // The reason leaves the path out: the README must not depend on where
@@ -193,11 +193,21 @@ pub fn build(sources: &[Source]) -> Result<Built> {
             .filter(|s| s.experiment() == Some(experiment))
             .collect()
     };
-    matmul_section(&mut built, &of("matmul"))?;
-    sections::cpu_vs_gpu(&mut built.readme, &of("cpu_vs_gpu"), &of("matmul"));
-    sections::sweep(&mut built, &of("sweep"))?;
-    sections::roofline(&mut built, &of("memory"))?;
-    sections::block(&mut built, &of("block"))?;
+    for kind in Kind::all() {
+        let files = of(kind.name());
+        match kind {
+            Kind::Matmul => matmul_section(&mut built, &files)?,
+            Kind::CpuVsGpu => sections::cpu_vs_gpu(&mut built.readme, &files, &of("matmul")),
+            Kind::Sweep => sections::sweep(&mut built, &files)?,
+            Kind::Memory => sections::roofline(&mut built, &files)?,
+            Kind::Block => sections::block(&mut built, &files)?,
+            // The tables a run prints, one machine after another.
+            Kind::Overhead => sections::tables(&mut built.readme, kind, &files),
+            // Facts of Candle and of the formats, the same on every machine:
+            // listed under Files, and read there.
+            Kind::Basics | Kind::Precision => {}
+        }
+    }
     Ok(built)
 }
 

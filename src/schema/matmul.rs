@@ -7,6 +7,8 @@ use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::Sampling;
+
 use super::{Availability, DeviceKind};
 use crate::precision::Precision;
 use crate::stats::Summary;
@@ -17,7 +19,14 @@ pub struct MatmulResults {
     /// Side n of the n x n matrices.
     pub size: usize,
     pub warmup: usize,
+    /// Timed runs per row: the fixed plan's, or an adaptive plan's least
+    /// (each row's own count is its samples' length).
     pub iters: usize,
+    /// How every row was sampled: the reference lab's fixed plan or an
+    /// adaptive one (2.3; null in older files, which sampled `warmup` and
+    /// `iters` fixed).
+    #[serde(default)]
+    pub sampling: Option<Sampling>,
     /// `iters` when the device is a GPU (the reference's name), else null.
     pub gpu_iters: Option<usize>,
     /// Timed CPU fp32 runs behind `cpu_fp32_ms`.
@@ -32,26 +41,6 @@ pub struct MatmulResults {
     pub cpu_fp32: Option<Row>,
     /// 2 n^3.
     pub flops_per_matmul: f64,
-}
-
-/// The same fp32 matmul on the CPU and the GPU.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct CpuVsGpuResults {
-    pub size: usize,
-    pub precision: Precision,
-    /// Threads the CPU matmul ran on.
-    pub cpu_threads: usize,
-    pub cpu_warmup: usize,
-    pub cpu_iters: usize,
-    pub gpu_warmup: usize,
-    pub gpu_iters: usize,
-    pub cpu: Row,
-    pub gpu: Option<Row>,
-    /// Why there is no GPU row.
-    pub gpu_skipped: Option<String>,
-    pub cpu_fp32_ms: Option<f64>,
-    pub gpu_fp32_ms: Option<f64>,
-    pub gpu_speedup_fp32: Option<f64>,
 }
 
 /// Whether a row ran.
@@ -86,14 +75,6 @@ impl MatmulResults {
         self.precisions
             .iter()
             .chain(&self.cpu_fp32)
-            .try_for_each(Row::validate)
-    }
-}
-
-impl CpuVsGpuResults {
-    pub(super) fn validate(&self) -> Result<()> {
-        std::iter::once(&self.cpu)
-            .chain(&self.gpu)
             .try_for_each(Row::validate)
     }
 }

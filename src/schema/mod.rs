@@ -19,6 +19,7 @@ mod availability;
 mod basics;
 mod block;
 mod cpu;
+mod cpu_vs_gpu;
 mod matmul;
 mod memory;
 mod overhead;
@@ -48,9 +49,8 @@ pub use block::{
     FusedOp, FusedRow, OpClass, Phase,
 };
 pub use cpu::{same_generation, CpuIdentity};
-pub use matmul::{
-    fill_vs_fp32, Accuracy, CpuVsGpuResults, MatmulResults, Measured, Row, RowStatus,
-};
+pub use cpu_vs_gpu::CpuVsGpuResults;
+pub use matmul::{fill_vs_fp32, Accuracy, MatmulResults, Measured, Row, RowStatus};
 pub use memory::{
     BandwidthRow, Direction, HostMemory, MemoryResults, OomAttempt, OutOfMemory, Refusal, Roofline,
     RooflinePoint, TransferRow, Transfers,
@@ -64,8 +64,9 @@ pub use sweep::{SweepPoint, SweepResults};
 
 /// The version this build writes. 2.1 added the `sweep`, `memory` and
 /// `overhead` bodies and the matmul rows' "x fp32" ratios; 2.2 the clock's
-/// overhead beside `overhead`'s launch rows, and their cost net of it.
-pub const SCHEMA_VERSION: &str = "2.2";
+/// overhead beside `overhead`'s launch rows, and their cost net of it; 2.3
+/// how `matmul`'s rows were sampled (fixed or adaptive).
+pub const SCHEMA_VERSION: &str = "2.3";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
 

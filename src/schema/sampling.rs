@@ -122,6 +122,15 @@ impl Sampling {
         }
     }
 
+    /// Timed runs every row makes at least: a fixed plan's `iters`, an
+    /// adaptive one's `min_samples`.
+    pub fn least_samples(&self) -> usize {
+        match self {
+            Self::Fixed(p) => p.iters,
+            Self::Adaptive(a) => a.min_samples,
+        }
+    }
+
     /// Runs (warm-up included) known in advance: fixed plans only.
     pub fn runs(&self) -> Option<usize> {
         match self {

@@ -7,30 +7,26 @@ use std::process::{Command, Output};
 
 /// The program `name`: from a packed bundle's folders when gpu-run.sh names
 /// them (`CANDLE_LAB_BIN_DIR` for experiments/, `CANDLE_LAB_TOOLS_DIR` for
-/// tools/), where cargo's build paths do not exist; else the one cargo built.
+/// tools/), where cargo's build paths do not exist; else the one cargo built
+/// beside this test (`target/<profile>/`, the folder above the test's own
+/// `deps/`), as cargo builds every program before an integration test runs.
 pub fn bin(name: &str) -> PathBuf {
-    let var = match name {
-        "compare" | "summary" | "report" => "CANDLE_LAB_TOOLS_DIR",
-        _ => "CANDLE_LAB_BIN_DIR",
+    let var = if candle_lab::schema::Kind::from_name(name).is_some() {
+        "CANDLE_LAB_BIN_DIR"
+    } else {
+        "CANDLE_LAB_TOOLS_DIR"
     };
     if let Some(dir) = std::env::var_os(var) {
         return Path::new(&dir).join(name);
     }
-    match name {
-        "basics" => env!("CARGO_BIN_EXE_basics"),
-        "precision" => env!("CARGO_BIN_EXE_precision"),
-        "matmul" => env!("CARGO_BIN_EXE_matmul"),
-        "cpu_vs_gpu" => env!("CARGO_BIN_EXE_cpu_vs_gpu"),
-        "memory" => env!("CARGO_BIN_EXE_memory"),
-        "overhead" => env!("CARGO_BIN_EXE_overhead"),
-        "sweep" => env!("CARGO_BIN_EXE_sweep"),
-        "block" => env!("CARGO_BIN_EXE_block"),
-        "summary" => env!("CARGO_BIN_EXE_summary"),
-        "compare" => env!("CARGO_BIN_EXE_compare"),
-        "report" => env!("CARGO_BIN_EXE_report"),
-        other => panic!("no binary {other}"),
-    }
-    .into()
+    let test = std::env::current_exe().expect("the test knows where it is");
+    let dir = test
+        .parent()
+        .and_then(Path::parent)
+        .expect("a test runs from target/<profile>/deps/");
+    let path = dir.join(name);
+    assert!(path.is_file(), "no program {name} at {}", path.display());
+    path
 }
 
 /// A file of the repository, `rel` from its root: in a bundle run (gpu-run.sh

@@ -68,7 +68,7 @@ impl Config {
     fn matmul(&self) -> matmul::Config {
         matmul::Config {
             size: self.matmul_size,
-            plan: self.plan,
+            sampling: self.plan.into(),
             precisions: self.dtypes.iter().filter_map(|&d| precision(d)).collect(),
             accuracy_rows: 4,
         }

@@ -1,9 +1,9 @@
 //! Matmul rows shown: the terminal table `matmul`, `cpu_vs_gpu` and the
-//! sweep print.
+//! sweep print, and `matmul`'s tables and records.
 
 use super::{num, Records, Shown};
 use crate::export::table::Table;
-use crate::schema::{CpuVsGpuResults, MatmulResults, ResultFile, Row};
+use crate::schema::{MatmulResults, ResultFile, Row};
 
 /// The terminal table of benchmark rows.
 pub fn rows_table(title: &str, rows: &[Row]) -> Table {
@@ -81,38 +81,8 @@ pub fn show(file: &ResultFile, r: &MatmulResults) -> Shown {
     Shown { tables, notes }
 }
 
-/// `cpu_vs_gpu`'s tables: the CPU row, the GPU row, and the speedup.
-pub fn show_cpu_vs_gpu(file: &ResultFile, r: &CpuVsGpuResults) -> Shown {
-    let n = r.size;
-    let mut tables = vec![rows_table(
-        &format!(
-            "fp32 {n}x{n} on the CPU ({}, {} threads)",
-            file.environment.cpu_model, r.cpu_threads
-        ),
-        std::slice::from_ref(&r.cpu),
-    )];
-    if let Some(gpu) = &r.gpu {
-        tables.push(rows_table(
-            &format!(
-                "fp32 {n}x{n} on {} ({})",
-                file.device.label, file.device.name
-            ),
-            std::slice::from_ref(gpu),
-        ));
-    }
-    let mut notes: Vec<String> = r
-        .gpu_skipped
-        .iter()
-        .map(|why| format!("GPU row skipped: {why}"))
-        .collect();
-    notes.push(match r.gpu_speedup_fp32 {
-        Some(s) => speedup_note(s),
-        None => "speedup: n/a (no GPU row)".to_string(),
-    });
-    Shown { tables, notes }
-}
-
-fn speedup_note(s: f64) -> String {
+/// The line that states a GPU's speedup over the CPU at fp32.
+pub(super) fn speedup_note(s: f64) -> String {
     format!("GPU is {s:.1}x faster than the CPU at fp32 (median wall time, device synchronized)")
 }
 

@@ -5,10 +5,11 @@
 
 pub mod basics;
 pub mod block;
-pub mod floats;
+pub mod cpu_vs_gpu;
 pub mod matmul;
 pub mod memory;
 pub mod overhead;
+pub mod precision;
 pub mod sweep;
 
 use crate::device::machine_slug;
@@ -172,9 +173,9 @@ pub fn contention_warning(file: &ResultFile) -> Option<String> {
 pub fn show(file: &ResultFile) -> Shown {
     match &file.body {
         Body::Basics(r) => basics::show(r),
-        Body::Precision(r) => floats::show(r),
+        Body::Precision(r) => precision::show(r),
         Body::Matmul(r) => matmul::show(file, r),
-        Body::CpuVsGpu(r) => matmul::show_cpu_vs_gpu(file, r),
+        Body::CpuVsGpu(r) => cpu_vs_gpu::show(file, r),
         Body::Sweep(r) => sweep::show(file, r),
         Body::Memory(r) => memory::show(file, r),
         Body::Overhead(r) => overhead::show(file, r),

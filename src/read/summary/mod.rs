@@ -407,6 +407,7 @@ mod tests {
             size: m.size,
             warmup: 5,
             iters: 20,
+            sampling: None,
             gpu_iters: Some(20),
             cpu_iters: Some(5),
             device: DeviceKind::Cuda,

@@ -1,0 +1,129 @@
+//! The registry of experiments is the result body enum (`schema::Body`, listed
+//! by `schema::Kind`); this holds every list that remains outside the compiler
+//! to it: for each experiment NAME, its files (`experiments/NAME.rs`,
+//! `src/bench/NAME.rs` or `NAME/`, `src/schema/NAME.rs`,
+//! `src/export/views/NAME.rs`, a test that runs it), Cargo's `[[bin]]`, its
+//! `just` recipe, and a small preset that the program accepts. The files
+//! named here are the list in docs/architecture.md's "Adding an experiment".
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use candle_lab::schema::Kind;
+
+fn root() -> PathBuf {
+    common::repo_file("")
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// The file stems of `dir`'s `*.rs` files.
+fn stems(dir: &str) -> BTreeSet<String> {
+    std::fs::read_dir(root().join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().to_string())
+        .collect()
+}
+
+fn names() -> BTreeSet<String> {
+    Kind::all().map(|k| k.name().to_string()).collect()
+}
+
+/// The just recipe of experiment `name` (`cpu_vs_gpu` is `cpu-vs-gpu`).
+fn recipe(name: &str) -> String {
+    name.replace('_', "-")
+}
+
+#[test]
+fn every_program_in_experiments_is_a_registered_experiment() {
+    assert_eq!(stems("experiments"), names());
+}
+
+#[test]
+fn every_experiment_has_its_files() {
+    let exists = |rel: String| root().join(&rel).exists().then_some(()).ok_or(rel);
+    let mut missing = Vec::new();
+    for kind in Kind::all() {
+        let n = kind.name();
+        let bench = exists(format!("src/bench/{n}.rs")).or(exists(format!("src/bench/{n}/mod.rs")));
+        for found in [
+            bench,
+            exists(format!("src/schema/{n}.rs")),
+            exists(format!("src/export/views/{n}.rs")),
+            exists(format!("experiments/{n}.rs")),
+        ] {
+            missing.extend(found.err());
+        }
+    }
+    assert!(missing.is_empty(), "missing: {missing:?}");
+}
+
+#[test]
+fn every_experiment_has_a_bin_a_recipe_and_a_test_that_runs_it() {
+    let cargo = read("Cargo.toml");
+    let justfile = read("justfile");
+    let tests: String = stems("tests")
+        .iter()
+        .filter(|t| *t != "registry")
+        .map(|t| read(&format!("tests/{t}.rs")))
+        .collect();
+    for n in names() {
+        let bin = format!("[[bin]]\nname = \"{n}\"\npath = \"experiments/{n}.rs\"");
+        assert!(cargo.contains(&bin), "Cargo.toml has no {bin:?}");
+        let r = recipe(&n);
+        assert!(
+            justfile
+                .lines()
+                .any(|l| l.starts_with(&format!("{r} ")) || l.starts_with(&format!("{r}:"))),
+            "the justfile has no recipe `{r}`"
+        );
+        // A test names the program it runs as a string: run("NAME", ...).
+        assert!(
+            tests.contains(&format!("\"{n}\"")),
+            "no test under tests/ runs {n}"
+        );
+    }
+}
+
+/// Every program takes `--preset small` (a preset naming a flag the program
+/// does not have would be refused here) and plans a run with it.
+#[test]
+fn every_small_preset_is_accepted_by_its_program() {
+    for n in names() {
+        let out = common::run(&n, &["--preset", "small", "--device", "cpu", "--dry-run"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{n} --preset small: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.starts_with(&format!("dry run: {n} ")), "{stdout}");
+    }
+}
+
+/// The quick `just results` and the GPU run's CPU rehearsal take each
+/// program's small sizes from the program (`--preset small`), not from a
+/// list of flags of their own.
+#[test]
+fn the_small_sizes_live_in_the_programs_only() {
+    let justfile = read("justfile");
+    assert!(
+        justfile.contains("--preset small"),
+        "the quick mode uses the preset"
+    );
+    let gpu_run = read("scripts/gpu-run.sh");
+    assert!(
+        gpu_run.contains("--preset small"),
+        "gpu-run.sh --cpu uses the preset"
+    );
+    for flag in ["--mlp 96", "--hidden 64", "--first-size 128", "--mib 1"] {
+        assert!(!justfile.contains(flag), "the justfile sets {flag} itself");
+        assert!(!gpu_run.contains(flag), "gpu-run.sh sets {flag} itself");
+    }
+}
