@@ -127,7 +127,7 @@ results: _build
             continue
           fi
           if ((${#wait_first[@]})); then args+=("${wait_first[@]}"); wait_first=("${wait_next[@]}"); fi ;;
-        report) args=(--results-dir results) ;;
+        report | summary) args=(--results-dir results) ;;
       esac
       echo "results: [$i/${#steps[@]}] $name ..." >&2
       "{{bin}}/$name" "${args[@]}"

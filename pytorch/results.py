@@ -1,5 +1,5 @@
 """The result file: schema 2.0's envelope around an experiment's body, JSON without
-non-finite numbers, and the output policy of src/output.rs (the target checked before
+non-finite numbers, and the output policy of src/export/output.rs (the target checked before
 a long run, then written atomically)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One benchmark row per precision, as src/matmul.rs: the shared random inputs and their f64
+"""One benchmark row per precision, as src/bench/matmul.rs: the shared random inputs and their f64
 reference, measuring one row (timing, peak memory, accuracy, derived rates), running a
 list of rows, and the fp32 comparison on the CPU beside a GPU run."""
 
@@ -49,7 +49,7 @@ def memory_source(device) -> str:
 
 def run_rows(torch, device, gpu_name, n, plan, precisions, inputs) -> list[dict]:
     """One schema Row per precision. An error in a row (out of memory, a GEMM mode cuBLAS
-    refuses, anything) ends that row only, as src/matmul.rs run_rows: the row keeps status
+    refuses, anything) ends that row only, as src/bench/matmul.rs run_rows: the row keeps status
     "error" and the error's line, and the next row runs."""
     rows = []
     for p in precisions:
@@ -91,7 +91,7 @@ def row_error(e: Exception) -> str:
 
 def failed_rows(rows: list[dict | None]) -> tuple[list[str], int]:
     """The precisions of the rows that were not measured, and how many rows there were,
-    as src/matmul.rs completion() counts them (a missing row, None, is not counted)."""
+    as src/bench/matmul.rs completion() counts them (a missing row, None, is not counted)."""
     present = [r for r in rows if r is not None]
     return [r["precision"] for r in present if r["status"] != "ok"], len(present)
 
@@ -116,7 +116,7 @@ def baseline(torch, device, dtype) -> int | None:
 
 def place_inputs(inputs, dtype, device):
     """A and B in the row's dtype on its device."""
-    # copy=True: storage of their own, even for f32 on the CPU, as src/matmul.rs owned_on.
+    # copy=True: storage of their own, even for f32 on the CPU, as src/bench/matmul.rs owned_on.
     a = inputs.a.to(dtype=dtype, copy=True).to(device)
     b = inputs.b.to(dtype=dtype, copy=True).to(device)
     return a, b

@@ -1,4 +1,4 @@
-"""The clock, as src/timing.rs: how many runs to make (a Plan, and the reference lab's CPU
+"""The clock, as src/clock/mod.rs: how many runs to make (a Plan, and the reference lab's CPU
 plan beside a GPU run), and the one place that synchronizes, records CUDA events and
 reads the host timer."""
 
@@ -20,7 +20,7 @@ def cpu_plan(gpu_iters: int) -> Plan:
 
 
 class Clock:
-    """src/timing.rs's model. Warm-up runs first, untimed, each between two
+    """src/clock/mod.rs's model. Warm-up runs first, untimed, each between two
     synchronizations (the first also drains what was queued before, such as the inputs'
     copies). Then per sample: synchronize; record the start event (CUDA); start the host
     clock; run; record the end event; synchronize; stop the host clock. So the wall time

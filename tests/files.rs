@@ -30,7 +30,7 @@ use serde_json::Value;
 
 const NOBODY: u32 = 65534;
 
-/// How src/output.rs names its temporary files.
+/// How src/export/output.rs names its temporary files.
 const TEMP_PREFIX: &str = ".candle-lab-";
 
 fn bin(name: &str) -> &'static str {

@@ -128,7 +128,8 @@ fn imports(code: &str) -> BTreeSet<String> {
     found
 }
 
-/// The top-level module a file belongs to: `src/x.rs` and `src/x/**` are `x`.
+/// The top-level module a file belongs to: `src/stats.rs` is `stats`, and every
+/// file under `src/clock/` is `clock`.
 fn top_module(path: &Path) -> String {
     let rel = path.strip_prefix(src()).unwrap();
     let first = rel
@@ -214,8 +215,9 @@ fn no_import_circle_between_top_level_modules() {
     assert_eq!(circle(&graph), None, "import graph:\n{}", shown.join("\n"));
 }
 
-/// The module path of a file under `src/`: `src/export/views/sweep.rs` and
-/// `src/export/views/sweep/mod.rs` are `export::views::sweep`.
+/// The module path of a file under `src/`: `src/export/views/sweep.rs` is
+/// `export::views::sweep`, and `src/clock/mod.rs` is `clock` (a folder's
+/// `mod.rs` is the folder).
 fn module_path(path: &Path) -> Vec<String> {
     let rel = path.strip_prefix(src()).unwrap().with_extension("");
     let mut parts: Vec<String> = rel

@@ -53,6 +53,9 @@ pub struct LabMatmul {
     pub precisions: Vec<LabRow>,
     pub cpu_fp32_ms: Option<f64>,
     pub gpu_speedup_fp32: Option<f64>,
+    pub warmup: Option<usize>,
+    pub gpu_iters: Option<usize>,
+    pub cpu_iters: Option<usize>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -174,10 +177,20 @@ impl Side {
         Side {
             name: format!("{}, PyTorch {}", lab.hardware.device, lab.hardware.torch),
             sources: vec![format!(
-                "the lab's results file{}",
+                "the lab's results file{}{}",
                 lab.captured_date
                     .as_deref()
-                    .map_or(String::new(), |d| format!(", captured {d}"))
+                    .map_or(String::new(), |d| format!(", captured {d}")),
+                match (
+                    lab.matmul.warmup,
+                    lab.matmul.gpu_iters,
+                    lab.matmul.cpu_iters
+                ) {
+                    (Some(w), Some(g), Some(c)) => format!(
+                        ", rows sampled warmup {w}, iters {g} (the CPU fp32 row: iters {c})"
+                    ),
+                    _ => String::new(),
+                }
             )],
             values,
             notes: Vec::new(),
@@ -304,9 +317,9 @@ impl Side {
             sources: device
                 .into_iter()
                 .chain(
-                    files_read
-                        .iter()
-                        .map(|f| format!("{}.json of {}", f.experiment, f.created_utc)),
+                    files_read.iter().map(|f| {
+                        format!("{}.json of {}{}", f.experiment, f.created_utc, protocol(f))
+                    }),
                 )
                 .collect(),
             values,
@@ -314,6 +327,25 @@ impl Side {
             build_cuda,
             notes: notes(files),
         }
+    }
+}
+
+/// How a file's timed rows were sampled, said beside its name, so that each
+/// figure's protocol is known: the lab's fixed plan, or an adaptive one.
+fn protocol(file: &ResultFile) -> String {
+    match &file.body {
+        Body::Matmul(m) => {
+            let plan = m.sampling.map_or_else(
+                || format!("warmup {}, iters {}", m.warmup, m.iters),
+                |s| s.to_string(),
+            );
+            format!(", rows sampled {plan}")
+        }
+        Body::CpuVsGpu(c) => format!(
+            ", the CPU row sampled warmup {}, iters {}",
+            c.cpu_warmup, c.cpu_iters
+        ),
+        _ => String::new(),
     }
 }
 
