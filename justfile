@@ -29,7 +29,7 @@ basics *args: _build
 precision *args: _build
     {{bin}}/precision --results-dir results {{preset}} {{args}}
 
-# Square matmul per precision (reference defaults: 4096, 20 iters, 5 warm-up)
+# Square matmul per precision (4096; the lab's 20 iters + 5 warm-up on a GPU, adaptive on the CPU)
 matmul *args: _build
     {{bin}}/matmul --results-dir results {{preset}} {{args}}
 

@@ -127,7 +127,7 @@ fn open(arg: DeviceArg) -> Result<(Device, String)> {
         DeviceArg::Cuda(n) => open_cuda(n).map(|d| (d, format!("asked for with --device {arg}"))),
         DeviceArg::Auto if !cfg!(feature = "cuda") => Ok((
             Device::Cpu,
-            "auto: this binary was built without the `cuda` feature (see README, \"On a GPU\")"
+            "auto: this binary was built without the `cuda` feature (see docs/gpu.md)"
                 .into(),
         )),
         DeviceArg::Auto => match Device::new_cuda(0) {

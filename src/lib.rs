@@ -1,4 +1,4 @@
-//! candle-lab's shared layer. Data flows one way (README, Layout): an
+//! candle-lab's shared layer. Data flows one way (docs/architecture.md): an
 //! experiment program in `experiments/` parses its flags ([`cli`]), picks a
 //! device ([`device`]), calls its measurement core in [`bench`], which times
 //! with the [`clock`], tracks [`memory`] and returns plain result types

@@ -17,7 +17,7 @@ use crate::schema::{DeviceKind, SweepPoint, SweepResults};
 
 /// The CPU's default sizes: powers of two and the awkward 1000, 1023, 1025
 /// and 3000. At the default precisions and `--max-seconds` the sweep takes a
-/// few minutes at most on a 2-core CPU (README, "sweep").
+/// few minutes at most on a 2-core CPU (docs/experiments.md, "sweep").
 pub const CPU_SIZES: [usize; 10] = [64, 128, 256, 512, 1000, 1023, 1024, 1025, 2048, 3000];
 
 /// A GPU's default sizes: 256 to 16384, with the same awkward sizes.

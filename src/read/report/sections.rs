@@ -258,7 +258,7 @@ pub(super) fn block(built: &mut Built, files: &[&Source]) -> Result<()> {
     out.push_str(
         "A decoder block (RMSNorm, Q/K/V/O, rotary, causal attention, SwiGLU MLP) end to end: how \
          much of the matmuls' precision speedup survives in the whole block, beside Amdahl's \
-         prediction from the parts (README, \"block\").\n\n",
+         prediction from the parts (docs/block.md).\n\n",
     );
     for (s, b) in blocks {
         let f = s.facts();

@@ -376,7 +376,7 @@ fn notes(files: &MachineFiles) -> Vec<String> {
         .collect();
     if !contended.is_empty() {
         notes.push(format!(
-            "Measured on a contended machine, so these understate it: {} (README, \"How it measures\").",
+            "Measured on a contended machine, so these understate it: {} (docs/measuring.md).",
             contended.join(", ")
         ));
     }
