@@ -107,6 +107,19 @@ fn every_small_preset_is_accepted_by_its_program() {
     }
 }
 
+/// Every program runs at its small preset on the CPU and writes a file every
+/// reader takes (the envelope, the typed read-back, the JSON Schema).
+#[test]
+fn every_experiment_runs_at_its_small_preset() {
+    for n in names() {
+        let (json, _) = common::run_result(&n, &["--preset", "small", "--device", "cpu"]);
+        assert!(
+            json["command"].as_str().unwrap().contains("--preset small"),
+            "{n}: the command line is recorded as given"
+        );
+    }
+}
+
 /// The quick `just results` and the GPU run's CPU rehearsal take each
 /// program's small sizes from the program (`--preset small`), not from a
 /// list of flags of their own.
