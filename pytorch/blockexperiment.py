@@ -42,16 +42,17 @@ def experiment_block(torch, args, config) -> tuple[list[str], int]:
     s = args.shape
     host_bytes, device_bytes = needs(s)
     what = (
-        f"the block of {args.weights} (hidden {s.hidden}, mlp {s.mlp}, seq {s.seq}, "
-        f"batch {s.batch})"
+        f"the block of {args.weights} (hidden {s.hidden}, kv_heads {s.kv_heads}, mlp {s.mlp}, "
+        f"seq {s.seq}, batch {s.batch})"
     )
     check_need(torch, device, what, host_bytes, device_bytes, not args.skip_host_memory_check)
     for path in [args.output, args.save_output]:
         if path is not None and not to_stdout(path):
             check_writable(path)
     print(
-        f"block: batch {s.batch}, seq {s.seq}, hidden {s.hidden}, {s.heads} heads, MLP "
-        f"{s.mlp}; warmup {cfg.plan.warmup}, iters {cfg.plan.iters}, on {info['label']}",
+        f"block: batch {s.batch}, seq {s.seq}, hidden {s.hidden}, {s.heads} heads "
+        f"({s.kv_heads} key/value), MLP {s.mlp}; warmup {cfg.plan.warmup}, iters "
+        f"{cfg.plan.iters}, on {info['label']}",
         file=sys.stderr,
     )
     host = load(torch, args.weights)

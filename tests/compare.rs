@@ -279,7 +279,7 @@ fn every_further_file_is_compared_with_the_first() {
     let text = stdout(&out);
     assert_eq!(verdicts(&text), ["SLOW", "FAST"], "{text}");
     assert!(
-        text.contains("b.json vs ") && text.contains("c.json vs "),
+        text.contains("vs B = b.json") && text.contains("vs B = c.json"),
         "{text}"
     );
 }

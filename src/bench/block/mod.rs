@@ -1,12 +1,15 @@
 //! The `block` experiment's core: how much of matmul's precision speedup
-//! survives in a whole decoder block ([`model`]). Per phase (prefill, decode)
-//! and precision: the block end to end with the clock's usual rules, its
-//! FLOPs and least bytes (`bench::formulas`), each op class timed alone
-//! ([`parts`]), the speedup over fp32 beside the matmul-only speedup and
-//! Amdahl's prediction from the parts, decode's bandwidth against a copy
-//! measured here, and the output against an f64 run of the same weights on the
-//! CPU (composed ops: a plain reference the fused kernels are checked against).
+//! survives in a whole decoder block ([`model`], with its inputs in
+//! [`weights`]). Per phase (prefill, decode) and precision: the block end to
+//! end with the clock's usual rules, its FLOPs and least bytes
+//! (`bench::formulas`), each op class timed alone ([`parts`]), the speedup
+//! over fp32 beside the matmul-only speedup and Amdahl's prediction from the
+//! parts, each row's bandwidth against a copy of the same footprint measured
+//! here, and the output against an f64 run of the same weights on the CPU
+//! (composed ops: a plain reference the fused kernels are checked against).
 //! Then candle-nn's fused kernels against the same math from primitive ops.
+//! Every time, share and rate comes from one clock ([`clock`]: CUDA events on
+//! a GPU, the wall clock on the CPU), recorded in the body.
 
 pub mod model;
 mod parts;
@@ -23,7 +26,7 @@ use crate::memory::MemoryMeter;
 use crate::precision::Precision;
 use crate::schema::{
     BlockAccuracy, BlockMeasured, BlockPhase, BlockResults, BlockRow, BlockShape, OpClass, Phase,
-    RowStatus,
+    RowStatus, TimeSource,
 };
 use crate::stats::relative_errors;
 use crate::telemetry::Telemetry;
@@ -134,9 +137,13 @@ pub fn needs(cfg: &Config) -> Vec<Need> {
     let inputs = d.batch * d.seq * (d.hidden + 2 * d.kv_width) + d.batch * d.hidden;
     let host = (d.params() + inputs) * (4 + 8);
     let scores = (d.batch * s.heads as u64 * d.seq * d.context(true)) * 4;
-    // Decode's preallocated cache: seq + 1 positions of keys and values.
+    // Decode's preallocated cache (seq + 1 positions of keys and values), and
+    // the two buffers of a row's ceiling copy (its footprint: at most the
+    // prefill's f32 bytes).
     let cache = 2 * d.batch * d.context(true) * d.kv_width * 4;
-    let activations = 4 * (d.batch * d.seq * (6 * d.hidden + 3 * d.mlp)) + 3 * scores + cache;
+    let copy = block_bytes(&d, false, 4).max(block_bytes(&d, true, 4));
+    let activations =
+        4 * (d.batch * d.seq * (6 * d.hidden + 3 * d.mlp)) + 3 * scores + cache + copy;
     let what = format!(
         "the block (--hidden {} --kv-heads {} --mlp {} --seq {} --batch {})",
         s.hidden,
@@ -175,7 +182,6 @@ pub fn run(
         s.accuracy_seq
     );
     let reference = references(weights, s).context("the f64 reference")?;
-    let copy_ceiling_gb_per_s = copy_ceiling(device, &dims, cfg.plan, telemetry)?;
     let mut phases: Vec<BlockPhase> = cfg
         .phases
         .iter()
@@ -201,15 +207,7 @@ pub fn run(
             }
         };
         for ph in &mut phases {
-            let r = measure(
-                &block,
-                ph,
-                p,
-                cfg.plan,
-                telemetry,
-                &reference,
-                copy_ceiling_gb_per_s,
-            );
+            let r = measure(&block, ph, p, cfg.plan, telemetry, &reference);
             ph.rows.push(match r {
                 Ok((m, y)) => {
                     if p == Precision::F32 {
@@ -242,7 +240,9 @@ pub fn run(
         iters: cfg.plan.iters,
         seed: cfg.seed,
         params: dims.params(),
-        copy_ceiling_gb_per_s,
+        time_source: Some(clock(device)),
+        cache_bytes: crate::device::largest_cache(device)?.map(|c| c.bytes),
+        copy_ceiling_gb_per_s: None,
         phases,
         fused,
     };
@@ -296,18 +296,31 @@ fn flat(t: &Tensor) -> Result<Vec<f64>> {
         .to_vec1::<f64>()?)
 }
 
-/// A plain copy on the device of decode's bytes (at least 32 MiB, at most
-/// 1 GiB): the ceiling decode's bandwidth is held against.
+/// The clock a block run's times and rates come from on `device`: the one
+/// [`crate::schema::Timed::rate_ms`] picks, CUDA events on a GPU (the device's
+/// own time for the work), the wall clock on the CPU.
+fn clock(device: &Device) -> TimeSource {
+    if device.is_cuda() {
+        TimeSource::GpuMedianMs
+    } else {
+        TimeSource::MedianMs
+    }
+}
+
+/// A plain device copy of the same footprint as a row that moves `bytes`:
+/// two buffers of bytes / 2, one read, one written, so the copy moves the
+/// row's bytes and sits in the same level of the memory hierarchy (cache or
+/// DRAM) as the row does. Returns the bytes moved and GB/s by the run's clock.
 fn copy_ceiling(
     device: &Device,
-    dims: &BlockDims,
+    bytes: u64,
     plan: Plan,
     telemetry: &Telemetry,
-) -> Result<Option<f64>> {
-    let bytes = block_bytes(dims, true, 4).clamp(32 << 20, 1 << 30);
-    let (_, _, timed) = crate::bench::memory::ceiling(device, bytes, plan, telemetry)?;
-    let (ms, _) = timed.rate_ms();
-    Ok(Some(gb_per_s(copy_traffic(bytes).bytes_moved(), ms)))
+) -> Result<(u64, f64)> {
+    let half = (bytes / 2).max(1);
+    let (_, _, timed) = crate::bench::memory::ceiling(device, half, plan, telemetry)?;
+    let moved = copy_traffic(half).bytes_moved();
+    Ok((moved, gb_per_s(moved, timed.rate_ms().0)))
 }
 
 fn measure(
@@ -317,7 +330,6 @@ fn measure(
     plan: Plan,
     telemetry: &Telemetry,
     reference: &References,
-    ceiling: Option<f64>,
 ) -> Result<(BlockMeasured, Tensor)> {
     let phase = ph.phase;
     let dtype = p.dtype();
@@ -367,12 +379,15 @@ fn measure(
     let dims = dims(&block.shape);
     let bytes_min = block_bytes(&dims, phase == Phase::Decode, dtype.size_in_bytes() as u64);
     let gb = gb_per_s(bytes_min, ms);
+    let (copy_bytes, ceiling) = copy_ceiling(device, bytes_min, plan, telemetry)?;
     let measured = BlockMeasured {
         bytes_min,
         tokens_per_s: ph.tokens as f64 / (ms * 1e-3),
         gflop_per_s: ph.flops / (ms * 1e-3) / 1e9,
         gb_per_s: gb,
-        pct_of_copy_ceiling: ceiling.map(|c| 100.0 * gb / c),
+        copy_bytes: Some(copy_bytes),
+        copy_ceiling_gb_per_s: Some(ceiling),
+        pct_of_copy_ceiling: Some(100.0 * gb / ceiling),
         peak_bytes,
         matmul_share: part_ms(OpClass::is_matmul) / parts_sum_ms,
         parts_sum_ms,

@@ -245,7 +245,7 @@ pub fn fused_rows(
             precision: p,
             fused_call: calls.0.into(),
             composed_call: calls.1.into(),
-            composed_over_fused: composed.median_ms / fused.median_ms,
+            composed_over_fused: composed.rate_ms().0 / fused.rate_ms().0,
             fused,
             composed,
             fused_bytes: bytes.0,
@@ -253,4 +253,52 @@ pub fn fused_rows(
         });
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::Device;
+
+    use super::*;
+    use crate::bench::block::weights::HostWeights;
+
+    /// The same-work rule's inputs: every role is its own allocation, so no
+    /// two hold the same numbers (a view or a shallow clone of another role
+    /// would), and the key/value roles have the key/value heads.
+    #[test]
+    fn every_role_is_its_own_tensor() {
+        let shape = crate::bench::block::shape(
+            false,
+            [Some(32), Some(4), Some(2), Some(40), Some(6)],
+            1,
+            4,
+        );
+        let w = HostWeights::random(&shape, 1).unwrap();
+        let block = Block::new(&w, &shape, DType::F32, &Device::Cpu).unwrap();
+        for phase in [Phase::Prefill, Phase::Decode] {
+            let sh = Shapes::new(&block, phase, DType::F32).unwrap();
+            let roles = [
+                &sh.x, &sh.xn, &sh.attn, &sh.h1, &sh.hn, &sh.o, &sh.down, &sh.q_proj, &sh.k_proj,
+                &sh.v_proj, &sh.act, &sh.gate, &sh.up, &sh.q, &sh.k, &sh.v, &sh.keys, &sh.values,
+                &sh.scores,
+            ];
+            for (i, a) in roles.iter().enumerate() {
+                for b in &roles[i + 1..] {
+                    if a.dims() == b.dims() {
+                        let same = (*a - *b).unwrap().abs().unwrap().max_all().unwrap();
+                        assert!(
+                            same.to_scalar::<f32>().unwrap() > 0.0,
+                            "{phase:?}: {:?}",
+                            a.dims()
+                        );
+                    }
+                }
+            }
+            assert_eq!((sh.q.dim(1).unwrap(), sh.k.dim(1).unwrap()), (4, 2));
+            assert_eq!(
+                sh.keys.dims(),
+                [1, 2, if phase == Phase::Decode { 7 } else { 6 }, 8]
+            );
+        }
+    }
 }
