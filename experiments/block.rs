@@ -51,7 +51,7 @@ struct Args {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1 << 16))]
     hidden: Option<u64>,
 
-    /// Attention heads; they must divide --hidden (default: 32 on a GPU, 8 on the CPU).
+    /// Query heads; they must divide --hidden (default: 32 on a GPU, 8 on the CPU).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
     heads: Option<u64>,
 

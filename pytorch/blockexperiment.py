@@ -26,7 +26,8 @@ from results import (
 )
 from rows import failed_rows
 
-# The block's body is schema 2.3's (src/schema/mod.rs SCHEMA_VERSION; 2.3 added kv_heads).
+# The block's body is schema 2.3's (src/schema/mod.rs SCHEMA_VERSION; 2.3 added kv_heads,
+# time_source, cache_bytes and each row's copy_bytes and copy_ceiling_gb_per_s).
 BLOCK_SCHEMA_VERSION = "2.3"
 
 
