@@ -59,14 +59,60 @@ edit() {
   [[ $(sha256sum < "$1") != "$before" ]] || fail "the pattern '$2' is no longer in $1: update this test"
 }
 
+# moved_copy DIR: what the device tool carries to the GPU machine (the tracked
+# files and the untracked ones git does not ignore), copied to DIR, with BUNDLE
+# in DIR/.gpu-bundle/ as `carry` would bring it.
+moved_copy() {
+  mkdir -p "$1/.gpu-bundle"
+  git ls-files -z --cached --others --exclude-standard |
+    while IFS= read -r -d '' f; do [[ ! -e $f ]] || printf '%s\0' "$f"; done |
+    tar --null -T - -cf - | tar -xf - -C "$1"
+  cp "$2" "$1/.gpu-bundle/"
+}
+
+# hidden ROOT DIR COMMAND...: COMMAND run in DIR while ROOT (this checkout, where
+# the bundle was built) is hidden: an empty tmpfs mounted over it in a private
+# mount namespace, so nothing of the run can read a path the build fixed. As root
+# `unshare -m`; elsewhere `unshare -rm` (a user namespace where the user is root).
+hidden() {
+  local root=$1 dir=$2 flags
+  shift 2
+  for flags in -m -rm; do
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    if unshare "$flags" sh -c 'mount -t tmpfs -o size=1m candle-lab-hidden "$1"' _ "$root" 2>/dev/null; then
+      unshare "$flags" bash -c '
+        mount -t tmpfs -o size=1m,mode=0555 candle-lab-hidden "$1" || exit 97
+        [[ -z $(ls -A "$1") ]] || exit 98
+        cd "$2" && exec "${@:3}"' hide "$root" "$dir" "$@"
+      return
+    fi
+  done
+  fail "cannot hide $root for the moved run: neither 'unshare -m' nor 'unshare -rm' may mount a tmpfs here ($(unshare -m true 2>&1 | tail -n 1))"
+}
+
 cpu_tests() {
   local bundle=.gpu-bundle/candle-lab-cpu.tar.xz
   [[ -f $bundle ]] || fail "no $bundle: run just pack-cpu"
 
-  # 1. A whole run: every program, the extra runs, PyTorch, the tests, compare.
-  PATH="$torch_bin:$PATH" scripts/gpu-run.sh --cpu "$tmp/run" > /dev/null || {
-    cat "$tmp/run/summary.md"
-    fail "the CPU run failed"
+  # 0. summary.py's own tests (a real block file, an unsupported row).
+  python3 -m unittest discover -s scripts -p 'test_*.py' 2> "$tmp/unittest.txt" || {
+    cat "$tmp/unittest.txt"
+    fail "scripts/test_*.py failed"
+  }
+  pass "summary.py: $(grep -o '^Ran [0-9]* tests' "$tmp/unittest.txt")"
+
+  # 1. A whole run: every program, the extra runs, PyTorch, the tests, compare,
+  # as the GPU machine runs it: from a copy of the checkout at another path, the
+  # building checkout hidden (a path the build fixed into a program or test,
+  # CARGO_MANIFEST_DIR's, then fails its step here as it would there).
+  local root=$PWD moved=$tmp/elsewhere/candle-lab-moved
+  case "$tmp/" in "$root"/*) fail "TMPDIR ($tmp) is inside the checkout, which the run hides" ;; esac
+  case "$torch_bin/" in "$root"/*) fail "torch's python ($torch_bin) is inside the checkout, which the run hides" ;; esac
+  moved_copy "$moved" "$bundle"
+  hidden "$root" "$moved" env PATH="$torch_bin:$PATH" scripts/gpu-run.sh --cpu "$tmp/run" > "$tmp/run.txt" 2>&1 || {
+    tail -n 20 "$tmp/run.txt"
+    [[ ! -f $tmp/run/summary.md ]] || cat "$tmp/run/summary.md"
+    fail "the CPU run from $moved, with $root hidden, failed"
   }
   assert_files "$tmp/run"
   local archive
@@ -83,7 +129,8 @@ cpu_tests() {
   grep -q '^| pytorch-block | 0 |' "$tmp/run/summary.md" || fail "no passing PyTorch block step"
   grep -q '^| compare-block | 0 |' "$tmp/run/summary.md" || fail "no passing compare-block step"
   tail -n 1 "$tmp/run/run.log" | grep -qx 'every step passed' || fail "run.log does not end with the verdict"
-  pass "a whole CPU run: $(grep -c '^| [a-z]' "$tmp/run/summary.md") rows in summary.md, the log whole"
+  grep -q "^bundle: $moved/.gpu-bundle/" "$tmp/run/run.log" || fail "the run did not use the moved copy's bundle"
+  pass "a whole CPU run from another path, the building checkout hidden: $(grep -c '^| [a-z]' "$tmp/run/summary.md") rows in summary.md, the log whole"
 
   # 2. A hang costs its step only: a bundle with one more "experiment" that never
   # ends; under 10-second timeouts the run ends, fails, names it, keeps the rest.

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::schema::Row;
+use crate::schema::{Row, RowStatus};
 
 /// The run failed before its report was written.
 pub const EXIT_ERROR: u8 = 1;
@@ -35,12 +35,14 @@ impl From<()> for Completion {
 
 impl Completion {
     /// [`Completion::RowsFailed`] naming every row that failed, else complete.
+    /// A row the GPU's library refused as unsupported did not fail: it is a
+    /// fact about this GPU, recorded, and counts as neither failed nor measured.
     pub fn of_rows<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Self {
         let mut total = 0;
         let mut failed = Vec::new();
         for row in rows {
             total += 1;
-            if row.measured.is_none() {
+            if row.measured.is_none() && row.status != RowStatus::Unsupported {
                 failed.push(row.precision.to_string());
             }
         }
