@@ -399,7 +399,7 @@ dry=()
 ((rehearse)) && dry=(--dry-run)
 
 # help_of PROGRAM...: what PROGRAM --help prints (nothing when it has no --help).
-help_of() { timeout 30 "$@" --help 2>/dev/null; }
+help_of() { timeout 10 "$@" --help 2>/dev/null; }
 # has FLAG: whether $help lists FLAG. Whole flag names only: `--size` is not `--sizes`.
 has() { [[ $help =~ (^|[[:space:]])$1([[:space:]]|=|,|$) ]]; }
 # skip_host PROGRAM...: sets host=(--skip-host-memory-check) in CUDA mode when
