@@ -367,7 +367,7 @@ rehearsal_tests() {
   # 2. A refused flag planted in the plan fails the rehearsal, naming its step.
   # (The plan is the script's: a copy of it is planted and run on the same bundle.)
   cp scripts/gpu-run.sh "$tmp/planted-flag.sh"
-  edit "$tmp/planted-flag.sh" 'bf16-reduced --no-cpu --skip-host-memory-check)$' 'bf16-reduced --no-cpu --skip-host-memory-check --bogus-flag)'
+  edit "$tmp/planted-flag.sh" 'bf16-reduced --no-cpu)$' 'bf16-reduced --no-cpu --bogus-flag)'
   local rc=0
   CANDLE_LAB_DRIVER_ROOT=$driver PATH="$torch_bin:$PATH" "$tmp/planted-flag.sh" --rehearse "$tmp/p1" > /dev/null 2>&1 || rc=$?
   ((rc == 1)) || fail "a planted --bogus-flag: exit $rc"

@@ -240,8 +240,8 @@ pub struct RowRun {
 
 /// Measures precision `p` in `ctx`, with a progress bar labelled `label`: the
 /// one row-measuring path of `matmul`, `cpu_vs_gpu` and `sweep`. A failure
-/// (out of memory, a GEMM mode cuBLAS refuses, anything) is that row's,
-/// recorded with its error ([`row_of`]).
+/// (out of memory, anything) is that row's, recorded with its error, and a GEMM
+/// mode cuBLAS refuses as unsupported is recorded so ([`row_of`]).
 pub fn measure_row(ctx: &RowContext, p: Precision, label: &str) -> RowRun {
     let outcome = sample_row(ctx, p, label);
     let sampled = outcome.as_ref().ok().map(|(_, s)| *s);
