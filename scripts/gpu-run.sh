@@ -65,6 +65,10 @@ bundle=${2:-.gpu-bundle/candle-lab-$mode.tar.xz}
   echo "error: no bundle at $bundle (build it with 'just pack-$([[ $mode == cpu ]] && echo cpu || echo gpu)')" >&2
   exit 1
 }
+if [[ -n ${CANDLE_LAB_STEPS:-} ]]; then
+  [[ step =~ $CANDLE_LAB_STEPS ]]
+  (($? != 2)) || { echo "error: CANDLE_LAB_STEPS '$CANDLE_LAB_STEPS' is not a regular expression; nothing was changed" >&2 && exit 2; }
+fi
 if [[ -e $out || -L $out ]]; then
   [[ -d $out ]] || { echo "error: OUT_DIR $out exists and is not a folder" >&2 && exit 2; }
   if [[ -n $(ls -A "$out" 2>/dev/null) ]]; then
@@ -239,6 +243,7 @@ kind=$(sed -n 's/^kind=//p' "$bin/BUNDLE")
 cmp -s "$0" "$bin/scripts/gpu-run.sh" ||
   echo "note: $0 differs from the bundle's scripts/gpu-run.sh: the steps are this script's"
 ((rehearse)) && echo "rehearsal: every step runs with its exact arguments and stops after checking them"
+[[ -z $only ]] || echo "steps: only those whose names match '$only' (CANDLE_LAB_STEPS); the others are listed as not selected"
 
 # The python that runs the PyTorch reference, by scripts/pytorch-env.sh's rule
 # (CANDLE_LAB_PYTHON, else python3 where torch imports; no venv is made here).

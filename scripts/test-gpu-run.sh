@@ -223,7 +223,12 @@ cpu_tests() {
   ((rc == 1)) || fail "a missing bundle: exit $rc"
   [[ ! -e $tmp/new ]] || fail "a missing bundle: OUT_DIR was made"
   grep -q '^error: no bundle at' "$tmp/refused.txt" || fail "no reason given: $(cat "$tmp/refused.txt")"
-  pass "an OUT_DIR with files is refused untouched; a missing bundle creates nothing"
+  rc=0
+  CANDLE_LAB_STEPS='(' scripts/gpu-run.sh --cpu "$tmp/new" > "$tmp/refused.txt" 2>&1 || rc=$?
+  ((rc == 2)) || fail "CANDLE_LAB_STEPS='(': exit $rc"
+  [[ ! -e $tmp/new ]] || fail "a bad CANDLE_LAB_STEPS: OUT_DIR was made"
+  grep -q "^error: CANDLE_LAB_STEPS '(' is not a regular expression" "$tmp/refused.txt" || fail "no reason given: $(cat "$tmp/refused.txt")"
+  pass "an OUT_DIR with files is refused untouched; a missing bundle or a bad CANDLE_LAB_STEPS creates nothing"
 
   # 5. A truncated bundle stops the run before any step, with a summary saying so.
   head -c "$(($(stat -c %s $bundle) / 2))" $bundle > "$tmp/truncated.tar.xz"
