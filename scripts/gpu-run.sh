@@ -15,16 +15,20 @@
 #     lent machine returns at most 8 files; both are rewritten after every step,
 #     and a run that stops (a failed check, Ctrl-C, SIGTERM) still ends with its
 #     summary, saying why it stopped.
-#   - Every step has its own timeout, clamped to a budget for the whole run
-#     (default 450 s, under 8 minutes with start-up): a hang loses that step only.
-#     SIGINT or SIGTERM stops the running step (its whole process group), runs no
-#     other, and exits 130 or 143 after the summary.
+#   - Every step has its own timeout, clamped to a budget for the steps (default
+#     450 s; the whole call, with the machine's start and the transfers, takes
+#     about 10 minutes: docs/gpu.md): a hang loses that step only. SIGINT or
+#     SIGTERM stops the running step (its whole process group), runs no other,
+#     and exits 130 or 143 after the summary.
 #   - The steps (the plan, below) are found in the bundle: every program in
 #     experiments/ with its defaults, the extra runs (matmul at 8192 in every
-#     precision, cpu_vs_gpu at 8192), PyTorch's pytorch/matmul.py with its own
-#     argument list when packed, every test harness in tests/, and tools/compare
-#     on the Candle and PyTorch files. A failed step does not stop the others; the
-#     exit code is 1 when any step failed.
+#     precision, cpu_vs_gpu at 8192), PyTorch's pytorch/matmul.py and block.py
+#     when packed, each followed at once by tools/compare on the Candle and
+#     PyTorch files, then every test harness in tests/. On the GPU every program
+#     whose --help lists --skip-host-memory-check gets it (that machine's memory
+#     grows on demand), and the driver's JIT cache is a folder of the run's own
+#     (CUDA_CACHE_PATH). A failed step does not stop the others; the exit code is
+#     1 when any step failed.
 #
 # Usage: scripts/gpu-run.sh OUT_DIR [BUNDLE]              on the GPU machine
 #        scripts/gpu-run.sh --cpu OUT_DIR [BUNDLE]        the same steps on the CPU, small
@@ -40,6 +44,8 @@
 #   CANDLE_LAB_PYTHON: the python with torch (else python3, when torch imports).
 #   CANDLE_LAB_RUN_BUDGET_S: seconds for the whole run (450; 150 with --cpu).
 #   CANDLE_LAB_STEP_TIMEOUT_S: caps every step's timeout (CI: a hanging program).
+#   CANDLE_LAB_STEPS: a regular expression; only the steps whose names match run
+#     (a rerun of a few in what is left of the lease: CANDLE_LAB_STEPS='^(block|test-cli)$').
 set -uo pipefail # no -e: every failure below is caught, reported and summarized
 
 usage="usage: scripts/gpu-run.sh [--cpu | --rehearse] OUT_DIR [BUNDLE]"
@@ -59,6 +65,10 @@ bundle=${2:-.gpu-bundle/candle-lab-$mode.tar.xz}
   echo "error: no bundle at $bundle (build it with 'just pack-$([[ $mode == cpu ]] && echo cpu || echo gpu)')" >&2
   exit 1
 }
+if [[ -n ${CANDLE_LAB_STEPS:-} ]]; then
+  [[ step =~ $CANDLE_LAB_STEPS ]]
+  (($? != 2)) || { echo "error: CANDLE_LAB_STEPS '$CANDLE_LAB_STEPS' is not a regular expression; nothing was changed" >&2 && exit 2; }
+fi
 if [[ -e $out || -L $out ]]; then
   [[ -d $out ]] || { echo "error: OUT_DIR $out exists and is not a folder" >&2 && exit 2; }
   if [[ -n $(ls -A "$out" 2>/dev/null) ]]; then
@@ -94,6 +104,7 @@ else
   t_program=60 t_test=120 t_python=60
 fi
 t_cap=${CANDLE_LAB_STEP_TIMEOUT_S:-0}
+only=${CANDLE_LAB_STEPS:-} # a regular expression of the step names to run (a rerun)
 reserve=15 # seconds kept for the last summary and archive
 deadline=$((SECONDS + budget))
 
@@ -152,6 +163,10 @@ finish() {
     stopped="interrupted by SIG$interrupted; the steps that finished are kept"
     case $interrupted in INT) rc=130 ;; TERM) rc=143 ;; *) rc=129 ;; esac
   fi
+  if [[ $mode == cuda && -d ${CUDA_CACHE_PATH:-} ]]; then
+    echo "CUDA JIT cache at the end: $(find "$CUDA_CACHE_PATH" -type f | wc -l) files, $(du -sh "$CUDA_CACHE_PATH" | cut -f1)"
+  fi
+  echo "host memory at the end: $(head -n 1 /proc/meminfo 2>/dev/null | tr -s ' ')"
   snapshot
   echo
   cat "$out/summary.md"
@@ -228,6 +243,7 @@ kind=$(sed -n 's/^kind=//p' "$bin/BUNDLE")
 cmp -s "$0" "$bin/scripts/gpu-run.sh" ||
   echo "note: $0 differs from the bundle's scripts/gpu-run.sh: the steps are this script's"
 ((rehearse)) && echo "rehearsal: every step runs with its exact arguments and stops after checking them"
+[[ -z $only ]] || echo "steps: only those whose names match '$only' (CANDLE_LAB_STEPS); the others are listed as not selected"
 
 # The python that runs the PyTorch reference, by scripts/pytorch-env.sh's rule
 # (CANDLE_LAB_PYTHON, else python3 where torch imports; no venv is made here).
@@ -295,6 +311,23 @@ PY
   fi
 fi
 
+# The host's memory as the run starts: on the lent GPU machine MemTotal starts
+# small and grows on demand, so the programs there skip their host check (below).
+echo "host memory at the start (/proc/meminfo):"
+head -n 3 /proc/meminfo 2>/dev/null | sed 's/^/  /'
+
+if [[ $mode == cuda ]]; then
+  # Candle's kernels are PTX that the driver compiles for the GPU when a module
+  # first loads, keeping the result in its JIT cache (by default ~/.nv/ComputeCache,
+  # which may be unwritable or too small). One cache of the run's own, large
+  # enough for every module, so the ~35 CUDA processes below compile each module
+  # once; overhead's first-call rows record whether it held entries (jit_cache).
+  unset CUDA_CACHE_DISABLE
+  export CUDA_CACHE_PATH=$tmp/cuda-cache CUDA_CACHE_MAXSIZE=4294967296 # 4 GiB, the driver's maximum
+  mkdir -p "$CUDA_CACHE_PATH"
+  echo "CUDA JIT cache: $CUDA_CACHE_PATH (CUDA_CACHE_MAXSIZE=$CUDA_CACHE_MAXSIZE)"
+fi
+
 # --- The steps ------------------------------------------------------------------
 
 # step NAME TIMEOUT_S [--informational] COMMAND...: runs COMMAND under its own
@@ -309,6 +342,10 @@ step() {
   fi
   if [[ -n $interrupted ]]; then
     record "$name" - 0 "not run: interrupted by SIG$interrupted" "${@#"$bin/"}"
+    return 0
+  fi
+  if [[ -n $only && ! $name =~ $only ]]; then
+    record "$name" - 0 "not selected (CANDLE_LAB_STEPS; not counted)" "${@#"$bin/"}"
     return 0
   fi
   local left=$((deadline - SECONDS - reserve))
@@ -366,6 +403,22 @@ step() {
 dry=()
 ((rehearse)) && dry=(--dry-run)
 
+# help_of PROGRAM...: what PROGRAM --help prints (nothing when it has no --help).
+help_of() { timeout 10 "$@" --help 2>/dev/null; }
+# has FLAG: whether $help lists FLAG. Whole flag names only: `--size` is not `--sizes`.
+has() { [[ $help =~ (^|[[:space:]])$1([[:space:]]|=|,|$) ]]; }
+# skip_host PROGRAM...: sets host=(--skip-host-memory-check) in CUDA mode when
+# PROGRAM accepts it, else host=(). The GPU machine's memory grows on demand:
+# MemTotal at the start understates what a run can have, so a host check there
+# would refuse sizes that fit (block, memory and sweep by their defaults).
+skip_host() {
+  host=()
+  [[ $mode == cuda ]] || return 0
+  local help
+  help=$(help_of "$@")
+  if has --skip-host-memory-check; then host=(--skip-host-memory-check); fi
+}
+
 # The plan. Each program's argument list is the GPU call's, exactly; under
 # --cpu the flags each program has get small sizes.
 if [[ $mode == cuda ]]; then
@@ -378,11 +431,10 @@ fi
 block_weights=$tmp/block-weights.safetensors
 for exe in "$bin"/experiments/*; do
   name=$(basename "$exe")
-  args=(--device "$device" --output "$work/$name.json")
+  skip_host "$exe"
+  args=(--device "$device" --output "$work/$name.json" "${host[@]}")
   if [[ $mode == cpu ]]; then
-    help=$(timeout 5 "$exe" --help 2>/dev/null)
-    # Whole flag names only: `--size` is not `--sizes`.
-    has() { [[ $help =~ (^|[[:space:]])$1([[:space:]]|=|$) ]]; }
+    help=$(help_of "$exe")
     if has --size; then args+=(--size 128); fi
     if has --sizes; then args+=(--sizes 64,96,128); fi
     if has --max-seconds; then args+=(--max-seconds 0.2); fi
@@ -407,14 +459,14 @@ for exe in "$bin"/experiments/*; do
   step "$name" "$t_program" "$exe" "${args[@]}" "${dry[@]}"
 done
 
-# 2. The extra runs: matmul in every precision at 8192, cpu_vs_gpu at 8192. The
-# GPU machine's memory grows on demand, so the host check is skipped there.
-# PyTorch has its own list: it has no bf16-reduced (no switch for that cuBLAS mode).
+# 2. The extra runs: matmul in every precision at 8192, cpu_vs_gpu at 8192, each
+# with the host check skipped where it has the flag (skip_host). PyTorch has its
+# own list: it has no bf16-reduced (no switch for that cuBLAS mode).
 if [[ $mode == cuda ]]; then
   size=8192
-  matmul_args=(--size "$size" --iters 20 --warmup 5 --dtypes fp64,fp32,tf32,fp16,fp16-reduced,bf16,bf16-reduced --no-cpu --skip-host-memory-check)
-  pytorch_args=(--size "$size" --iters 20 --warmup 5 --dtypes fp64,fp32,tf32,fp16,fp16-reduced,bf16 --no-cpu --skip-host-memory-check)
-  cpu_vs_gpu_args=(--size "$size" --iters 20 --warmup 5 --skip-host-memory-check)
+  matmul_args=(--size "$size" --iters 20 --warmup 5 --dtypes fp64,fp32,tf32,fp16,fp16-reduced,bf16,bf16-reduced --no-cpu)
+  pytorch_args=(--size "$size" --iters 20 --warmup 5 --dtypes fp64,fp32,tf32,fp16,fp16-reduced,bf16 --no-cpu)
+  cpu_vs_gpu_args=(--size "$size" --iters 20 --warmup 5)
 else
   size=192
   matmul_args=(--size "$size" --iters 3 --warmup 1 --dtypes fp64,fp32,fp16,bf16)
@@ -424,35 +476,47 @@ fi
 matmul_json=$work/matmul-$size.json
 pytorch_json=$work/pytorch-matmul-$size.json
 if [[ -x $bin/experiments/matmul ]]; then
+  skip_host "$bin/experiments/matmul"
   step "matmul-$size" "$t_program" "$bin/experiments/matmul" --device "$device" "${matmul_args[@]}" \
-    --output "$matmul_json" "${dry[@]}"
+    "${host[@]}" --output "$matmul_json" "${dry[@]}"
 fi
 if [[ -x $bin/experiments/cpu_vs_gpu ]]; then
+  skip_host "$bin/experiments/cpu_vs_gpu"
   step "cpu_vs_gpu-$size" "$t_program" "$bin/experiments/cpu_vs_gpu" --device "$device" \
-    "${cpu_vs_gpu_args[@]}" --output "$work/cpu_vs_gpu-$size.json" "${dry[@]}"
+    "${cpu_vs_gpu_args[@]}" "${host[@]}" --output "$work/cpu_vs_gpu-$size.json" "${dry[@]}"
 fi
 
-# 3. The PyTorch reference at the same settings, with the python that has torch.
+# 3. The PyTorch reference at the same settings, with the python that has torch,
+# then at once Candle against PyTorch on them (a rehearsal writes no files:
+# compare then checks its arguments only), before anything the budget may cut.
 if [[ -f $bin/pytorch/matmul.py ]]; then
   if [[ -n $torch_py ]]; then
+    skip_host "$torch_py" "$bin/pytorch/matmul.py"
     step "pytorch-matmul-$size" "$t_python" "$torch_py" "$bin/pytorch/matmul.py" --device "$device" \
-      "${pytorch_args[@]}" --output "$pytorch_json" "${dry[@]}"
+      "${pytorch_args[@]}" "${host[@]}" --output "$pytorch_json" "${dry[@]}"
   else
     echo "=== pytorch-matmul-$size: skipped, no python with torch"
     record "pytorch-matmul-$size" - 0 "skipped: no python with torch (not counted)" python3 pytorch/matmul.py
   fi
 fi
+if [[ -x $bin/tools/compare && -n $torch_py ]] && { ((rehearse)) || [[ -f $pytorch_json && -f $matmul_json ]]; }; then
+  step compare 60 --informational "$bin/tools/compare" "$matmul_json" "$pytorch_json" "${dry[@]}"
+fi
 
-# The PyTorch twin of the block, on the weights Candle's block wrote.
+# The PyTorch twin of the block, on the weights Candle's block wrote, then the two compared.
 if [[ -f $bin/pytorch/block.py && -x $bin/experiments/block ]]; then
   if [[ -n $torch_py ]]; then
     block_args=(--dtypes fp32,fp16,bf16 --iters 3 --warmup 1)
     [[ $mode == cpu ]] || block_args=(--dtypes fp32,tf32,fp16,bf16)
+    skip_host "$torch_py" "$bin/pytorch/block.py"
     step pytorch-block "$t_python" "$torch_py" "$bin/pytorch/block.py" --device "$device" \
-      --weights "$block_weights" "${block_args[@]}" --output "$work/pytorch-block.json" "${dry[@]}"
+      --weights "$block_weights" "${block_args[@]}" "${host[@]}" --output "$work/pytorch-block.json" "${dry[@]}"
   else
     record pytorch-block - 0 "skipped: no python with torch (not counted)" python3 pytorch/block.py
   fi
+fi
+if [[ -x $bin/tools/compare && -n $torch_py ]] && { ((rehearse)) || [[ -f $work/pytorch-block.json && -f $work/block.json ]]; }; then
+  step compare-block 60 --informational "$bin/tools/compare" "$work/block.json" "$work/pytorch-block.json" "${dry[@]}"
 fi
 
 # 4. The packed test harnesses, one test at a time (they share one GPU); the CLI
@@ -469,15 +533,6 @@ harness=(--test-threads 1)
 for t in "$bin"/tests/*; do
   step "test-$(basename "$t")" "$t_test" "$t" "${harness[@]}"
 done
-
-# 5. Last: Candle against PyTorch, the 8192 matmul and the block, when both
-# files exist (a rehearsal writes none: compare then checks its arguments only).
-if [[ -x $bin/tools/compare && -n $torch_py ]] && { ((rehearse)) || [[ -f $pytorch_json && -f $matmul_json ]]; }; then
-  step compare 60 --informational "$bin/tools/compare" "$matmul_json" "$pytorch_json" "${dry[@]}"
-fi
-if [[ -x $bin/tools/compare && -n $torch_py ]] && { ((rehearse)) || [[ -f $work/pytorch-block.json && -f $work/block.json ]]; }; then
-  step compare-block 60 --informational "$bin/tools/compare" "$work/block.json" "$work/pytorch-block.json" "${dry[@]}"
-fi
 
 if ((${#failed[@]})); then
   finish 1

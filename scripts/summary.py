@@ -2,9 +2,12 @@
 """summary.md of one gpu-run.sh run, from its work folder: what the run was
 (and why it stopped, if it did), each step's exit code and seconds, then every
 benchmark row of every JSON report (precision, median ms, GFLOP/s, peak MiB,
-error) and what the peak column includes on each side. Standard library only:
+status) and what the peak column includes on each side. Standard library only:
 the GPU machine has python3 but no jq. Rows are found by shape (an object with
-"precision" and "status" or "median_ms"), wherever a report nests them.
+"precision" and "status" or "median_ms"), wherever a report nests them; their
+figures are read where each schema keeps them (`figures`). A row the GPU's
+library refused as unsupported (status "unsupported", schema 2.3) is counted
+apart: neither failed nor measured.
 
 Usage: summary.py WORK_DIR [ELAPSED_S] > summary.md
 """
@@ -24,16 +27,43 @@ def number(value, digits):
 
 
 def rows_in(value, path=()):
-    """Every benchmark row in a JSON value, with the keys that lead to it."""
+    """Every benchmark row in a JSON value, with the keys that lead to it (and the
+    phase of a block's rows, which sit in a list of phases)."""
     if isinstance(value, dict):
         if "precision" in value and ("status" in value or "median_ms" in value):
             yield path, value
             return
+        if isinstance(value.get("phase"), str):
+            path = path + (value["phase"],)
         for key, child in value.items():
             yield from rows_in(child, path + (key,))
     elif isinstance(value, list):
         for child in value:
             yield from rows_in(child, path)
+
+
+MIB = 1 << 20
+
+
+def figures(row):
+    """A row's median ms, GFLOP/s and peak MiB, where its schema keeps them. Matmul rows
+    (matmul, cpu_vs_gpu, sweep: src/schema/matmul.rs) hold `median_ms`, `gflops` and
+    `peak_mib` in the row; block rows (src/schema/block.rs) under `measured`:
+    `end_to_end.median_ms`, `gflop_per_s` and `peak_bytes`."""
+    measured = row.get("measured")
+    if isinstance(measured, dict):
+        end_to_end = measured.get("end_to_end")
+        median = end_to_end.get("median_ms") if isinstance(end_to_end, dict) else None
+        peak = measured.get("peak_bytes")
+        peak_mib = peak / MIB if isinstance(peak, (int, float)) else None
+        return median, measured.get("gflop_per_s"), peak_mib
+    return row.get("median_ms"), row.get("gflops"), row.get("peak_mib")
+
+
+def status(row):
+    """"ok", or the row's status with its reason ("error: ...", "unsupported: ...")."""
+    state = row.get("status", "ok")
+    return "ok" if state == "ok" else f"{state}: {row.get('error') or 'no reason given'}"
 
 
 def device_name(value):
@@ -47,6 +77,11 @@ def device_name(value):
                 return found
     return None
 
+
+BLOCK_PEAK_NOTE = (
+    "A block row's peak MiB is the peak during its end-to-end samples above the use "
+    "before the block's inputs: the weights, made before, are not in it."
+)
 
 PEAK_NOTE = (
     "Peak MiB means the same on both sides: Candle's is the CUDA memory pool's high-water mark "
@@ -99,20 +134,31 @@ def main(work, elapsed=None):
     for s in steps:
         out.append(f"| {cell(s['step'])} | {cell(s['exit'])} | {cell(s['seconds'])} | {cell(s['note'])} |")
 
+    rows = [(name, path, row) for name, report in reports.items() for path, row in rows_in(report)]
+    counts = {state: sum(1 for *_, row in rows if row.get("status", "ok") == state)
+              for state in ("ok", "error", "unsupported")}
     out += ["", "## Benchmark rows", "",
-            "| file | row | precision | median ms | GFLOP/s | peak MiB | error |",
+            f"{counts['ok']} measured, {counts['error']} failed, {counts['unsupported']} "
+            "unsupported (refused by the GPU's library as unsupported: neither failed nor measured)",
+            "",
+            "| file | row | precision | median ms | GFLOP/s | peak MiB | status |",
             "| --- | --- | --- | ---: | ---: | ---: | --- |"]
-    for name, report in reports.items():
-        for path, row in rows_in(report):
-            where = ".".join(str(k) for k in path)
-            out.append("| " + " | ".join([
-                cell(name), cell(where), cell(row.get("precision")),
-                number(row.get("median_ms"), 3), number(row.get("gflops"), 1),
-                number(row.get("peak_mib"), 1), cell(row.get("error")),
-            ]) + " |")
-    if any(isinstance(row.get("peak_mib"), (int, float))
-           for report in reports.values() for _, row in rows_in(report)):
+    peaks = set()
+    for name, path, row in rows:
+        where = ".".join(str(k) for k in path)
+        if isinstance(row.get("size"), int):
+            where += f" n={row['size']}"
+        median, gflops, peak_mib = figures(row)
+        if isinstance(peak_mib, (int, float)):
+            peaks.add("block" if isinstance(row.get("measured"), dict) else "matmul")
+        out.append("| " + " | ".join([
+            cell(name), cell(where), cell(row.get("precision")),
+            number(median, 3), number(gflops, 1), number(peak_mib, 1), cell(status(row)),
+        ]) + " |")
+    if "matmul" in peaks:
         out += ["", PEAK_NOTE]
+    if "block" in peaks:
+        out += ["", BLOCK_PEAK_NOTE]
     unreadable = [n for n, r in reports.items() if "unreadable" in r]
     if unreadable:
         out += ["", "Unreadable reports: " + ", ".join(unreadable)]

@@ -2,9 +2,12 @@
 # shellcheck disable=SC2012,SC2016 # ls of our own files; sed patterns hold a literal $size
 # Tests of scripts/gpu-run.sh, the one-call GPU run, on a machine without a GPU:
 #
-#   scripts/test-gpu-run.sh cpu         the CPU bundle (`just pack-cpu`): a whole run,
-#                                       a hanging step, SIGTERM and Ctrl-C, an OUT_DIR
-#                                       with an earlier run, a missing or truncated bundle
+#   scripts/test-gpu-run.sh cpu         summary.py's tests; the CPU bundle (`just
+#                                       pack-cpu`): a whole run from a copy of the
+#                                       checkout at another path with this checkout
+#                                       hidden (as the GPU machine runs it), a hanging
+#                                       step, SIGTERM and Ctrl-C, an OUT_DIR with an
+#                                       earlier run, a missing or truncated bundle
 #   scripts/test-gpu-run.sh rehearsal   the CUDA bundle (`just pack-gpu`) through the
 #                                       CUDA branch, every step with the GPU call's exact
 #                                       arguments stopped after checking them, with
@@ -12,10 +15,14 @@
 #                                       on neither PATH nor the linker's path (an
 #                                       nvidia-smi that answers as an H200's, the link
 #                                       stub of libcuda.so.1), python3 with torch from
-#                                       the PyTorch reference's venv. Then the same with a
-#                                       refused flag planted in the plan, with PyTorch
-#                                       given matmul's precisions (bf16-reduced), with no
-#                                       driver, and with no xz program.
+#                                       the PyTorch reference's venv; every step whose
+#                                       program accepts --skip-host-memory-check was
+#                                       given it, each compare right after its runs, the
+#                                       run's own JIT cache. Then the same with a refused
+#                                       flag planted in the plan, with PyTorch given
+#                                       matmul's precisions (bf16-reduced), with the host
+#                                       flag withheld (a few steps, CANDLE_LAB_STEPS),
+#                                       with no driver, and with no xz program.
 #
 # Each case prints one line; the first failure ends the script with exit 1.
 set -euo pipefail
@@ -35,6 +42,18 @@ pass() {
 
 # The venv's python3 first on PATH, as the GPU machine's python3 has torch.
 torch_bin=$(dirname "$(scripts/pytorch-env.sh)")
+
+# after SUMMARY STEP: the step that ran right after STEP in summary.md's steps table.
+after() {
+  awk -F' [|] ' -v s="| $2" '/^[|] / { if (found) { sub(/^[|] /, "", $1); print $1; exit } if ($1 == s) found = 1 }' "$1"
+}
+
+# assert_compares_follow SUMMARY PYTORCH_MATMUL: each compare runs right after the
+# runs it compares, before anything the budget could cut (issue 22, defect 3).
+assert_compares_follow() {
+  [[ $(after "$1" "$2") == compare ]] || fail "compare does not run right after $2 but after $(grep -B1 '^| compare |' "$1" | head -n 1)"
+  [[ $(after "$1" pytorch-block) == compare-block ]] || fail "compare-block does not run right after pytorch-block"
+}
 
 # assert_files DIR: a run's OUT_DIR holds exactly its three files.
 assert_files() {
@@ -59,14 +78,60 @@ edit() {
   [[ $(sha256sum < "$1") != "$before" ]] || fail "the pattern '$2' is no longer in $1: update this test"
 }
 
+# moved_copy DIR: what the device tool carries to the GPU machine (the tracked
+# files and the untracked ones git does not ignore), copied to DIR, with BUNDLE
+# in DIR/.gpu-bundle/ as `carry` would bring it.
+moved_copy() {
+  mkdir -p "$1/.gpu-bundle"
+  git ls-files -z --cached --others --exclude-standard |
+    while IFS= read -r -d '' f; do [[ ! -e $f ]] || printf '%s\0' "$f"; done |
+    tar --null -T - -cf - | tar -xf - -C "$1"
+  cp "$2" "$1/.gpu-bundle/"
+}
+
+# hidden ROOT DIR COMMAND...: COMMAND run in DIR while ROOT (this checkout, where
+# the bundle was built) is hidden: an empty tmpfs mounted over it in a private
+# mount namespace, so nothing of the run can read a path the build fixed. As root
+# `unshare -m`; elsewhere `unshare -rm` (a user namespace where the user is root).
+hidden() {
+  local root=$1 dir=$2 flags
+  shift 2
+  for flags in -m -rm; do
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    if unshare "$flags" sh -c 'mount -t tmpfs -o size=1m candle-lab-hidden "$1"' _ "$root" 2>/dev/null; then
+      unshare "$flags" bash -c '
+        mount -t tmpfs -o size=1m,mode=0555 candle-lab-hidden "$1" || exit 97
+        [[ -z $(ls -A "$1") ]] || exit 98
+        cd "$2" && exec "${@:3}"' hide "$root" "$dir" "$@"
+      return
+    fi
+  done
+  fail "cannot hide $root for the moved run: neither 'unshare -m' nor 'unshare -rm' may mount a tmpfs here ($(unshare -m true 2>&1 | tail -n 1))"
+}
+
 cpu_tests() {
   local bundle=.gpu-bundle/candle-lab-cpu.tar.xz
   [[ -f $bundle ]] || fail "no $bundle: run just pack-cpu"
 
-  # 1. A whole run: every program, the extra runs, PyTorch, the tests, compare.
-  PATH="$torch_bin:$PATH" scripts/gpu-run.sh --cpu "$tmp/run" > /dev/null || {
-    cat "$tmp/run/summary.md"
-    fail "the CPU run failed"
+  # 0. summary.py's own tests (a real block file, an unsupported row).
+  python3 -m unittest discover -s scripts -p 'test_*.py' 2> "$tmp/unittest.txt" || {
+    cat "$tmp/unittest.txt"
+    fail "scripts/test_*.py failed"
+  }
+  pass "summary.py: $(grep -o '^Ran [0-9]* tests' "$tmp/unittest.txt")"
+
+  # 1. A whole run: every program, the extra runs, PyTorch, the tests, compare,
+  # as the GPU machine runs it: from a copy of the checkout at another path, the
+  # building checkout hidden (a path the build fixed into a program or test,
+  # CARGO_MANIFEST_DIR's, then fails its step here as it would there).
+  local root=$PWD moved=$tmp/elsewhere/candle-lab-moved
+  case "$tmp/" in "$root"/*) fail "TMPDIR ($tmp) is inside the checkout, which the run hides" ;; esac
+  case "$torch_bin/" in "$root"/*) fail "torch's python ($torch_bin) is inside the checkout, which the run hides" ;; esac
+  moved_copy "$moved" "$bundle"
+  hidden "$root" "$moved" env PATH="$torch_bin:$PATH" scripts/gpu-run.sh --cpu "$tmp/run" > "$tmp/run.txt" 2>&1 || {
+    tail -n 20 "$tmp/run.txt"
+    [[ ! -f $tmp/run/summary.md ]] || cat "$tmp/run/summary.md"
+    fail "the CPU run from $moved, with $root hidden, failed"
   }
   assert_files "$tmp/run"
   local archive
@@ -82,8 +147,17 @@ cpu_tests() {
   grep -q '^| compare | 0 |' "$tmp/run/summary.md" || fail "no passing compare step"
   grep -q '^| pytorch-block | 0 |' "$tmp/run/summary.md" || fail "no passing PyTorch block step"
   grep -q '^| compare-block | 0 |' "$tmp/run/summary.md" || fail "no passing compare-block step"
+  assert_compares_follow "$tmp/run/summary.md" pytorch-matmul-192
+  # The block's rows in summary.md hold their figures (median ms, GFLOP/s, peak MiB).
+  local figures='[0-9]+\.[0-9]+ \| [0-9]+\.[0-9]+ \| [0-9]+\.[0-9]+ \| ok \|$' phase
+  for phase in prefill decode; do
+    grep -Eq "^\| block\.json \| block\.phases\.$phase\.rows \| fp32 \| $figures" "$tmp/run/summary.md" ||
+      fail "summary.md's $phase block row has no figures: $(grep "^| block.json | block.phases.$phase" "$tmp/run/summary.md" | head -n 1)"
+  done
+  grep -q '^  MemTotal:' "$tmp/run/run.log" || fail "run.log does not show /proc/meminfo"
   tail -n 1 "$tmp/run/run.log" | grep -qx 'every step passed' || fail "run.log does not end with the verdict"
-  pass "a whole CPU run: $(grep -c '^| [a-z]' "$tmp/run/summary.md") rows in summary.md, the log whole"
+  grep -q "^bundle: $moved/.gpu-bundle/" "$tmp/run/run.log" || fail "the run did not use the moved copy's bundle"
+  pass "a whole CPU run from another path, the building checkout hidden: $(grep -c '^| [a-z]' "$tmp/run/summary.md") rows in summary.md, the log whole"
 
   # 2. A hang costs its step only: a bundle with one more "experiment" that never
   # ends; under 10-second timeouts the run ends, fails, names it, keeps the rest.
@@ -149,7 +223,12 @@ cpu_tests() {
   ((rc == 1)) || fail "a missing bundle: exit $rc"
   [[ ! -e $tmp/new ]] || fail "a missing bundle: OUT_DIR was made"
   grep -q '^error: no bundle at' "$tmp/refused.txt" || fail "no reason given: $(cat "$tmp/refused.txt")"
-  pass "an OUT_DIR with files is refused untouched; a missing bundle creates nothing"
+  rc=0
+  CANDLE_LAB_STEPS='(' scripts/gpu-run.sh --cpu "$tmp/new" > "$tmp/refused.txt" 2>&1 || rc=$?
+  ((rc == 2)) || fail "CANDLE_LAB_STEPS='(': exit $rc"
+  [[ ! -e $tmp/new ]] || fail "a bad CANDLE_LAB_STEPS: OUT_DIR was made"
+  grep -q "^error: CANDLE_LAB_STEPS '(' is not a regular expression" "$tmp/refused.txt" || fail "no reason given: $(cat "$tmp/refused.txt")"
+  pass "an OUT_DIR with files is refused untouched; a missing bundle or a bad CANDLE_LAB_STEPS creates nothing"
 
   # 5. A truncated bundle stops the run before any step, with a summary saying so.
   head -c "$(($(stat -c %s $bundle) / 2))" $bundle > "$tmp/truncated.tar.xz"
@@ -200,6 +279,31 @@ SMI
   chmod +x "$d/bin/nvidia-smi"
 }
 
+# missing_host_flag LOG BUNDLE_DIR: the steps in a rehearsal's LOG whose program
+# (from the unpacked bundle; PyTorch's through the python the step named) lists
+# --skip-host-memory-check in its --help but was not given it, one a line.
+missing_host_flag() {
+  local log=$1 dir=$2 line name words prog help
+  # The programs start as on the GPU machine: its driver (the stand-in) and CUDA libraries.
+  local libs
+  libs=$(sed -n 's|^driver: \(.*\)/libcuda.so.1 .*|\1|p; s|^CUDA libraries: ||p' "$log" | tr '\n' ':')
+  while IFS= read -r line; do
+    name=${line#=== } && name=${name%% (timeout*}
+    read -ra words <<<"${line#*): }"
+    case ${words[0]} in
+      experiments/* | tools/* | tests/*) prog=("$dir/${words[0]}") ;;
+      *)
+        prog=("${words[0]}")
+        if [[ ${words[1]:-} == pytorch/*.py ]]; then prog+=("$dir/${words[1]}"); fi
+        ;;
+    esac
+    help=$(LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:-}" timeout 30 "${prog[@]}" --help 2>/dev/null) || true
+    if [[ $help == *--skip-host-memory-check* && " ${words[*]} " != *" --skip-host-memory-check "* ]]; then
+      echo "$name"
+    fi
+  done < <(grep '^=== .* (timeout [0-9]* s): ' "$log")
+}
+
 rehearsal_tests() {
   local bundle=.gpu-bundle/candle-lab-cuda.tar.xz
   [[ -f $bundle ]] || fail "no $bundle: run just pack-gpu"
@@ -237,12 +341,38 @@ rehearsal_tests() {
   grep -q '^overhead_fields_cuda: test' "$logs/results/logs/test-memory_overhead.log" || fail "overhead_fields_cuda is not packed"
   grep -q '^cuda::summary_of_a_fresh_run: test' "$logs/results/logs/test-summary.log" || fail "the CUDA summary test is not packed"
   grep -q '^tiny_block_cuda: test' "$logs/results/logs/test-block.log" || fail "the CUDA block test is not packed"
+  grep -q '^error::tests::candles_cublas_refusal_is_unsupported: test' "$logs/results/logs/test-candle_lab.log" ||
+    fail "the CUDA test of cuBLAS's refusal is not packed"
   pass "the rehearsal: ${#steps[@]} steps accepted their arguments; the driver found in a folder on neither path"
+
+  # The GPU machine's memory grows on demand (issue 22, defect 1): every step
+  # whose program's --help lists --skip-host-memory-check was given it, PyTorch's
+  # too, and the log shows /proc/meminfo. Each program is asked here, apart
+  # from gpu-run.sh's own reading of the same.
+  local programs=$tmp/r-bundle
+  mkdir -p "$programs" && tar -xJf $bundle -C "$programs"
+  local missing
+  missing=$(missing_host_flag "$tmp/r/run.log" "$programs")
+  [[ -z $missing ]] || fail "steps not given --skip-host-memory-check though their program accepts it: $missing"
+  local given
+  given=$(grep -c '^=== .*--skip-host-memory-check' "$tmp/r/run.log")
+  for name in block memory sweep matmul-8192 pytorch-matmul-8192 pytorch-block; do
+    grep -q "^=== $name (timeout.* --skip-host-memory-check" "$tmp/r/run.log" || fail "$name was not given --skip-host-memory-check"
+  done
+  grep -q '^  MemTotal:' "$tmp/r/run.log" || fail "run.log does not show /proc/meminfo"
+  pass "the host check: $given steps given --skip-host-memory-check, every one whose program accepts it"
+
+  # The comparisons come right after their runs (defect 3); one JIT cache of
+  # the run's own for the ~35 CUDA processes (defect 4).
+  assert_compares_follow "$s" pytorch-matmul-8192
+  grep -q '^CUDA JIT cache: /.*/cuda-cache (CUDA_CACHE_MAXSIZE=4294967296)$' "$tmp/r/run.log" || fail "no CUDA JIT cache of the run's own"
+  grep -q '^CUDA JIT cache at the end: [0-9]* files' "$tmp/r/run.log" || fail "the JIT cache's size at the end is not logged"
+  pass "compare and compare-block right after their runs; the run's own JIT cache (CUDA_CACHE_PATH)"
 
   # 2. A refused flag planted in the plan fails the rehearsal, naming its step.
   # (The plan is the script's: a copy of it is planted and run on the same bundle.)
   cp scripts/gpu-run.sh "$tmp/planted-flag.sh"
-  edit "$tmp/planted-flag.sh" 'bf16-reduced --no-cpu --skip-host-memory-check)$' 'bf16-reduced --no-cpu --skip-host-memory-check --bogus-flag)'
+  edit "$tmp/planted-flag.sh" 'bf16-reduced --no-cpu)$' 'bf16-reduced --no-cpu --bogus-flag)'
   local rc=0
   CANDLE_LAB_DRIVER_ROOT=$driver PATH="$torch_bin:$PATH" "$tmp/planted-flag.sh" --rehearse "$tmp/p1" > /dev/null 2>&1 || rc=$?
   ((rc == 1)) || fail "a planted --bogus-flag: exit $rc"
@@ -259,6 +389,19 @@ rehearsal_tests() {
   ((rc == 1)) || fail "PyTorch with bf16-reduced: exit $rc"
   grep -q 'failed: pytorch-matmul-8192 (exit 2)$' "$tmp/p2/summary.md" || fail "the PyTorch step is not named"
   pass "PyTorch given bf16-reduced (defect 1) fails the rehearsal, naming pytorch-matmul-8192"
+
+  # 3b. The host flag withheld: the check above names the steps. A few steps
+  # only (CANDLE_LAB_STEPS, as a rerun selects them); the others not counted.
+  cp scripts/gpu-run.sh "$tmp/planted-host.sh"
+  edit "$tmp/planted-host.sh" 'if has --skip-host-memory-check; then host=(--skip-host-memory-check); fi' ':'
+  CANDLE_LAB_STEPS='^(block|pytorch-block|test-cli)$' CANDLE_LAB_DRIVER_ROOT=$driver PATH="$torch_bin:$PATH" \
+    "$tmp/planted-host.sh" --rehearse "$tmp/p3" > /dev/null 2>&1 || fail "the rehearsal of three steps failed"
+  missing=$(missing_host_flag "$tmp/p3/run.log" "$programs" | tr '\n' ' ')
+  [[ $missing == 'block pytorch-block ' ]] || fail "the withheld host flag was not found: '$missing'"
+  grep -q '^| test-cli | 0 | .* | rehearsed: arguments accepted |' "$tmp/p3/summary.md" || fail "test-cli was not selected"
+  grep -q '^| matmul | - | 0 | not selected (CANDLE_LAB_STEPS; not counted) |' "$tmp/p3/summary.md" || fail "matmul ran though not selected"
+  grep -q 'every step accepted its arguments' "$tmp/p3/summary.md" || fail "steps not selected were counted"
+  pass "the host flag withheld is found (block, pytorch-block); CANDLE_LAB_STEPS runs only the steps it names"
 
   # 4. No driver anywhere: the run stops before any step, and says where it looked.
   rc=0

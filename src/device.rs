@@ -127,8 +127,7 @@ fn open(arg: DeviceArg) -> Result<(Device, String)> {
         DeviceArg::Cuda(n) => open_cuda(n).map(|d| (d, format!("asked for with --device {arg}"))),
         DeviceArg::Auto if !cfg!(feature = "cuda") => Ok((
             Device::Cpu,
-            "auto: this binary was built without the `cuda` feature (see docs/gpu.md)"
-                .into(),
+            "auto: this binary was built without the `cuda` feature (see docs/gpu.md)".into(),
         )),
         DeviceArg::Auto => match Device::new_cuda(0) {
             Ok(d) => Ok((d, "auto: CUDA build and GPU 0 answered".into())),

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::schema::{Body, Row};
+use crate::schema::{Body, Row, RowStatus};
 
 /// The run failed before its report was written.
 pub const EXIT_ERROR: u8 = 1;
@@ -37,11 +37,15 @@ impl From<()> for Completion {
 
 impl Completion {
     /// [`Completion::RowsFailed`] naming every row that failed, else complete.
+    /// A row the GPU's library refused as unsupported did not fail: it is a
+    /// fact about this GPU, recorded, and counts as neither failed nor measured.
     pub fn of_rows<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Self {
-        Self::of_names(
-            rows.into_iter()
-                .map(|row| (row.precision.to_string(), row.measured.is_some())),
-        )
+        Self::of_names(rows.into_iter().map(|row| {
+            (
+                row.precision.to_string(),
+                failed(row.status, row.measured.is_some()),
+            )
+        }))
     }
 }
 
@@ -57,7 +61,7 @@ impl Completion {
             Body::Sweep(r) => Self::of_names(r.points.iter().map(|p| {
                 (
                     format!("{} at {}", p.row.precision, p.size),
-                    p.row.measured.is_some(),
+                    failed(p.row.status, p.row.measured.is_some()),
                 )
             })),
             Body::Block(r) => Self::of_names(
@@ -67,7 +71,7 @@ impl Completion {
                     .map(|(p, row)| {
                         (
                             format!("{} {}", p.phase.name(), row.precision),
-                            row.measured.is_some(),
+                            failed(row.status, row.measured.is_some()),
                         )
                     }),
             ),
@@ -77,13 +81,13 @@ impl Completion {
         }
     }
 
-    /// From (name, measured) pairs.
+    /// From (name, failed) pairs.
     fn of_names(rows: impl IntoIterator<Item = (String, bool)>) -> Self {
         let mut total = 0;
         let mut failed = Vec::new();
-        for (name, measured) in rows {
+        for (name, failed_row) in rows {
             total += 1;
-            if !measured {
+            if failed_row {
                 failed.push(name);
             }
         }
@@ -93,6 +97,12 @@ impl Completion {
             Self::RowsFailed { failed, total }
         }
     }
+}
+
+/// Whether a row failed: it has no measurement and was not refused by the
+/// GPU's library as unsupported (a fact about the GPU, recorded as such).
+fn failed(status: RowStatus, measured: bool) -> bool {
+    !measured && status != RowStatus::Unsupported
 }
 
 /// The exit code of a process stopped by `signal` (SIGINT: 130, SIGTERM:

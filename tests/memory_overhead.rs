@@ -235,6 +235,18 @@ fn overhead_fields(device: &str) {
         .map(|c| c["op"].as_str().unwrap())
         .collect();
     assert_eq!(first, ["matmul", "add"]);
+    // On a GPU, the driver's JIT cache as the first calls found it (gpu-run.sh
+    // names one of the run's own); the CPU compiles no kernels.
+    let jit = &o["jit_cache"];
+    assert_eq!(jit.is_null(), device == "cpu", "{jit}");
+    if device == "cuda" {
+        let named = std::env::var_os("CUDA_CACHE_PATH").is_some_and(|v| !v.is_empty());
+        assert_eq!(jit["from_env"], named, "{jit}");
+        assert_eq!(
+            jit["warm"],
+            u(&jit["files_before"]) > 0 && jit["disabled"] == false
+        );
+    }
     for c in o["first_calls"].as_array().unwrap() {
         assert_eq!(u(&c["size"]), 32);
         assert_eq!(c["warm"]["samples_wall_ms"].as_array().unwrap().len(), 3);

@@ -195,9 +195,9 @@ pub struct RowContext<'a> {
 }
 
 /// Runs every precision of `cfg` on `device`. A row that fails (out of memory,
-/// a GEMM mode cuBLAS refuses, anything) is recorded with its error and the
-/// next row runs; only a failure before any row (no memory meter) is an error
-/// of the run.
+/// anything) is recorded with its error, one whose GEMM mode cuBLAS refuses as
+/// unsupported is recorded so, and the next row runs; only a failure before
+/// any row (no memory meter) is an error of the run.
 pub fn run(
     device: &Device,
     gpu_name: Option<&str>,
@@ -243,8 +243,8 @@ pub struct RowRun {
 
 /// Measures precision `p` in `ctx`, with a progress bar labelled `label`: the
 /// one row-measuring path of `matmul`, `cpu_vs_gpu` and `sweep`. A failure
-/// (out of memory, a GEMM mode cuBLAS refuses, anything) is that row's,
-/// recorded with its error.
+/// (out of memory, anything) is that row's, recorded with its error, and a GEMM
+/// mode cuBLAS refuses as unsupported is recorded so ([`row_of`]).
 pub fn measure_row(ctx: &RowContext, p: Precision, label: &str) -> RowRun {
     let outcome = sample_row(ctx, p, label);
     let sampled = outcome.as_ref().ok().map(|(_, s)| *s);
@@ -263,10 +263,16 @@ fn sample_row(ctx: &RowContext, p: Precision, label: &str) -> Result<(Measured, 
     outcome
 }
 
-/// The row of precision `p`: measured, or failed with its error's one line.
+/// The row of precision `p`: measured, refused by the GPU's library as
+/// unsupported, or failed, the last two with their error's one line.
 fn row_of(p: Precision, memory_source: &str, label: &str, outcome: Result<Measured>) -> Row {
     let (status, error, measured) = match outcome {
         Ok(m) => (RowStatus::Ok, None, Some(m)),
+        Err(e) if crate::error::is_unsupported(&e) => {
+            let why = crate::error::error_line(&e);
+            crate::note!("{label}: unsupported here, recorded so, not as a failure ({why})");
+            (RowStatus::Unsupported, Some(why), None)
+        }
         Err(e) => {
             let why = crate::error::error_line(&e);
             crate::note!("{label}: row failed, recorded with its error ({why})");
@@ -517,7 +523,12 @@ mod tests {
 
     #[test]
     fn a_failed_row_keeps_the_others_and_the_report() {
-        let cfg = small(vec![Precision::F32, Precision::F16, Precision::Bf16]);
+        let cfg = small(vec![
+            Precision::F32,
+            Precision::F16,
+            Precision::Bf16Reduced,
+            Precision::Bf16,
+        ]);
         let inputs = Inputs::random(cfg.size, cfg.accuracy_rows).unwrap();
         let meter = MemoryMeter::for_device(&Device::Cpu).unwrap();
         let bar = ProgressBar::hidden();
@@ -528,30 +539,39 @@ mod tests {
             inputs: &inputs,
             meter: &meter,
         };
-        // The middle row fails as cuBLAS refusing a mode would: not out of memory.
-        let rows = run_rows(&cfg.precisions, meter.source(), |p| {
-            if p == Precision::F16 {
-                bail!("cuBLAS: CUBLAS_STATUS_NOT_SUPPORTED (injected)");
+        // Planted, as a GPU would give them: fp16 fails (not out of memory), and
+        // cuBLAS refuses bf16-reduced's mode as unsupported, in cudarc's words.
+        let refusal = "CublasError(CUBLAS_STATUS_NOT_SUPPORTED)";
+        let rows = run_rows(&cfg.precisions, meter.source(), |p| match p {
+            Precision::F16 => bail!("CublasError(CUBLAS_STATUS_EXECUTION_FAILED) (planted)"),
+            Precision::Bf16Reduced => {
+                Err(anyhow::anyhow!("{refusal}").context("bf16-reduced gemm (planted)"))
             }
-            measure(&ctx, p, &bar).map(|(m, _)| m)
+            _ => measure(&ctx, p, &bar).map(|(m, _)| m),
         });
         let status: Vec<_> = rows.iter().map(|r| (r.precision, r.status)).collect();
-        use crate::schema::RowStatus::{Error, Ok as Ran};
+        use crate::schema::RowStatus::{Error, Ok as Ran, Unsupported};
         assert_eq!(
             status,
             [
                 (Precision::F32, Ran),
                 (Precision::F16, Error),
+                (Precision::Bf16Reduced, Unsupported),
                 (Precision::Bf16, Ran)
             ]
         );
-        assert!(rows[1].measured.is_none());
+        assert!(rows[1].measured.is_none() && rows[2].measured.is_none());
         assert!(rows[1]
             .error
             .as_deref()
             .unwrap()
-            .contains("CUBLAS_STATUS_NOT_SUPPORTED"));
-        assert_eq!(rows[2].measured.as_ref().unwrap().samples_wall_ms.len(), 3);
+            .contains("CUBLAS_STATUS_EXECUTION_FAILED"));
+        // The reason is kept, whole.
+        assert_eq!(
+            rows[2].error.as_deref(),
+            Some(format!("bf16-reduced gemm (planted): {refusal}").as_str())
+        );
+        assert_eq!(rows[3].measured.as_ref().unwrap().samples_wall_ms.len(), 3);
 
         // The report is written with every row and reads back whole.
         let dir = tempfile::tempdir().unwrap();
@@ -583,18 +603,39 @@ mod tests {
             panic!("not a matmul file")
         };
         assert_eq!(back.precisions, rows);
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(json["matmul"]["precisions"][2]["status"], "unsupported");
+
+        // Shown so in the table and the CSV.
+        let table = crate::export::views::matmul::rows_table("t", &back.precisions).to_string();
+        assert!(
+            table.contains(&format!(
+                "unsupported: bf16-reduced gemm (planted): {refusal}"
+            )),
+            "{table}"
+        );
+        let csv = crate::export::views::matmul::records("m", "matmul", cfg.size, &back.precisions);
+        let statuses: Vec<&str> = csv.rows.iter().map(|r| r[5].as_str()).collect();
+        assert_eq!(statuses, ["ok", "error", "unsupported", "ok"]);
+
+        // Only the failure fails the run: the unsupported row is neither failed
+        // nor measured, and alone it leaves the exit code 0.
         let done = Completion::of_rows(&rows);
         assert_eq!(
             done,
             Completion::RowsFailed {
                 failed: vec!["fp16".into()],
-                total: 3
+                total: 4
             }
         );
         assert_eq!(
             crate::outcome::exit_code(Ok(done)).0,
             crate::outcome::EXIT_ROWS_FAILED
         );
-        assert_eq!(Completion::of_rows(&rows[..1]), Completion::Complete);
+        let without_the_failure = [&rows[0], &rows[2], &rows[3]];
+        let done = Completion::of_rows(without_the_failure);
+        assert_eq!(done, Completion::Complete);
+        assert_eq!(crate::outcome::exit_code(Ok(done)), (0, None));
     }
 }

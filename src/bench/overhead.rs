@@ -7,6 +7,8 @@
 //! back-to-back ones. Every time comes from the one clock
 //! ([`crate::clock::time_on_device`]).
 
+use std::path::{Path, PathBuf};
+
 use anyhow::{Context, Result};
 use candle_core::{Device, Tensor};
 use indicatif::ProgressBar;
@@ -16,7 +18,8 @@ use crate::clock::{time_on_device, time_with_setup, ClockOverhead, Plan, Samples
 use crate::device::largest_cache;
 use crate::memory::fits::Need;
 use crate::schema::{
-    CacheRow, CacheSection, FirstCall, LaunchMode, LaunchRow, OverheadResults, SectionStatus, Timed,
+    CacheRow, CacheSection, FirstCall, JitCache, LaunchMode, LaunchRow, OverheadResults,
+    SectionStatus, Timed,
 };
 use crate::telemetry::Telemetry;
 
@@ -118,6 +121,8 @@ pub fn run(
     cfg: &Config,
     telemetry: &Telemetry,
 ) -> Result<OverheadResults> {
+    // Before the first calls, which load this process's first modules.
+    let jit_cache = device.is_cuda().then(jit_cache);
     let first_calls = first_calls(device, cfg, telemetry)?;
     // After the first calls, which must be the process's first of everything.
     let clock = crate::clock::clock_overhead(device)?;
@@ -130,10 +135,52 @@ pub fn run(
         device_open_ms,
         device_open_includes: device_open_includes(device),
         first_calls,
+        jit_cache,
         clock_overhead: Some(clock),
         launch,
         cache,
     })
+}
+
+/// The driver's JIT cache as this process finds it now, from the variables the
+/// driver reads (CUDA's programming guide, "CUDA Environment Variables").
+fn jit_cache() -> JitCache {
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    jit_cache_in(
+        var("CUDA_CACHE_PATH").map(PathBuf::from),
+        var("HOME").map(PathBuf::from),
+        var("CUDA_CACHE_DISABLE").is_some_and(|v| v == "1"),
+    )
+}
+
+/// [`jit_cache`] from the variables' values: `CUDA_CACHE_PATH`, `HOME` and
+/// whether `CUDA_CACHE_DISABLE` is 1.
+fn jit_cache_in(cache_path: Option<PathBuf>, home: Option<PathBuf>, disabled: bool) -> JitCache {
+    let from_env = cache_path.is_some();
+    let path = cache_path.or_else(|| home.map(|h| h.join(".nv/ComputeCache")));
+    let files_before = path.as_deref().map_or(0, files_under);
+    JitCache {
+        path: path.map(|p| p.display().to_string()),
+        from_env,
+        disabled,
+        files_before,
+        warm: !disabled && files_before > 0,
+    }
+}
+
+/// Files in `dir` and its subfolders (0 when it cannot be read).
+fn files_under(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => files_under(&e.path()),
+            Ok(t) if t.is_file() => 1,
+            _ => 0,
+        })
+        .sum()
 }
 
 /// Random n x n f32 inputs, made on the host and copied to `device`, so that
@@ -396,6 +443,36 @@ pub fn flush_host(buf: &mut [u8]) {
 mod tests {
     use super::*;
     use crate::telemetry::timed_at as timed;
+
+    #[test]
+    fn the_jit_cache_is_warm_when_an_earlier_process_left_files_in_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        // Missing, then empty: cold.
+        let cold = jit_cache_in(Some(cache.clone()), None, false);
+        assert_eq!(
+            (cold.from_env, cold.files_before, cold.warm),
+            (true, 0, false)
+        );
+        std::fs::create_dir_all(cache.join("a/b")).unwrap();
+        assert!(!jit_cache_in(Some(cache.clone()), None, false).warm);
+        // The driver's layout: an index and files in subfolders.
+        std::fs::write(cache.join("index"), "x").unwrap();
+        std::fs::write(cache.join("a/b/0123"), "x").unwrap();
+        let warm = jit_cache_in(Some(cache.clone()), None, false);
+        assert_eq!((warm.files_before, warm.warm), (2, true));
+        assert_eq!(warm.path.as_deref(), cache.to_str());
+        // Disabled: nothing is loaded from it, whatever it holds.
+        assert!(!jit_cache_in(Some(cache), None, true).warm);
+        // No CUDA_CACHE_PATH: the driver's default under HOME.
+        let default = jit_cache_in(None, Some(dir.path().into()), false);
+        assert!(!default.from_env);
+        assert_eq!(
+            default.path,
+            Some(dir.path().join(".nv/ComputeCache").display().to_string())
+        );
+        assert_eq!(jit_cache_in(None, None, false).path, None);
+    }
 
     fn clock(wall_ms: f64, gpu_ms: Option<f64>) -> ClockOverhead {
         ClockOverhead {

@@ -49,6 +49,21 @@ pub struct MatmulResults {
 pub enum RowStatus {
     Ok,
     Error,
+    /// The GPU's library refused the row's mode as unsupported (cuBLAS's
+    /// CUBLAS_STATUS_NOT_SUPPORTED, `crate::error::is_unsupported`): neither
+    /// failed nor measured, `error` keeping the reason (2.3).
+    Unsupported,
+}
+
+impl RowStatus {
+    /// The status as the JSON spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Error => "error",
+            Self::Unsupported => "unsupported",
+        }
+    }
 }
 
 /// One precision's outcome: measured, or why not.
@@ -63,7 +78,8 @@ pub struct Row {
     /// What `peak_bytes` was read from (host allocator, CUDA pool, PyTorch's
     /// allocator statistics), or why there is no peak.
     pub memory_source: String,
-    /// "ok" with the measurements beside it, or "error" with `error` saying why.
+    /// "ok" with the measurements beside it, "error" with `error` saying why,
+    /// or "unsupported" with the library's refusal in `error`.
     pub status: RowStatus,
     pub error: Option<String>,
     #[serde(flatten)]
@@ -85,11 +101,19 @@ impl Row {
         (self.precision == Precision::F32).then_some(self.measured.as_ref()?.median_ms)
     }
 
-    /// A status of "ok" comes with measurements and no error, "error" with an
-    /// error and none.
+    /// What a row without measurements shows in a table cell: "error: why" or
+    /// "unsupported: why".
+    pub fn not_measured(&self) -> String {
+        let why = self.error.as_deref().unwrap_or("no reason recorded");
+        format!("{}: {why}", self.status.name())
+    }
+
+    /// A status of "ok" comes with measurements and no error, "error" and
+    /// "unsupported" with an error and none.
     pub(super) fn validate(&self) -> Result<()> {
         match (self.status, &self.measured, &self.error) {
-            (RowStatus::Ok, Some(_), None) | (RowStatus::Error, None, Some(_)) => Ok(()),
+            (RowStatus::Ok, Some(_), None)
+            | (RowStatus::Error | RowStatus::Unsupported, None, Some(_)) => Ok(()),
             (status, m, e) => bail!(
                 "row {}: status {status:?} with measurements {} and error {}",
                 self.precision,

@@ -55,7 +55,9 @@ pub use memory::{
     BandwidthRow, Direction, HostMemory, MemoryResults, OomAttempt, OutOfMemory, Refusal, Roofline,
     RooflinePoint, TransferRow, Transfers,
 };
-pub use overhead::{CacheRow, CacheSection, FirstCall, LaunchMode, LaunchRow, OverheadResults};
+pub use overhead::{
+    CacheRow, CacheSection, FirstCall, JitCache, LaunchMode, LaunchRow, OverheadResults,
+};
 pub use precision::{Accumulation, FormatLimits, Limits, PointOne, PrecisionResults, RoundTrip};
 pub use timed::{GpuState, SectionStatus, TelemetrySource, TimeSource, Timed};
 
@@ -65,10 +67,11 @@ pub use sweep::{SweepPoint, SweepResults};
 /// The version this build writes. 2.1 added the `sweep`, `memory` and
 /// `overhead` bodies and the matmul rows' "x fp32" ratios; 2.2 the clock's
 /// overhead beside `overhead`'s launch rows, and their cost net of it; 2.3
-/// how `matmul`'s rows were sampled (fixed or adaptive); the block's key/value
-/// heads (grouped-query attention), the clock its tables read (`time_source`),
-/// the device's largest cache, and each row's own copy ceiling of the row's
-/// footprint.
+/// how `matmul`'s rows were sampled (fixed or adaptive), the rows' status
+/// "unsupported" (a mode the GPU's library refused), `overhead`'s
+/// `jit_cache`, the block's key/value heads (grouped-query attention), the
+/// clock its tables read (`time_source`), the device's largest cache, and each
+/// row's own copy ceiling of the row's footprint.
 pub const SCHEMA_VERSION: &str = "2.3";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;

@@ -19,6 +19,10 @@ pub struct OverheadResults {
     /// What opening the device did.
     pub device_open_includes: String,
     pub first_calls: Vec<FirstCall>,
+    /// The CUDA driver's JIT cache as the first calls found it (2.3; null on
+    /// the CPU, which compiles nothing, and in older files).
+    #[serde(default)]
+    pub jit_cache: Option<JitCache>,
     /// The clock's own cost per sample (an empty item through the same path:
     /// synchronizations, events, two clock reads), measured before the launch
     /// rows; their `_net` figures take it out. Null in files before 2.2.
@@ -50,6 +54,27 @@ pub struct FirstCall {
     pub warm: Timed,
     /// first_ms / warm.median_ms.
     pub first_over_warm: f64,
+}
+
+/// The CUDA driver's cache of compiled kernels. Candle's kernels are PTX, which
+/// the driver compiles for the GPU when a module first loads and keeps in this
+/// folder; a first call that finds its module there loads it without compiling.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct JitCache {
+    /// The folder: `CUDA_CACHE_PATH`, else the driver's default
+    /// `$HOME/.nv/ComputeCache` (null with neither).
+    pub path: Option<String>,
+    /// Whether `CUDA_CACHE_PATH` named the folder.
+    pub from_env: bool,
+    /// `CUDA_CACHE_DISABLE=1`: the driver keeps nothing, every load compiles.
+    pub disabled: bool,
+    /// Files in the folder and its subfolders just before the first calls:
+    /// what earlier processes left (0 when it is missing).
+    pub files_before: u64,
+    /// Not disabled and `files_before` > 0: the first calls may have loaded
+    /// kernels compiled by an earlier process rather than compiling them. Which
+    /// modules the files hold, the driver does not say.
+    pub warm: bool,
 }
 
 /// How the calls of a launch row were issued.

@@ -30,10 +30,7 @@ pub fn rows_table(title: &str, rows: &[Row]) -> Table {
     let times = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}x"));
     for r in rows {
         let Some(m) = &r.measured else {
-            t.row([
-                r.precision.to_string(),
-                format!("error: {}", r.error.as_deref().unwrap_or("")),
-            ]);
+            t.row([r.precision.to_string(), r.not_measured()]);
             continue;
         };
         let spread = format!(
@@ -122,7 +119,7 @@ pub fn records<'a>(
                 size.to_string(),
                 r.precision.name().into(),
                 r.memory_source.clone(),
-                if m.is_some() { "ok" } else { "error" }.into(),
+                r.status.name().into(),
                 num(m.map(|m| m.median_ms)),
                 num(m.map(|m| m.gflops)),
                 num(m.and_then(|m| m.gpu_median_ms)),

@@ -9,9 +9,18 @@ use crate::units::mib;
 /// The terminal tables of a run.
 pub fn tables(r: &OverheadResults, device: &str) -> Vec<Table> {
     let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".into(), f);
+    let jit = match &r.jit_cache {
+        None => String::new(),
+        Some(c) if c.disabled => "; the driver's JIT cache disabled".into(),
+        Some(c) => format!(
+            "; the driver's JIT cache {}: {} files in it before",
+            if c.warm { "warm" } else { "cold" },
+            c.files_before
+        ),
+    };
     let mut first = Table::new(
         format!(
-            "first call in this process vs warm, on {device} (device opened in {:.1} ms)",
+            "first call in this process vs warm, on {device} (device opened in {:.1} ms{jit})",
             r.device_open_ms
         ),
         &[

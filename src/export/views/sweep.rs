@@ -21,10 +21,7 @@ pub fn point_line(p: &SweepPoint) -> String {
             m.wall_ms.n,
             rule_name(rule)
         ),
-        _ => format!(
-            "{name}: {}",
-            p.row.error.as_deref().unwrap_or("not measured")
-        ),
+        _ => format!("{name}: {}", p.row.not_measured()),
     }
 }
 
@@ -64,7 +61,7 @@ pub fn records(machine: &str, results: &SweepResults) -> Records {
                 "sweep".into(),
                 p.size.to_string(),
                 p.row.precision.name().into(),
-                if m.is_some() { "ok" } else { "error" }.into(),
+                p.row.status.name().into(),
                 num(m.map(|m| m.median_ms)),
                 num(m.map(|m| m.gflops)),
                 m.map_or(0, |m| m.wall_ms.n).to_string(),
@@ -146,7 +143,7 @@ pub fn table(title: &str, results: &SweepResults) -> Table {
             t.row([
                 p.size.to_string(),
                 p.row.precision.to_string(),
-                format!("error: {}", p.row.error.as_deref().unwrap_or("")),
+                p.row.not_measured(),
             ]);
             continue;
         };

@@ -229,7 +229,8 @@ fn sweep_table(out: &mut String, r: &SweepResults) {
                     } else {
                         ""
                     };
-                    pt.gflops().map_or("error".into(), |g| rate(g) + mark)
+                    pt.gflops()
+                        .map_or(pt.row.status.name().into(), |g| rate(g) + mark)
                 }
             });
         }

@@ -531,6 +531,15 @@ mod tests {
                 fp16.status = RowStatus::Error;
                 fp16.error = Some("CUDA_ERROR_OUT_OF_MEMORY".into());
                 fp16.measured = None;
+                // bf16 before compute capability 8.0: cuBLAS refuses it.
+                let bf16 = m
+                    .precisions
+                    .iter_mut()
+                    .find(|r| r.precision == Bf16)
+                    .unwrap();
+                bf16.status = RowStatus::Unsupported;
+                bf16.error = Some("CublasError(CUBLAS_STATUS_ARCH_MISMATCH)".into());
+                bf16.measured = None;
             }
         }
         files.basics = Err("no basics.json yet (run `just basics`)".into());
@@ -547,6 +556,12 @@ mod tests {
             Err("the fp16 row failed: CUDA_ERROR_OUT_OF_MEMORY".into())
         );
         assert!(row(Item::Fp16VsFp32).here.is_err());
+        assert_eq!(
+            row(Item::GpuMatmulGflops(Bf16)).here,
+            Err(
+                "the bf16 row is unsupported here: CublasError(CUBLAS_STATUS_ARCH_MISMATCH)".into()
+            )
+        );
         assert_eq!(
             row(Item::ElementBytes(F32)).ratio(),
             Err("no basics.json yet (run `just basics`)".into())

@@ -436,12 +436,11 @@ fn measured(m: &MatmulResults, p: Precision) -> Result<&Measured, String> {
         .iter()
         .find(|r| r.precision == p)
         .ok_or_else(|| format!("matmul.json has no {p} row (run matmul with --dtypes {p})"))?;
+    let why = row.error.as_deref().unwrap_or("no measurements");
     match (&row.measured, row.status) {
         (Some(m), RowStatus::Ok) => Ok(m),
-        _ => Err(format!(
-            "the {p} row failed: {}",
-            row.error.as_deref().unwrap_or("no measurements")
-        )),
+        (_, RowStatus::Unsupported) => Err(format!("the {p} row is unsupported here: {why}")),
+        _ => Err(format!("the {p} row failed: {why}")),
     }
 }
 
