@@ -111,6 +111,8 @@ impl Experiment for BlockExperiment {
         "--hidden", "64", "--heads", "4", "--mlp", "128", "--seq", "16", "--iters", "3",
         "--warmup", "1",
     ];
+    /// Every precision the block has on a GPU.
+    const GPU_CALL: &'static [&'static str] = &["--dtypes", "fp32,tf32,fp16,bf16"];
     type Flags = Flags;
     type Config = Run;
 

@@ -21,7 +21,7 @@
 #     SIGTERM stops the running step (its whole process group), runs no other,
 #     and exits 130 or 143 after the summary.
 #   - The steps (the plan, below) are found in the bundle: every program in
-#     experiments/ with its defaults, the extra runs (matmul at 8192 in every
+#     experiments/ with its preset (--preset gpu-call; small under --cpu), the extra runs (matmul at 8192 in every
 #     precision, cpu_vs_gpu at 8192), PyTorch's pytorch/matmul.py and block.py
 #     when packed, each followed at once by tools/compare on the Candle and
 #     PyTorch files, then every test harness in tests/. On the GPU every program
@@ -419,43 +419,25 @@ skip_host() {
   if has --skip-host-memory-check; then host=(--skip-host-memory-check); fi
 }
 
-# The plan. Each program's argument list is the GPU call's, exactly; under
-# --cpu the flags each program has get small sizes.
+# The plan. Each program's argument list is the GPU call's, exactly. Step 1 takes
+# each experiment's own preset (`--preset gpu-call`, or under --cpu `--preset
+# small`: seconds on two cores), so a new experiment needs nothing here.
 if [[ $mode == cuda ]]; then
   step nvidia-smi 30 nvidia-smi
   nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv > "$work/gpu.csv" 2>&1
   cp "$work/logs/nvidia-smi.log" "$work/nvidia-smi.txt"
 fi
 
-# 1. Every experiment with its defaults.
+# 1. Every experiment with its preset.
+preset=gpu-call
+[[ $mode == cpu ]] && preset=small
 block_weights=$tmp/block-weights.safetensors
 for exe in "$bin"/experiments/*; do
   name=$(basename "$exe")
   skip_host "$exe"
-  args=(--device "$device" --output "$work/$name.json" "${host[@]}")
-  if [[ $mode == cpu ]]; then
-    help=$(help_of "$exe")
-    if has --size; then args+=(--size 128); fi
-    if has --sizes; then args+=(--sizes 64,96,128); fi
-    if has --max-seconds; then args+=(--max-seconds 0.2); fi
-    if has --iters; then args+=(--iters 3); fi
-    if has --warmup; then args+=(--warmup 1); fi
-    # memory and overhead (CI's CPU bundle is a dev build: their defaults take minutes)
-    if has --mib; then args+=(--mib 1); fi
-    if has --matmul-size; then args+=(--matmul-size 128); fi
-    if has --transfer-max-mib; then args+=(--transfer-max-mib 1); fi
-    if has --first-size; then args+=(--first-size 128); fi
-    if has --calls; then args+=(--calls 20); fi
-    if has --cache-sizes; then args+=(--cache-sizes 64,128); fi
-    if has --flush-mib; then args+=(--flush-mib 4); fi
-    # block
-    if has --hidden; then args+=(--hidden 64 --heads 4 --mlp 96 --seq 12); fi
-  fi
-  if [[ $name == block ]]; then
-    # The weights PyTorch's twin loads (not archived: a GPU block's are 0.8 GB).
-    args+=(--save-weights "$block_weights")
-    [[ $mode == cpu ]] || args+=(--dtypes fp32,tf32,fp16,bf16)
-  fi
+  args=(--device "$device" --preset "$preset" --output "$work/$name.json" "${host[@]}")
+  # The weights PyTorch's twin loads (not archived: a GPU block's are 0.8 GB).
+  [[ $name == block ]] && args+=(--save-weights "$block_weights")
   step "$name" "$t_program" "$exe" "${args[@]}" "${dry[@]}"
 done
 

@@ -174,6 +174,10 @@ pub enum Preset {
     /// results`, the GPU run's CPU rehearsal and the tests use. Not the
     /// machine's speed.
     Small,
+    /// What the one-call run on a lent GPU gives this experiment
+    /// (scripts/gpu-run.sh): its defaults, and where they leave out what the
+    /// call should measure, the flags that add it.
+    GpuCall,
 }
 
 /// Largest `--size`: keeps every byte count (3 n^2 x 8 < 2^63) far from overflow.

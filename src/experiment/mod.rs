@@ -42,6 +42,9 @@ pub trait Experiment {
     /// GPU run's CPU rehearsal and the tests use it; a flag the command line
     /// gives itself wins over the preset's.
     const SMALL: &'static [&'static str];
+    /// The one-call GPU run's flags (`--preset gpu-call`, scripts/gpu-run.sh):
+    /// none unless the defaults leave out what that call should measure.
+    const GPU_CALL: &'static [&'static str] = &[];
 
     /// The experiment's own flags, beside the shared [`Common`] ones.
     type Flags: clap::Args + clap::FromArgMatches + std::fmt::Debug;

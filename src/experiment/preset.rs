@@ -1,5 +1,5 @@
 //! The command line of an experiment: the shared flags and the experiment's
-//! own in one clap command, and `--preset small` folded in. A preset is words
+//! own in one clap command, and `--preset small` (or `gpu-call`) folded in. A preset is words
 //! of a command line ([`Experiment::SMALL`]), put before the user's own so
 //! that each flag the user gives wins; the preset's flags the user gave are
 //! left out, so a flag that takes a list (`--dtypes`) is never given twice.
@@ -28,10 +28,15 @@ pub fn parse<E: Experiment>(argv: Vec<OsString>) -> Result<(Common, E::Flags), c
     let cmd = command::<E>();
     let matches = cmd.clone().try_get_matches_from(&argv)?;
     let common = Common::from_arg_matches(&matches)?;
-    let matches = match common.preset {
+    let preset = match common.preset {
+        None => None,
+        Some(Preset::Small) => Some(E::SMALL),
+        Some(Preset::GpuCall) => Some(E::GPU_CALL),
+    };
+    let matches = match preset {
         None => matches,
-        Some(Preset::Small) => {
-            let words = preset_words(&cmd, &matches, E::SMALL);
+        Some(preset) => {
+            let words = preset_words(&cmd, &matches, preset);
             let mut with = argv[..1].to_vec();
             with.extend(words.into_iter().map(OsString::from));
             with.extend(argv[1..].iter().cloned());
