@@ -132,8 +132,8 @@ fn the_small_sizes_live_in_the_programs_only() {
     );
     let gpu_run = read("scripts/gpu-run.sh");
     assert!(
-        gpu_run.contains("--preset small"),
-        "gpu-run.sh --cpu uses the preset"
+        gpu_run.contains("preset=small") && gpu_run.contains(r#"--preset "$preset""#),
+        "gpu-run.sh gives every experiment its preset (small under --cpu)"
     );
     for flag in ["--mlp 96", "--hidden 64", "--first-size 128", "--mib 1"] {
         assert!(!justfile.contains(flag), "the justfile sets {flag} itself");
