@@ -66,13 +66,13 @@ bench *args: _build
     {{bin}}/matmul {{bench_args}} --results-dir results {{args}}
     {{bin}}/cpu_vs_gpu {{bench_args}} --results-dir results {{args}}
 
-# The PyTorch reference (pytorch/matmul.py, same flags; --experiment matmul|cpu_vs_gpu)
+# The PyTorch reference (pytorch/matmul, same flags; --experiment matmul|cpu_vs_gpu)
 pytorch *args:
-    "$(scripts/pytorch-env.sh)" pytorch/matmul.py {{args}}
+    "$(scripts/pytorch-env.sh)" pytorch/matmul {{args}}
 
-# The PyTorch twin of `block` (pytorch/block.py; --weights FILE from `just block --save-weights FILE`)
+# The PyTorch twin of `block` (pytorch/block; --weights FILE from `just block --save-weights FILE`)
 pytorch-block *args:
-    "$(scripts/pytorch-env.sh)" pytorch/block.py {{args}}
+    "$(scripts/pytorch-env.sh)" pytorch/block {{args}}
 
 # Candle's block, then PyTorch's on the same weights, then `compare` on the two files
 vs-pytorch-block *args: _build
@@ -82,7 +82,7 @@ vs-pytorch-block *args: _build
     dir=$(mktemp -d "${TMPDIR:-/tmp}/vs-pytorch-block.XXXXXX")
     echo "vs-pytorch-block: result files in $dir" >&2
     {{bin}}/block --output "$dir/candle.json" --save-weights "$dir/weights.safetensors" {{args}}
-    "$py" pytorch/block.py --output "$dir/pytorch.json" --weights "$dir/weights.safetensors" {{args}}
+    "$py" pytorch/block --output "$dir/pytorch.json" --weights "$dir/weights.safetensors" {{args}}
     {{bin}}/compare "$dir/candle.json" "$dir/pytorch.json"
 
 # Candle's matmul, then PyTorch's at the same settings, then `compare` on the two files
@@ -93,7 +93,7 @@ vs-pytorch *args: _build
     dir=$(mktemp -d "${TMPDIR:-/tmp}/vs-pytorch.XXXXXX")
     echo "vs-pytorch: result files in $dir" >&2
     {{bin}}/matmul --output "$dir/candle.json" {{args}}
-    "$py" pytorch/matmul.py --output "$dir/pytorch.json" {{args}}
+    "$py" pytorch/matmul --output "$dir/pytorch.json" {{args}}
     {{bin}}/compare "$dir/candle.json" "$dir/pytorch.json"
 
 # The reference lab's table beside this machine's results; writes results/<machine>/summary.md
@@ -142,7 +142,7 @@ test:
 # cross-check runs Candle's `block` (built here, the dev build) on the same weights.
 test-pytorch:
     cargo build --quiet --bin block
-    "$(scripts/pytorch-env.sh)" -m unittest discover -s pytorch -p 'test_*.py'
+    "$(scripts/pytorch-env.sh)" -m unittest discover -s pytorch -t pytorch -p 'test_*.py'
 
 # The tests with CUDA variants, on a machine with an NVIDIA GPU and CUDA toolkit
 test-cuda:

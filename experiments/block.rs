@@ -5,7 +5,7 @@
 //! class, the speedup over fp32 beside the matmul-only speedup and Amdahl's
 //! prediction, fused kernels against primitive ops, and accuracy against f64.
 //! `--save-weights` writes the weights and inputs for the PyTorch twin
-//! (`pytorch/block.py --weights`). The measurement is `candle_lab::bench::block`.
+//! (`pytorch/block --weights`). The measurement is `candle_lab::bench::block`.
 
 use std::path::PathBuf;
 
@@ -73,7 +73,7 @@ struct Flags {
     seed: u64,
 
     /// Also write the weights and inputs (f32, safetensors) to FILE, for
-    /// `pytorch/block.py --weights FILE`.
+    /// `pytorch/block --weights FILE`.
     #[arg(long, value_name = "FILE")]
     save_weights: Option<PathBuf>,
 

@@ -22,7 +22,7 @@
 #     and exits 130 or 143 after the summary.
 #   - The steps (the plan, below) are found in the bundle: every program in
 #     experiments/ with its preset (--preset gpu-call; small under --cpu), the extra runs (matmul at 8192 in every
-#     precision, cpu_vs_gpu at 8192), PyTorch's pytorch/matmul.py and block.py
+#     precision, cpu_vs_gpu at 8192), PyTorch's pytorch/matmul and pytorch/block
 #     when packed, each followed at once by tools/compare on the Candle and
 #     PyTorch files, then every test harness in tests/. On the GPU every program
 #     whose --help lists --skip-host-memory-check gets it (that machine's memory
@@ -471,14 +471,14 @@ fi
 # 3. The PyTorch reference at the same settings, with the python that has torch,
 # then at once Candle against PyTorch on them (a rehearsal writes no files:
 # compare then checks its arguments only), before anything the budget may cut.
-if [[ -f $bin/pytorch/matmul.py ]]; then
+if [[ -f $bin/pytorch/matmul/__main__.py ]]; then
   if [[ -n $torch_py ]]; then
-    skip_host "$torch_py" "$bin/pytorch/matmul.py"
-    step "pytorch-matmul-$size" "$t_python" "$torch_py" "$bin/pytorch/matmul.py" --device "$device" \
+    skip_host "$torch_py" "$bin/pytorch/matmul"
+    step "pytorch-matmul-$size" "$t_python" "$torch_py" "$bin/pytorch/matmul" --device "$device" \
       "${pytorch_args[@]}" "${host[@]}" --output "$pytorch_json" "${dry[@]}"
   else
     echo "=== pytorch-matmul-$size: skipped, no python with torch"
-    record "pytorch-matmul-$size" - 0 "skipped: no python with torch (not counted)" python3 pytorch/matmul.py
+    record "pytorch-matmul-$size" - 0 "skipped: no python with torch (not counted)" python3 pytorch/matmul
   fi
 fi
 if [[ -x $bin/tools/compare && -n $torch_py ]] && { ((rehearse)) || [[ -f $pytorch_json && -f $matmul_json ]]; }; then
@@ -486,15 +486,15 @@ if [[ -x $bin/tools/compare && -n $torch_py ]] && { ((rehearse)) || [[ -f $pytor
 fi
 
 # The PyTorch twin of the block, on the weights Candle's block wrote, then the two compared.
-if [[ -f $bin/pytorch/block.py && -x $bin/experiments/block ]]; then
+if [[ -f $bin/pytorch/block/__main__.py && -x $bin/experiments/block ]]; then
   if [[ -n $torch_py ]]; then
     block_args=(--dtypes fp32,fp16,bf16 --iters 3 --warmup 1)
     [[ $mode == cpu ]] || block_args=(--dtypes fp32,tf32,fp16,bf16)
-    skip_host "$torch_py" "$bin/pytorch/block.py"
-    step pytorch-block "$t_python" "$torch_py" "$bin/pytorch/block.py" --device "$device" \
+    skip_host "$torch_py" "$bin/pytorch/block"
+    step pytorch-block "$t_python" "$torch_py" "$bin/pytorch/block" --device "$device" \
       --weights "$block_weights" "${block_args[@]}" "${host[@]}" --output "$work/pytorch-block.json" "${dry[@]}"
   else
-    record pytorch-block - 0 "skipped: no python with torch (not counted)" python3 pytorch/block.py
+    record pytorch-block - 0 "skipped: no python with torch (not counted)" python3 pytorch/block
   fi
 fi
 if [[ -x $bin/tools/compare && -n $torch_py ]] && { ((rehearse)) || [[ -f $work/pytorch-block.json && -f $work/block.json ]]; }; then

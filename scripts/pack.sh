@@ -16,7 +16,7 @@
 #   tests/NAME         every test harness `cargo test` builds (profile.test), by target name
 #   scripts/           gpu-run.sh, summary.py and pytorch-env.sh (which python runs PyTorch)
 #   SHA256SUMS         every file's checksum, which gpu-run.sh checks after unpacking
-#   pytorch/           *.py and requirements*.txt, when the folder exists
+#   pytorch/           the twins' packages (*/*.py) and requirements*.txt, when the folder exists
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -161,7 +161,10 @@ for line in open(sys.argv[1]):
   cp scripts/gpu-run.sh scripts/summary.py scripts/pytorch-env.sh "$stage/scripts/"
   if [[ -d pytorch ]]; then
     mkdir -p "$stage/pytorch"
-    find pytorch -maxdepth 1 \( -name '*.py' -o -name 'requirements*.txt' \) -exec cp {} "$stage/pytorch/" \;
+    # The twins' packages (common/, matmul/, block/, ...: each run as `python
+    # pytorch/NAME`) and the requirements, without the tests' caches.
+    (cd pytorch && find . \( -name '*.py' -o -name 'requirements*.txt' \) -not -path '*/__pycache__/*' \
+      -exec cp --parents {} "$stage/pytorch/" \;)
   fi
   local arch=""
   if [[ $kind == cuda ]]; then

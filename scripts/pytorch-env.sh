@@ -9,7 +9,7 @@
 #      time downloads about 2.1 GB of wheels from PyPI (torch and the CUDA libraries
 #      it cannot import without; see the requirements' header) and takes a few
 #      minutes; later calls return at once.
-# Usage: "$(scripts/pytorch-env.sh)" pytorch/matmul.py --size 1024
+# Usage: "$(scripts/pytorch-env.sh)" pytorch/matmul --size 1024
 #        scripts/pytorch-env.sh --no-venv   rules 1 and 2 only (exit 1 when neither
 #                                           gives one): the GPU run, which cannot download
 set -euo pipefail

@@ -164,15 +164,17 @@ cpu_tests() {
   unpack_bundle $bundle "$tmp/hang"
   printf '#!/bin/sh\nexec sleep 600.5\n' > "$tmp/hang/experiments/hang"
   chmod +x "$tmp/hang/experiments/hang"
+  # A second one, so that the hangs alone take 20 of the 60 s budget: what is
+  # left (less the 15 s kept for the summary) cannot hold every other step, so
+  # the last ones are skipped, which the budget's own accounting then shows.
+  cp "$tmp/hang/experiments/hang" "$tmp/hang/experiments/hang2"
   repack "$tmp/hang" "$tmp/hang.tar"
-  # (A 60 s budget: the last steps are skipped, which the budget's own
-  # accounting then shows.)
   if CANDLE_LAB_RUN_BUDGET_S=60 CANDLE_LAB_STEP_TIMEOUT_S=10 scripts/gpu-run.sh --cpu "$tmp/short" "$tmp/hang.tar" > /dev/null; then
     fail "a run with a hanging step passed"
   fi
   grep -q '^| hang | 124 | .* | timed out after 10 s |' "$tmp/short/summary.md" || fail "the hang is not named"
   grep -q '^| matmul | 0 |' "$tmp/short/summary.md" || fail "the steps after the hang did not run"
-  grep -q 'failed: hang (exit 124), ' "$tmp/short/summary.md" || fail "no verdict naming the hang"
+  grep -q 'failed: hang (exit 124), hang2 (exit 124), ' "$tmp/short/summary.md" || fail "no verdict naming the hangs"
   grep -q '^| test-sweep | - | 0 | skipped: budget spent |' "$tmp/short/summary.md" || fail "the budget did not stop the run"
   assert_files "$tmp/short"
   pass "a hanging program loses its step only"
@@ -181,6 +183,7 @@ cpu_tests() {
   # terminal sends it): the step and its processes stop, no other step runs, the
   # summary is written. The hanging program runs first here.
   mv "$tmp/hang/experiments/hang" "$tmp/hang/experiments/0hang"
+  rm "$tmp/hang/experiments/hang2"
   repack "$tmp/hang" "$tmp/hang.tar"
   local sig
   for sig in TERM INT; do
@@ -294,7 +297,7 @@ missing_host_flag() {
       experiments/* | tools/* | tests/*) prog=("$dir/${words[0]}") ;;
       *)
         prog=("${words[0]}")
-        if [[ ${words[1]:-} == pytorch/*.py ]]; then prog+=("$dir/${words[1]}"); fi
+        if [[ ${words[1]:-} == pytorch/* ]]; then prog+=("$dir/${words[1]}"); fi
         ;;
     esac
     help=$(LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:-}" timeout 30 "${prog[@]}" --help 2>/dev/null) || true

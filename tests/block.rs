@@ -120,7 +120,7 @@ fn tiny_block_cuda() {
 }
 
 /// `--save-weights` writes the f32 weights and inputs under the names and
-/// shapes `pytorch/block.py --weights` reads, and the same seed writes the
+/// shapes `pytorch/block --weights` reads, and the same seed writes the
 /// same numbers.
 #[test]
 fn saved_weights_read_back_by_name() {

@@ -21,7 +21,7 @@ use crate::telemetry::Telemetry;
 /// the bytes the block's calls would and no call finds its input warm from
 /// the call before it. Each is its own allocation (never a view or a shallow
 /// clone), made before the part's clock starts; PyTorch's parts follow the
-/// same rule (pytorch/blockparts.py).
+/// same rule (pytorch/block/parts.py).
 struct Shapes {
     /// The layer's input, the attention's output, h1 and the two projection
     /// outputs the residuals add: (batch, tokens, hidden) each.

@@ -1,0 +1,1 @@
+"""The PyTorch twin of `block` (run: python pytorch/block)."""

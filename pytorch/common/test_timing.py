@@ -1,0 +1,78 @@
+"""Tests of timing.py: the reference lab's CPU plan, and the clock's order of operations
+on a fake torch.cuda that logs every call (the CPU twin of a GPU check): a synchronize
+before the first warm-up, and the two CUDA events made once, outside every timed window."""
+
+from __future__ import annotations
+
+import types
+import unittest
+from unittest import mock
+
+from common import timing
+
+
+class Plans(unittest.TestCase):
+    def test_cpu_plan_follows_the_reference(self):
+        self.assertEqual(timing.cpu_plan(20), timing.Plan(warmup=1, iters=5))
+        self.assertEqual(timing.cpu_plan(4).iters, 3)
+
+
+def fake_torch(log: list[str]):
+    """torch.cuda's synchronize and Event, each call appended to `log`."""
+
+    class Event:
+        made = 0
+
+        def __init__(self, enable_timing=False):
+            Event.made += 1
+            self.id = Event.made
+            log.append(f"new event {self.id}")
+
+        def record(self):
+            log.append(f"record {self.id}")
+
+        def elapsed_time(self, end):
+            return 1.0
+
+    cuda = types.SimpleNamespace(synchronize=lambda device: log.append("sync"), Event=Event)
+    return types.SimpleNamespace(cuda=cuda)
+
+
+class Clock(unittest.TestCase):
+    def run_clock(self, warmup: int, iters: int) -> list[str]:
+        log: list[str] = []
+        clock = timing.Clock(fake_torch(log), types.SimpleNamespace(type="cuda"))
+
+        def perf_counter():
+            log.append("clock")
+            return float(len(log))
+
+        def work():
+            log.append("work")
+            return object()
+
+        with mock.patch.object(timing.time, "perf_counter", perf_counter):
+            wall, gpu = clock.time(timing.Plan(warmup=warmup, iters=iters), work)
+        self.assertEqual((len(wall), len(gpu)), (iters, iters))
+        return log
+
+    def test_the_first_warm_up_waits_for_queued_work(self):
+        log = self.run_clock(warmup=2, iters=1)
+        self.assertEqual(log[:4], ["sync", "work", "sync", "sync"])
+
+    def test_events_are_made_once_and_recorded_before_the_first_sample(self):
+        log = self.run_clock(warmup=1, iters=4)
+        made = [e for e in log if e.startswith("new event")]
+        self.assertEqual(made, ["new event 1", "new event 2"], "two events for every sample")
+        first_clock = log.index("clock")
+        for e in ["new event 1", "new event 2", "record 1", "record 2"]:
+            self.assertLess(log.index(e), first_clock, f"{e}: before the first sample")
+        # Inside each timed window (clock ... clock): the work, the end event, a sync.
+        clocks = [i for i, e in enumerate(log) if e == "clock"]
+        for t0, t1 in zip(clocks[::2], clocks[1::2]):
+            self.assertEqual(log[t0 + 1 : t1], ["work", "record 2", "sync"])
+            self.assertEqual(log[t0 - 2 : t0], ["sync", "record 1"])
+
+
+if __name__ == "__main__":
+    unittest.main()

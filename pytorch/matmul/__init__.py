@@ -1,0 +1,1 @@
+"""The PyTorch twin of `matmul` and `cpu_vs_gpu` (run: python pytorch/matmul)."""
