@@ -5,8 +5,10 @@
 pub mod basics;
 pub mod block;
 pub mod cpu_vs_gpu;
+pub mod decoder;
 pub mod floats;
 pub mod formulas;
+pub mod generate;
 mod gemm_mode;
 pub mod matmul;
 pub mod memory;

@@ -19,6 +19,7 @@ mod availability;
 mod basics;
 mod block;
 mod cpu;
+mod generate;
 mod matmul;
 mod memory;
 mod overhead;
@@ -47,6 +48,10 @@ pub use block::{
     FusedOp, FusedRow, OpClass, Phase,
 };
 pub use cpu::{same_generation, CpuIdentity};
+pub use generate::{
+    Answer, GenerateMeasured, GenerateResults, GenerateRow, ModelInfo, ModelPath, PromptInfo,
+    StoredType, TokenOpClass, TokenPart, VsFp32, WeightSource,
+};
 pub use matmul::{
     fill_vs_fp32, Accuracy, CpuVsGpuResults, MatmulResults, Measured, Row, RowStatus,
 };
@@ -99,6 +104,7 @@ pub enum Body {
     Overhead(OverheadResults),
     Sweep(SweepResults),
     Block(BlockResults),
+    Generate(GenerateResults),
 }
 
 impl Body {
@@ -113,6 +119,7 @@ impl Body {
             Self::Overhead(_) => "overhead",
             Self::Sweep(_) => "sweep",
             Self::Block(_) => "block",
+            Self::Generate(_) => "generate",
         }
     }
 }
@@ -271,6 +278,7 @@ impl Body {
             Self::Overhead(o) => o.validate(),
             Self::Sweep(s) => s.validate(),
             Self::Block(b) => b.validate(),
+            Self::Generate(g) => g.validate(),
         }
     }
 }

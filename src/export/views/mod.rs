@@ -6,6 +6,7 @@
 pub mod basics;
 pub mod block;
 pub mod floats;
+pub mod generate;
 pub mod matmul;
 pub mod memory;
 pub mod overhead;
@@ -131,6 +132,16 @@ pub fn availabilities(file: &ResultFile) -> Vec<(String, &Availability)> {
                 }
             }
         }
+        Body::Generate(r) => {
+            for row in &r.rows {
+                if let Some(m) = &row.measured {
+                    for (what, t) in [("pp", &m.pp), ("tg", &m.tg)] {
+                        let name = format!("{what} {}", row.precision);
+                        push(&mut out, name, t.availability.as_ref());
+                    }
+                }
+            }
+        }
         Body::Overhead(r) => {
             for l in &r.launch {
                 push(
@@ -179,6 +190,7 @@ pub fn show(file: &ResultFile) -> Shown {
         Body::Memory(r) => memory::show(file, r),
         Body::Overhead(r) => overhead::show(file, r),
         Body::Block(r) => block::show(file, r),
+        Body::Generate(r) => generate::show(file, r),
     }
 }
 
@@ -186,7 +198,7 @@ pub fn show(file: &ResultFile) -> Shown {
 pub fn has_records(experiment: &str) -> bool {
     matches!(
         experiment,
-        "matmul" | "cpu_vs_gpu" | "sweep" | "memory" | "overhead" | "block"
+        "matmul" | "cpu_vs_gpu" | "sweep" | "memory" | "overhead" | "block" | "generate"
     )
 }
 
@@ -211,6 +223,7 @@ pub fn records(file: &ResultFile) -> Option<Records> {
         Body::Memory(r) => Some(memory::records(&m, r)),
         Body::Overhead(r) => Some(overhead::records(&m, r)),
         Body::Block(r) => Some(block::records(&m, r)),
+        Body::Generate(r) => Some(generate::records(&m, r)),
     }
 }
 
@@ -227,6 +240,7 @@ mod tests {
             "memory",
             "overhead",
             "block",
+            "generate",
         ] {
             assert!(has_records(e), "{e}");
         }
