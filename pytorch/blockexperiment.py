@@ -26,8 +26,8 @@ from results import (
 )
 from rows import failed_rows
 
-# The block's body is schema 2.2's (src/schema/mod.rs SCHEMA_VERSION when it was added).
-BLOCK_SCHEMA_VERSION = "2.2"
+# The block's body is schema 2.3's (src/schema/mod.rs SCHEMA_VERSION; 2.3 added kv_heads).
+BLOCK_SCHEMA_VERSION = "2.3"
 
 
 def to_stdout(output: Path | None) -> bool:

@@ -180,6 +180,7 @@ def run_block(torch, device, host, shape, cfg) -> tuple[dict, list[dict], dict]:
             "seq": shape.seq,
             "hidden": shape.hidden,
             "heads": shape.heads,
+            "kv_heads": shape.heads,
             "head_dim": shape.head_dim,
             "mlp": shape.mlp,
             "rms_eps": RMS_EPS,

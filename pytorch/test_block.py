@@ -61,13 +61,14 @@ class Runs(unittest.TestCase):
     def test_the_file_validates_against_the_schema(self):
         schema_validator(self)(self.file)
         f = self.file
-        self.assertEqual((f["schema_version"], f["experiment"]), ("2.2", "block"))
+        self.assertEqual((f["schema_version"], f["experiment"]), ("2.3", "block"))
         self.assertEqual(f["environment"]["framework"], "pytorch")
         self.assertEqual(f["device"]["kind"], "cpu")
 
     def test_the_body_has_candle_s_structure(self):
         b = self.file["block"]
-        shape = {"batch": 1, "seq": 12, "hidden": 64, "heads": 4, "head_dim": 16, "mlp": 96}
+        shape = {"batch": 1, "seq": 12, "hidden": 64, "heads": 4, "kv_heads": 4, "head_dim": 16}
+        shape |= {"mlp": 96}
         shape |= {"rms_eps": 1e-5, "rope_theta": 10000.0, "accuracy_seq": 12}
         self.assertEqual(b["shape"], shape)
         self.assertEqual((b["warmup"], b["iters"], b["seed"]), (1, 2, 42))

@@ -134,6 +134,45 @@ fn saved_weights_read_back_by_name() {
         .all(same));
 }
 
+/// `--kv-heads` below `--heads`: the saved K/V weights and cache are
+/// kv_heads x head_dim wide, the file records it, the formulas count it, and
+/// fp32 still agrees with the f64 run.
+#[test]
+fn grouped_query_attention_runs_and_saves_its_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.safetensors");
+    let mut args = vec!["--device", "cpu", "--dtypes", "fp32", "--kv-heads", "2"];
+    args.extend(["--save-weights", path.to_str().unwrap()]);
+    args.extend(TINY);
+    let (json, _) = run_result("block", &args);
+    let b = &json["block"];
+    assert_eq!(
+        (
+            b["shape"]["heads"].as_u64(),
+            b["shape"]["kv_heads"].as_u64()
+        ),
+        (Some(4), Some(2))
+    );
+    // Q and O 64 x 64, K and V 32 x 64, the MLP 3 x 64 x 96, two norms.
+    assert_eq!(
+        b["params"],
+        2 * 64 * 64 + 2 * 32 * 64 + 3 * 64 * 96 + 2 * 64
+    );
+    for p in b["phases"].as_array().unwrap() {
+        let m = &p["rows"][0]["measured"];
+        assert!(f(&m["accuracy"]["max_rel_err"]) < 1e-5, "{m}");
+    }
+    let w = candle_core::safetensors::load(&path, &candle_core::Device::Cpu).unwrap();
+    assert_eq!(w["wk"].dims(), [32, 64]);
+    assert_eq!(w["wv"].dims(), [32, 64]);
+    assert_eq!(w["k_cache"].dims(), [1, 2, 12, 16]);
+    refused(
+        "block",
+        &["--device", "cpu", "--heads", "8", "--kv-heads", "3"],
+        "--kv-heads 3: must divide --heads 8",
+    );
+}
+
 /// `--save-output` writes the fp32 rows' checked tokens under the names the
 /// PyTorch twin's test reads.
 #[test]

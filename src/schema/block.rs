@@ -38,7 +38,14 @@ pub struct BlockShape {
     /// Tokens of a prefill, and the KV cache's length in decode.
     pub seq: usize,
     pub hidden: usize,
+    /// Query heads.
     pub heads: usize,
+    /// Key/value heads, each shared by heads / kv_heads query heads
+    /// (grouped-query attention; as many as `heads`: multi-head). 2.3; absent
+    /// in older files, whose blocks had as many as `heads`: read it through
+    /// [`BlockShape::kv_heads`].
+    #[serde(default)]
+    pub kv_heads: Option<usize>,
     /// hidden / heads.
     pub head_dim: usize,
     /// The MLP's inner width.
@@ -47,6 +54,13 @@ pub struct BlockShape {
     pub rope_theta: f64,
     /// Tokens whose output is checked against the f64 run (the first ones).
     pub accuracy_seq: usize,
+}
+
+impl BlockShape {
+    /// Key/value heads: the file's, or as many as `heads` in a file before 2.3.
+    pub fn kv_heads(&self) -> usize {
+        self.kv_heads.unwrap_or(self.heads)
+    }
 }
 
 /// Prefill (the whole sequence at once: compute-bound) or decode (one new
@@ -238,6 +252,13 @@ impl BlockResults {
                 s.heads,
                 s.head_dim,
                 s.hidden
+            );
+        }
+        if s.kv_heads() == 0 || !s.heads.is_multiple_of(s.kv_heads()) {
+            bail!(
+                "block: kv_heads {} does not divide heads {}",
+                s.kv_heads(),
+                s.heads
             );
         }
         for row in self.phases.iter().flat_map(|p| &p.rows) {

@@ -10,6 +10,7 @@
 
 pub mod model;
 mod parts;
+pub mod weights;
 
 use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor};
@@ -26,7 +27,8 @@ use crate::schema::{
 };
 use crate::stats::relative_errors;
 use crate::telemetry::Telemetry;
-use model::{Block, HostWeights, Kernels};
+use model::Kernels;
+use weights::{Block, HostWeights};
 
 /// What a `block` run asks for, checked by [`Config::check`].
 #[derive(Clone, Debug)]
@@ -44,10 +46,11 @@ pub const GPU_SHAPE: (usize, usize, usize, usize) = (4096, 32, 11008, 2048);
 /// tokens: seconds on 2 cores rather than minutes.
 pub const CPU_SHAPE: (usize, usize, usize, usize) = (512, 8, 1376, 128);
 
-/// The shape from its flags, `None` taking the device's default.
+/// The shape from its flags (`[hidden, heads, kv_heads, mlp, seq]`), `None`
+/// taking the device's default (key/value heads: as many as query heads).
 pub fn shape(
     on_cuda: bool,
-    [hidden, heads, mlp, seq]: [Option<usize>; 4],
+    [hidden, heads, kv_heads, mlp, seq]: [Option<usize>; 5],
     batch: usize,
     accuracy_seq: usize,
 ) -> BlockShape {
@@ -59,6 +62,7 @@ pub fn shape(
         seq,
         hidden,
         heads,
+        kv_heads: Some(kv_heads.unwrap_or(heads)),
         head_dim: hidden.checked_div(heads).unwrap_or(0),
         mlp: mlp.unwrap_or(d.2),
         rms_eps: 1e-5,
@@ -76,6 +80,14 @@ impl Config {
                 "--heads {}: must divide --hidden {} (each head takes hidden / heads)",
                 s.heads,
                 s.hidden
+            );
+        }
+        let kv = s.kv_heads();
+        if kv == 0 || !s.heads.is_multiple_of(kv) {
+            bail!(
+                "--kv-heads {kv}: must divide --heads {} (each key/value head serves heads / \
+                 kv-heads query heads)",
+                s.heads
             );
         }
         if !s.head_dim.is_multiple_of(2) {
@@ -98,13 +110,17 @@ impl Config {
     }
 
     fn dims(&self) -> BlockDims {
-        let s = &self.shape;
-        BlockDims {
-            batch: s.batch as u64,
-            seq: s.seq as u64,
-            hidden: s.hidden as u64,
-            mlp: s.mlp as u64,
-        }
+        dims(&self.shape)
+    }
+}
+
+fn dims(s: &BlockShape) -> BlockDims {
+    BlockDims {
+        batch: s.batch as u64,
+        seq: s.seq as u64,
+        hidden: s.hidden as u64,
+        kv_width: (s.kv_heads() * s.head_dim) as u64,
+        mlp: s.mlp as u64,
     }
 }
 
@@ -114,13 +130,20 @@ impl Config {
 pub fn needs(cfg: &Config) -> Vec<Need> {
     let s = &cfg.shape;
     let d = cfg.dims();
-    let inputs = (2 * d.batch * d.seq * d.hidden) * 2 + d.batch * d.hidden;
+    // x_prefill, the cache's keys and values, x_decode.
+    let inputs = d.batch * d.seq * (d.hidden + 2 * d.kv_width) + d.batch * d.hidden;
     let host = (d.params() + inputs) * (4 + 8);
     let scores = (d.batch * s.heads as u64 * d.seq * d.context(true)) * 4;
-    let activations = 4 * (d.batch * d.seq * (6 * d.hidden + 3 * d.mlp)) + 3 * scores;
+    // Decode's preallocated cache: seq + 1 positions of keys and values.
+    let cache = 2 * d.batch * d.context(true) * d.kv_width * 4;
+    let activations = 4 * (d.batch * d.seq * (6 * d.hidden + 3 * d.mlp)) + 3 * scores + cache;
     let what = format!(
-        "the block (--hidden {} --mlp {} --seq {} --batch {})",
-        s.hidden, s.mlp, s.seq, s.batch
+        "the block (--hidden {} --kv-heads {} --mlp {} --seq {} --batch {})",
+        s.hidden,
+        s.kv_heads(),
+        s.mlp,
+        s.seq,
+        s.batch
     );
     vec![Need {
         what,
@@ -249,16 +272,21 @@ fn references(w: &HostWeights, s: &BlockShape) -> Result<References> {
     let block = Block::new(w, s, DType::F64, &Device::Cpu)?;
     let k = s.accuracy_seq;
     let x = block.x_prefill.narrow(1, 0, k)?;
-    let (cos, sin) = block.rope_tables(0, k, DType::F64)?;
-    let aux = model::Aux {
-        cos,
-        sin,
-        mask: Some(block.causal_mask(k, DType::F64)?),
-    };
-    let prefill = flat(&block.forward(&x, Phase::Prefill, &aux, Kernels::Composed)?)?;
-    let aux = block.aux(Phase::Decode, DType::F64)?;
-    let decode = flat(&block.forward(&block.x_decode, Phase::Decode, &aux, Kernels::Composed)?)?;
-    Ok(References { prefill, decode })
+    let aux = block.aux(Phase::Prefill, k, DType::F64)?;
+    let prefill = flat(&block.forward(&x, Phase::Prefill, &aux, None, Kernels::Composed)?)?;
+    let aux = block.aux(Phase::Decode, 1, DType::F64)?;
+    let mut cache = block.decode_cache()?;
+    let decode = block.forward(
+        &block.x_decode,
+        Phase::Decode,
+        &aux,
+        Some(&mut cache),
+        Kernels::Composed,
+    )?;
+    Ok(References {
+        prefill,
+        decode: flat(&decode)?,
+    })
 }
 
 fn flat(t: &Tensor) -> Result<Vec<f64>> {
@@ -293,15 +321,20 @@ fn measure(
 ) -> Result<(BlockMeasured, Tensor)> {
     let phase = ph.phase;
     let dtype = p.dtype();
-    let device = block.x_prefill.device();
-    let aux = block.aux(phase, dtype)?;
+    let device = block.device();
     let x = block.input(phase);
+    let aux = block.aux(phase, x.dim(1)?, dtype)?;
+    // Decode's preallocated cache, made off the clock; each call rewinds it.
+    let mut cache = match phase {
+        Phase::Prefill => None,
+        Phase::Decode => Some(block.decode_cache()?),
+    };
     let meter = MemoryMeter::for_device(device)?;
     let base = meter.used_bytes()?;
     meter.reset_peak()?;
     let label = format!("{} {p}", phase.name());
     let end_to_end = telemetry.time(device, plan, &label, || {
-        block.forward(x, phase, &aux, Kernels::Fused)
+        block.forward(x, phase, &aux, cache.as_mut(), Kernels::Fused)
     })?;
     let peak_bytes = match (base, meter.peak_bytes()?) {
         (Some(base), Some(peak)) => Some(peak.saturating_sub(base)),
@@ -309,7 +342,7 @@ fn measure(
     };
 
     // Accuracy from one more, untimed, call: the tokens the reference has.
-    let y = block.forward(x, phase, &aux, Kernels::Fused)?;
+    let y = block.forward(x, phase, &aux, cache.as_mut(), Kernels::Fused)?;
     let (checked, want) = match phase {
         Phase::Prefill => (
             y.narrow(1, 0, block.shape.accuracy_seq)?,
@@ -331,12 +364,7 @@ fn measure(
     };
     let parts_sum_ms = part_ms(|_| true);
     let (ms, _) = end_to_end.rate_ms();
-    let dims = BlockDims {
-        batch: block.shape.batch as u64,
-        seq: block.shape.seq as u64,
-        hidden: block.shape.hidden as u64,
-        mlp: block.shape.mlp as u64,
-    };
+    let dims = dims(&block.shape);
     let bytes_min = block_bytes(&dims, phase == Phase::Decode, dtype.size_in_bytes() as u64);
     let gb = gb_per_s(bytes_min, ms);
     let measured = BlockMeasured {
