@@ -199,7 +199,10 @@ fn row(
         RowKind::Quantized(t) => {
             Loaded::Quantized(quantized::QuantizedLm::load(source, t, device)?, t)
         }
-        RowKind::Float(p) => Loaded::Float(float::FloatLm::load(source, p.dtype(), device)?),
+        RowKind::Float(p) => {
+            let positions = cfg.pp_tokens.max(cfg.prompt_ids.len() + cfg.tg_tokens);
+            Loaded::Float(float::FloatLm::load(source, p.dtype(), device, positions)?)
+        }
     };
     meter.reset_peak()?;
     let (weight_bytes, weight_bytes_per_token) = row_bytes(source, kind)?;

@@ -314,3 +314,6 @@ pub fn run(
 ) -> Result<GenerateResults> {
     measure::run(device, source, cfg, text, telemetry)
 }
+
+#[cfg(test)]
+mod tests;
