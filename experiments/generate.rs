@@ -82,9 +82,15 @@ fn request(args: &Args, on_cuda: bool) -> setup::Request {
         v.map_or(if on_cuda { gpu } else { cpu }, |n| n as usize)
     };
     let default = if on_cuda {
-        Plan { warmup: 2, iters: 10 }
+        Plan {
+            warmup: 2,
+            iters: 10,
+        }
     } else {
-        Plan { warmup: 1, iters: 3 }
+        Plan {
+            warmup: 1,
+            iters: 3,
+        }
     };
     setup::Request {
         model: args.model.clone(),

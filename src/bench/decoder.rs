@@ -88,7 +88,12 @@ pub fn pp_matmul_flops(d: &LlamaDims, tokens: u64) -> f64 {
 /// Bytes of weights one generated token reads: `matmul_bytes` (every
 /// projection and the output head, as the row stores them), the norms in
 /// `norm_elem` bytes each, and one row of the embedding in `embed_elem`.
-pub fn weight_bytes_per_token(d: &LlamaDims, matmul_bytes: u64, norm_elem: u64, embed_elem: u64) -> u64 {
+pub fn weight_bytes_per_token(
+    d: &LlamaDims,
+    matmul_bytes: u64,
+    norm_elem: u64,
+    embed_elem: u64,
+) -> u64 {
     let norms = (2 * d.layers as u64 + 1) * d.hidden as u64 * norm_elem;
     matmul_bytes + norms + d.hidden as u64 * embed_elem
 }
@@ -125,10 +130,16 @@ mod tests {
     fn smollm2_has_its_published_134_5_million_parameters() {
         let d = smollm2();
         // Per layer: 2 x 576^2 (Q, O) + 2 x 192 x 576 (K, V) + 3 x 576 x 1536.
-        assert_eq!(d.layer_matmul_params(), 2 * 331_776 + 2 * 110_592 + 3 * 884_736);
+        assert_eq!(
+            d.layer_matmul_params(),
+            2 * 331_776 + 2 * 110_592 + 3 * 884_736
+        );
         // 134,515,008: the model card's "135M", what transformers counts.
         assert_eq!(d.params(), 134_515_008);
-        let untied = LlamaDims { tied: false, ..d.clone() };
+        let untied = LlamaDims {
+            tied: false,
+            ..d.clone()
+        };
         assert_eq!(untied.params() - d.params(), 49152 * 576);
     }
 
@@ -142,8 +153,14 @@ mod tests {
         // Ten tokens: the head once, 55 query-key pairs.
         let ten = pp_flops(&d, 10);
         let layers = (30 * d.layer_matmul_params()) as f64;
-        assert_eq!(ten, 20.0 * layers + 2.0 * (49152 * 576) as f64 + 4.0 * (30 * 576) as f64 * 55.0);
-        assert_eq!(pp_matmul_flops(&d, 10), 20.0 * layers + 2.0 * (49152 * 576) as f64);
+        assert_eq!(
+            ten,
+            20.0 * layers + 2.0 * (49152 * 576) as f64 + 4.0 * (30 * 576) as f64 * 55.0
+        );
+        assert_eq!(
+            pp_matmul_flops(&d, 10),
+            20.0 * layers + 2.0 * (49152 * 576) as f64
+        );
     }
 
     #[test]

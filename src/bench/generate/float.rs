@@ -111,7 +111,9 @@ impl FloatLm {
                 };
                 on(w)
             })?);
-            caches.push(KvCache::new(1, d.kv_heads, positions, d.head_dim, dtype, device)?);
+            caches.push(KvCache::new(
+                1, d.kv_heads, positions, d.head_dim, dtype, device,
+            )?);
         }
         let embedding = on(source.f32("token_embd.weight")?)?;
         let head = match d.tied {
@@ -212,7 +214,13 @@ mod tests {
         let back = unpermute(&permuted, heads).unwrap();
         assert_eq!(back.to_vec2::<f32>().unwrap(), w.to_vec2::<f32>().unwrap());
         // Within a head, GGUF's row order is the halves interleaved: 0, 2, 1, 3.
-        let first: Vec<f32> = permuted.to_vec2::<f32>().unwrap().iter().take(4).map(|r| r[0]).collect();
+        let first: Vec<f32> = permuted
+            .to_vec2::<f32>()
+            .unwrap()
+            .iter()
+            .take(4)
+            .map(|r| r[0])
+            .collect();
         assert_eq!(first, [0.0, 4.0, 2.0, 6.0]);
     }
 }

@@ -61,7 +61,8 @@ fn u(content: &Content, key: &str) -> Result<usize> {
         .metadata
         .get(key)
         .with_context(|| format!("its metadata has no {key}"))?;
-    Ok(v.to_u64().with_context(|| format!("{key} is not a number"))? as usize)
+    Ok(v.to_u64()
+        .with_context(|| format!("{key} is not a number"))? as usize)
 }
 
 fn f(content: &Content, key: &str) -> Option<f64> {
@@ -83,8 +84,11 @@ pub fn string<'a>(content: &'a Content, key: &str) -> Option<&'a str> {
 
 /// What a candle read error says about the file, in words.
 fn header_error(e: candle_core::Error) -> String {
-    let text = e.to_string();
+    // Its first line: candle adds a backtrace after it when RUST_BACKTRACE is set.
+    let full = e.to_string();
+    let text = full.lines().next().unwrap_or_default().trim();
     if let Some(id) = text.strip_prefix("unknown dtype for tensor ") {
+        let id = id.trim();
         let names: Vec<String> = READ_TYPES.iter().map(|t| type_name(*t)).collect();
         return format!(
             "it stores a tensor of ggml type {id}, which this program does not read (it reads {})",
@@ -199,7 +203,9 @@ fn dims(c: &Content) -> Result<Dims> {
     let head_dim = hidden / heads;
     if let Ok(rope) = u(c, "llama.rope.dimension_count") {
         if rope != head_dim {
-            bail!("rotary embedding over {rope} of {head_dim} dimensions per head is not supported");
+            bail!(
+                "rotary embedding over {rope} of {head_dim} dimensions per head is not supported"
+            );
         }
     }
     let vocab = c
@@ -235,7 +241,8 @@ fn check_tensors(c: &Content, d: &Dims, file_bytes: u64) -> Result<()> {
                 type_name(info.ggml_dtype)
             );
         }
-        let end = c.tensor_data_offset + info.offset
+        let end = c.tensor_data_offset
+            + info.offset
             + tensor_bytes(info.ggml_dtype, info.shape.elem_count());
         if end > file_bytes {
             bail!(

@@ -216,9 +216,12 @@ fn row(
         pick(&lm.forward(&prompt, 0)?)
     })?;
     let pp_in = pp_ids(&cfg.prompt_ids, cfg.pp_tokens);
-    let pp = telemetry.time(device, cfg.plan, &format!("{label} pp{}", cfg.pp_tokens), || {
-        lm.forward(&pp_in, 0)
-    })?;
+    let pp = telemetry.time(
+        device,
+        cfg.plan,
+        &format!("{label} pp{}", cfg.pp_tokens),
+        || lm.forward(&pp_in, 0),
+    )?;
     let (n, start) = (cfg.tg_tokens, cfg.start_token);
     let tg = telemetry.time(device, cfg.plan, &format!("{label} tg{n}"), || {
         let mut tok = start;
@@ -251,17 +254,27 @@ fn row(
     let matmuls_pp = parts::matmuls(&mats, &shapes, true, telemetry, cfg.plan, &label)?;
     let matmuls_tg = parts::matmuls(&mats, &shapes, false, telemetry, cfg.plan, &label)?;
     let interleaved = matches!(kind, RowKind::Quantized(_));
-    let parts = parts::token_parts(&d, &shapes, &matmuls_tg, interleaved, telemetry, cfg.plan, &label)?;
+    let parts = parts::token_parts(
+        &d,
+        &shapes,
+        &matmuls_tg,
+        interleaved,
+        telemetry,
+        cfg.plan,
+        &label,
+    )?;
     let parts_sum_ms: f64 = parts.iter().map(|p| p.ms_per_token).sum();
 
     let (pp_tps, pp_min, pp_max) = rates(&pp, cfg.pp_tokens);
     let (tg_tps, tg_min, tg_max) = rates(&tg, cfg.tg_tokens);
     let flops = pp_flops(&d, cfg.pp_tokens as u64);
     let pp_gflop = flops / (pp.rate_ms().0 * 1e-3) / 1e9;
-    let mm_gflop = pp_matmul_flops(&d, cfg.pp_tokens as u64) / (matmuls_pp.rate_ms().0 * 1e-3) / 1e9;
+    let mm_gflop =
+        pp_matmul_flops(&d, cfg.pp_tokens as u64) / (matmuls_pp.rate_ms().0 * 1e-3) / 1e9;
     let bound = tg_bound_tokens_per_s(copy_gb_per_s, weight_bytes_per_token);
     let pct = 100.0 * tg_tps / bound;
-    let held_back_by = (pct < 50.0).then(|| parts::held_back_by(&parts, parts_sum_ms, weight_bytes_per_token, copy_gb_per_s));
+    let held_back_by = (pct < 50.0)
+        .then(|| parts::held_back_by(&parts, parts_sum_ms, weight_bytes_per_token, copy_gb_per_s));
     Ok(GenerateMeasured {
         answer: Answer {
             token_ids: ids,

@@ -143,7 +143,10 @@ pub fn rows(flags: &[DtypeArg], source: &Source, on_cuda: bool) -> Result<Vec<Ro
         if on_cuda {
             v.push(RowKind::Float(Precision::Tf32));
         }
-        v.extend([RowKind::Float(Precision::F16), RowKind::Float(Precision::Bf16)]);
+        v.extend([
+            RowKind::Float(Precision::F16),
+            RowKind::Float(Precision::Bf16),
+        ]);
         v
     } else {
         flags
@@ -205,9 +208,15 @@ impl Config {
                 d.context
             );
         }
-        for (flag, n) in [("--pp-tokens", self.pp_tokens), ("--tokens", self.tg_tokens)] {
+        for (flag, n) in [
+            ("--pp-tokens", self.pp_tokens),
+            ("--tokens", self.tg_tokens),
+        ] {
             if n > d.context {
-                bail!("{flag} {n}: longer than the model's context of {}", d.context);
+                bail!(
+                    "{flag} {n}: longer than the model's context of {}",
+                    d.context
+                );
             }
         }
         if self.prompt_ids.is_empty() {

@@ -13,7 +13,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use super::float::FloatLm;
 use super::Dims;
 use crate::clock::Plan;
-use crate::schema::{TokenOpClass, TokenPart, Timed};
+use crate::schema::{Timed, TokenOpClass, TokenPart};
 use crate::telemetry::Telemetry;
 
 /// The row's matmuls: quantized_llama's (loaded again) or the float model's.
@@ -66,12 +66,20 @@ pub struct Shapes {
 }
 
 impl Shapes {
-    pub fn new(d: &Dims, dtype: DType, device: &Device, seed: u64, pp: usize, tg: usize) -> Result<Self> {
+    pub fn new(
+        d: &Dims,
+        dtype: DType,
+        device: &Device,
+        seed: u64,
+        pp: usize,
+        tg: usize,
+    ) -> Result<Self> {
         let mut n = 0u64;
         let mut rand = |shape: &[usize]| -> Result<Tensor> {
             n += 1;
-            let t = super::weights::random(&format!("part {n}"), &[shape.iter().product(), 1], seed)?
-                .reshape(shape)?;
+            let t =
+                super::weights::random(&format!("part {n}"), &[shape.iter().product(), 1], seed)?
+                    .reshape(shape)?;
             Ok(t.to_dtype(dtype)?.to_device(device)?)
         };
         let (h, m, hd) = (d.hidden, d.mlp, d.head_dim);
@@ -97,18 +105,30 @@ impl Shapes {
 
 /// Every layer's seven projections and the head, at one token or at pp's
 /// tokens (the head at the last token only, as the model runs it).
-pub fn matmuls(mats: &Mats, s: &Shapes, pp: bool, telemetry: &Telemetry, plan: Plan, label: &str) -> Result<Timed> {
+pub fn matmuls(
+    mats: &Mats,
+    s: &Shapes,
+    pp: bool,
+    telemetry: &Telemetry,
+    plan: Plan,
+    label: &str,
+) -> Result<Timed> {
     let (x, m) = if pp { (&s.x_pp, &s.m_pp) } else { (&s.x, &s.m) };
     let what = if pp { "pp" } else { "tg" };
-    telemetry.time(s.x.device(), plan, &format!("{label} matmuls at {what}"), || {
-        for l in 0..mats.layers() {
-            for which in 0..6 {
-                drop(mats.project(l, which, x)?);
+    telemetry.time(
+        s.x.device(),
+        plan,
+        &format!("{label} matmuls at {what}"),
+        || {
+            for l in 0..mats.layers() {
+                for which in 0..6 {
+                    drop(mats.project(l, which, x)?);
+                }
+                drop(mats.project(l, 6, m)?);
             }
-            drop(mats.project(l, 6, m)?);
-        }
-        mats.head(&s.x)
-    })
+            mats.head(&s.x)
+        },
+    )
 }
 
 /// repeat_kv as candle-transformers does it: each key/value head repeated
@@ -182,10 +202,17 @@ pub fn token_parts(
         drop((&s.x + &s.x)?);
         drop((&s.x + &s.x)?);
         drop((candle_nn::ops::silu(&s.m)? * &s.m)?);
-        let qh = s.x.reshape((1, 1, d.heads, hd))?.transpose(1, 2)?.contiguous()?;
+        let qh =
+            s.x.reshape((1, 1, d.heads, hd))?
+                .transpose(1, 2)?
+                .contiguous()?;
         let kv = s.x.narrow(2, 0, kvw)?;
         for _ in 0..2 {
-            drop(kv.reshape((1, 1, d.kv_heads, hd))?.transpose(1, 2)?.contiguous()?);
+            drop(
+                kv.reshape((1, 1, d.kv_heads, hd))?
+                    .transpose(1, 2)?
+                    .contiguous()?,
+            );
         }
         drop(Tensor::cat(&[&s.keys, &s.k], 2)?);
         drop(Tensor::cat(&[&s.values, &s.k], 2)?);
@@ -193,8 +220,13 @@ pub fn token_parts(
     })?;
     push(TokenOpClass::Elementwise, 10 * layers + 1, layers, t);
     let ids = Tensor::new(&[7u32], device)?;
-    let t = time(TokenOpClass::Elementwise, &mut || Ok(s.embedding.index_select(&ids, 0)?))?;
-    if let Some(e) = parts.iter_mut().find(|p| p.class == TokenOpClass::Elementwise) {
+    let t = time(TokenOpClass::Elementwise, &mut || {
+        Ok(s.embedding.index_select(&ids, 0)?)
+    })?;
+    if let Some(e) = parts
+        .iter_mut()
+        .find(|p| p.class == TokenOpClass::Elementwise)
+    {
         e.ms_per_token += t.rate_ms().0;
     }
     let t = time(TokenOpClass::Sampling, &mut || {
@@ -213,7 +245,12 @@ pub fn token_parts(
 /// Why a row under half its bound is held back: the matmuls, when their own
 /// time is over twice what reading the weights at copy speed takes, else the
 /// class with the most time besides them.
-pub fn held_back_by(parts: &[TokenPart], sum_ms: f64, bytes_per_token: u64, copy_gb_per_s: f64) -> String {
+pub fn held_back_by(
+    parts: &[TokenPart],
+    sum_ms: f64,
+    bytes_per_token: u64,
+    copy_gb_per_s: f64,
+) -> String {
     let share = |p: &TokenPart| 100.0 * p.ms_per_token / sum_ms;
     let bound_ms = bytes_per_token as f64 / (copy_gb_per_s * 1e9) * 1e3;
     if let Some(mm) = parts.iter().find(|p| p.class == TokenOpClass::Matmuls) {

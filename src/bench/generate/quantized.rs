@@ -41,12 +41,14 @@ pub fn row_types(source: &Source, target: GgmlDType) -> Result<HashMap<String, G
 /// Whether `target` can hold every weight of `d`: its blocks must divide each
 /// row (32 values for Q4_0..Q8_0, 256 for the k-quants).
 pub fn check_target(d: &Dims, target: GgmlDType) -> Result<()> {
-    let block = target.block_size();
+    // candle's CPU dot products for Q4_1, Q5_0 and Q5_1 take blocks in pairs.
+    let pairs = matches!(target, GgmlDType::Q4_1 | GgmlDType::Q5_0 | GgmlDType::Q5_1);
+    let block = target.block_size() * if pairs { 2 } else { 1 };
     let widths = [d.hidden, d.mlp];
     if let Some(w) = widths.iter().find(|w| !w.is_multiple_of(block)) {
         bail!(
-            "--dtypes {}: its blocks hold {block} values, and the model's rows of {w} are not a \
-             multiple of that",
+            "--dtypes {}: its kernels take rows in blocks of {block} values, and the model's rows \
+             of {w} are not a multiple of that",
             type_name(target).to_lowercase()
         );
     }
@@ -54,8 +56,14 @@ pub fn check_target(d: &Dims, target: GgmlDType) -> Result<()> {
 }
 
 /// The tensor `name` as the row holds it, on the host.
-pub fn row_tensor(source: &Source, types: &HashMap<String, GgmlDType>, name: &str) -> Result<QTensor> {
-    let t = *types.get(name).with_context(|| format!("no tensor {name}"))?;
+pub fn row_tensor(
+    source: &Source,
+    types: &HashMap<String, GgmlDType>,
+    name: &str,
+) -> Result<QTensor> {
+    let t = *types
+        .get(name)
+        .with_context(|| format!("no tensor {name}"))?;
     let stored = source.stored(name)?;
     if stored.dtype() == t {
         return Ok(stored);

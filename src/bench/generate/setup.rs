@@ -87,10 +87,15 @@ pub fn prepare(req: &Request, on_cuda: bool) -> Result<Prepared> {
             let what = crate::export::output::shown(&f.path);
             let text = Text::from_gguf(&f.content).map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
             let user = req.prompt.clone().unwrap_or_else(|| DEFAULT_PROMPT.into());
-            let formatted = text.chat(&user).map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
+            let formatted = text
+                .chat(&user)
+                .map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
             let ids = text.encode(&formatted)?;
             if let Some(bad) = ids.iter().find(|i| **i as usize >= d.vocab) {
-                bail!("{what}: its tokenizer gives id {bad}, past its vocabulary of {}", d.vocab);
+                bail!(
+                    "{what}: its tokenizer gives id {bad}, past its vocabulary of {}",
+                    d.vocab
+                );
             }
             let start = text.bos.or(ids.first().copied()).unwrap_or(0);
             let eos = text.eos.clone();

@@ -23,7 +23,7 @@ pub fn tiny(tied: bool) -> Source {
                 heads: 4,
                 kv_heads: 2,
                 head_dim: 16,
-                mlp: 96,
+                mlp: 128,
                 vocab: 160,
                 context: 64,
                 rope_theta: 10_000.0,
@@ -38,7 +38,14 @@ pub fn tiny(tied: bool) -> Source {
 fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
     let a = a.to_dtype(DType::F32).unwrap().flatten_all().unwrap();
     let b = b.to_dtype(DType::F32).unwrap().flatten_all().unwrap();
-    (a - b).unwrap().abs().unwrap().max(0).unwrap().to_scalar::<f32>().unwrap()
+    (a - b)
+        .unwrap()
+        .abs()
+        .unwrap()
+        .max(0)
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap()
 }
 
 #[test]
@@ -49,7 +56,10 @@ fn the_float_path_computes_what_quantized_llama_computes() {
         let mut q = QuantizedLm::load(&source, GgmlDType::F32, &dev).unwrap();
         let mut f = FloatLm::load(&source, DType::F32, &dev, 32).unwrap();
         let prompt = [3u32, 17, 99, 5, 42];
-        let (lq, lf) = (q.forward(&prompt, 0).unwrap(), f.forward(&prompt, 0).unwrap());
+        let (lq, lf) = (
+            q.forward(&prompt, 0).unwrap(),
+            f.forward(&prompt, 0).unwrap(),
+        );
         assert_eq!(lq.dims(), [1, 160]);
         assert_eq!(lf.dims(), [1, 160]);
         assert!(max_diff(&lq, &lf) < 1e-4, "prefill: {}", max_diff(&lq, &lf));
@@ -58,7 +68,11 @@ fn the_float_path_computes_what_quantized_llama_computes() {
                 q.forward(&[*tok], 5 + i).unwrap(),
                 f.forward(&[*tok], 5 + i).unwrap(),
             );
-            assert!(max_diff(&lq, &lf) < 1e-4, "decode {i}: {}", max_diff(&lq, &lf));
+            assert!(
+                max_diff(&lq, &lf) < 1e-4,
+                "decode {i}: {}",
+                max_diff(&lq, &lf)
+            );
         }
         // A new sequence starts over (position 0 empties the cache).
         let again = f.forward(&prompt, 0).unwrap();
@@ -77,7 +91,22 @@ fn requantized_rows_run_and_stay_close_to_f32() {
     let mut f32 = QuantizedLm::load(&source, GgmlDType::F32, &dev).unwrap();
     let mut q8 = QuantizedLm::load(&source, GgmlDType::Q8_0, &dev).unwrap();
     let prompt = [3u32, 17, 99, 5, 42];
-    let (a, b) = (f32.forward(&prompt, 0).unwrap(), q8.forward(&prompt, 0).unwrap());
-    let scale = a.abs().unwrap().max(1).unwrap().max(0).unwrap().to_scalar::<f32>().unwrap();
-    assert!(max_diff(&a, &b) < 0.05 * scale, "{} of {scale}", max_diff(&a, &b));
+    let (a, b) = (
+        f32.forward(&prompt, 0).unwrap(),
+        q8.forward(&prompt, 0).unwrap(),
+    );
+    let scale = a
+        .abs()
+        .unwrap()
+        .max(1)
+        .unwrap()
+        .max(0)
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap();
+    assert!(
+        max_diff(&a, &b) < 0.05 * scale,
+        "{} of {scale}",
+        max_diff(&a, &b)
+    );
 }

@@ -157,12 +157,15 @@ pub fn render(template: &str, user: &str, bos: &str, eos: &str) -> Result<String
     env.set_trim_blocks(true);
     env.set_lstrip_blocks(true);
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-    env.add_function("raise_exception", |msg: String| -> Result<String, minijinja::Error> {
-        Err(minijinja::Error::new(
-            minijinja::ErrorKind::InvalidOperation,
-            msg,
-        ))
-    });
+    env.add_function(
+        "raise_exception",
+        |msg: String| -> Result<String, minijinja::Error> {
+            Err(minijinja::Error::new(
+                minijinja::ErrorKind::InvalidOperation,
+                msg,
+            ))
+        },
+    );
     env.add_template("chat", template)
         .map_err(|e| anyhow::anyhow!("its chat template does not parse ({e})"))?;
     let t = env.get_template("chat").context("the chat template")?;
@@ -187,8 +190,13 @@ mod tests {
     fn the_chat_template_renders_as_transformers_renders_it() {
         // transformers 5.17: apply_chat_template([{"role": "user", "content":
         // "What is the capital of France?"}], tokenize=False, add_generation_prompt=True)
-        let got = render(SMOLLM2, "What is the capital of France?", "<|im_start|>", "<|im_end|>")
-            .unwrap();
+        let got = render(
+            SMOLLM2,
+            "What is the capital of France?",
+            "<|im_start|>",
+            "<|im_end|>",
+        )
+        .unwrap();
         assert_eq!(
             got,
             "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging \
@@ -205,6 +213,9 @@ mod tests {
             .to_string()
             .starts_with("its chat template does not parse"));
         // Python's string methods, as Llama 3's templates call them.
-        assert_eq!(render("{{ messages[0].content.strip() }}", " a ", "", "").unwrap(), "a");
+        assert_eq!(
+            render("{{ messages[0].content.strip() }}", " a ", "", "").unwrap(),
+            "a"
+        );
     }
 }

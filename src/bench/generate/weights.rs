@@ -119,10 +119,7 @@ pub fn head_name(d: &Dims) -> &'static str {
 /// Where the weights come from.
 pub enum Source {
     File(Box<ModelFile>),
-    Random {
-        shape: NamedShape,
-        seed: u64,
-    },
+    Random { shape: NamedShape, seed: u64 },
 }
 
 impl Source {
@@ -224,7 +221,9 @@ mod tests {
         );
         assert_eq!(a, b);
         assert_ne!(a, c);
-        assert!(a.iter().all(|x| *x != 0.0 && x.abs() <= (3.0f32 / 32.0).sqrt()));
+        assert!(a
+            .iter()
+            .all(|x| *x != 0.0 && x.abs() <= (3.0f32 / 32.0).sqrt()));
         let var = a.iter().map(|x| x * x).sum::<f32>() / a.len() as f32;
         assert!((var * 32.0 - 1.0).abs() < 0.2, "{var}");
         let norm = random("blk.0.attn_norm.weight", &[64], 7).unwrap();
@@ -238,7 +237,10 @@ mod tests {
         assert_eq!(shape("llama-3.2-1b").unwrap().dims.params(), 1_235_814_400);
         assert_eq!(shape("llama-3-8b").unwrap().dims.params(), 8_030_261_248);
         let e = shape("llama-9").err().unwrap().to_string();
-        assert_eq!(e, "--shape llama-9: expected one of llama-3.2-1b, llama-3-8b");
+        assert_eq!(
+            e,
+            "--shape llama-9: expected one of llama-3.2-1b, llama-3-8b"
+        );
         let d = shape("llama-3.2-1b").unwrap().dims;
         assert_eq!(tensor_shapes(&d).len(), 2 + 16 * 9);
     }

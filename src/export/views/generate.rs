@@ -53,7 +53,11 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
     );
     let mut header = vec!["precision"];
     header.extend(TokenOpClass::ALL.iter().map(|c| c.name()));
-    header.extend(["sum ms", "tg ms/token", "held back by (under half the bound)"]);
+    header.extend([
+        "sum ms",
+        "tg ms/token",
+        "held back by (under half the bound)",
+    ]);
     let mut parts = Table::new(
         "where a generated token's time goes: ms per token (share of the sum), each class timed alone",
         &header,
@@ -81,7 +85,9 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
             format!("{:.0}%", x.pp_pct_of_matmul_roofline),
             format!("{:.1}", mib(x.weight_bytes)),
             format!("{:.1}", mib(x.weight_bytes_per_token)),
-            opt(x.peak_bytes.map(|b| b as f64), |b| format!("{:.1}", b / 1048576.0)),
+            opt(x.peak_bytes.map(|b| b as f64), |b| {
+                format!("{:.1}", b / 1048576.0)
+            }),
         ]);
         if let Some(v) = &x.vs_fp32 {
             vs.row([
@@ -205,7 +211,11 @@ pub fn records(machine: &str, r: &GenerateResults) -> Records {
             .iter()
             .map(|c| format!("part_{}_ms", c.name().replace('-', ""))),
     );
-    let model = r.model.shape.clone().unwrap_or_else(|| r.model.name.clone());
+    let model = r
+        .model
+        .shape
+        .clone()
+        .unwrap_or_else(|| r.model.name.clone());
     let rows = r
         .rows
         .iter()
