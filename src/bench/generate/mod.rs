@@ -32,6 +32,7 @@ use crate::precision::Precision;
 use crate::schema::{GenerateResults, ModelInfo, PromptInfo, StoredType, WeightSource};
 use crate::telemetry::Telemetry;
 use gguf::type_name;
+pub use measure::answer;
 use weights::Source;
 
 /// A language model one row runs: logits for the last of `tokens`.
