@@ -171,9 +171,9 @@ mod tests {
         let head = (49152 * 576) / 32 * 34;
         let bytes = weight_bytes_per_token(&d, layers + head, 4, 4);
         assert_eq!(bytes, layers + head + 61 * 576 * 4 + 576 * 4);
-        // 10 GB/s over ~87 MB: ~115 tokens/s.
+        // 10 GB/s over ~97 MB (the 92.1 MiB `generate` shows for q4_1): ~104 tokens/s.
         let bound = tg_bound_tokens_per_s(10.0, bytes);
         assert!((bound - 1e10 / bytes as f64).abs() < 1e-9);
-        assert!((110.0..120.0).contains(&bound), "{bound}");
+        assert!((100.0..110.0).contains(&bound), "{bound}");
     }
 }

@@ -132,8 +132,8 @@ impl ModelFile {
                  Llama-architecture GGUF files ('llama': Llama 2/3, SmolLM, TinyLlama...)"
             );
         }
-        let dims = dims(&content).with_context(|| format!("{what}"))?;
-        check_tensors(&content, &dims, bytes).with_context(|| format!("{what}"))?;
+        let dims = dims(&content).with_context(|| what.clone())?;
+        check_tensors(&content, &dims, bytes).with_context(|| what.clone())?;
         let name = string(&content, "general.name")
             .map(str::to_string)
             .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))

@@ -37,7 +37,7 @@ fn strings(c: &Content, key: &str) -> Result<Vec<String>> {
             .iter()
             .map(|v| Ok(v.to_string().context("not a string")?.clone()))
             .collect::<Result<Vec<_>>>()
-            .with_context(|| format!("{key}")),
+            .with_context(|| key.to_string()),
         _ => bail!("its metadata has no {key} (a tokenizer is needed for text)"),
     }
 }
