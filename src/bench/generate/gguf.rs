@@ -16,7 +16,12 @@ use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::Device;
 
 use super::Dims;
-use crate::export::output::shown;
+use crate::quote::shell_quote;
+
+/// A path as a message shows it (shell-quoted where it needs it).
+fn shown(p: &Path) -> String {
+    shell_quote(p.as_os_str())
+}
 
 /// The tensor types a file may store: the float types and the block
 /// quantizations candle's QMatMul multiplies (Q8_1 and Q8_K are only the

