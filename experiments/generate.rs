@@ -41,7 +41,8 @@ struct Args {
     model: Option<PathBuf>,
 
     /// Random weights (seeded, never zeros) at a named model's shape instead of
-    /// a file: llama-3.2-1b, llama-3-8b. Speed and memory only: no text.
+    /// a file: llama-3.2-1b, llama-3-8b (tiny: a smoke test's). Speed and memory
+    /// only: no text.
     #[arg(long, value_name = "NAME")]
     shape: Option<String>,
 

@@ -213,6 +213,29 @@ fn random_weights_at_a_named_shape_dry_run_on_cuda() {
 }
 
 #[test]
+fn random_weights_run_at_the_tiny_shape() {
+    // What the GPU call's CPU rehearsal runs: the random-weight path end to end.
+    let mut args = vec!["--device", "cpu", "--shape", "tiny"];
+    args.extend(QUICK);
+    let (json, out) = run_result("generate", &args);
+    let g = &json["generate"];
+    assert_eq!(g["model"]["source"], "random");
+    assert_eq!(g["model"]["shape"], "tiny");
+    assert!(g["prompt"]["user"].is_null());
+    let rows = g["rows"].as_array().unwrap();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["precision"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["q4_1", "q8_0", "fp32", "fp16", "bf16"]);
+    for r in rows {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert!(r["measured"]["answer"]["text"].is_null());
+    }
+    assert!(String::from_utf8_lossy(&out.stdout).contains("RANDOM WEIGHTS"));
+}
+
+#[test]
 fn bad_inputs_are_refused_before_any_work() {
     let dir = tempfile::tempdir().unwrap();
     let good = tiny_gguf(dir.path(), "llama", GgmlDType::Q8_0);

@@ -22,8 +22,9 @@ pub struct NamedShape {
     pub dims: Dims,
 }
 
-/// The shapes `--shape` takes, from each model's published config.json.
-pub fn shapes() -> [NamedShape; 2] {
+/// The shapes `--shape` takes: two from their models' published
+/// config.json, and `tiny`, a smoke test's (the CPU rehearsal of the GPU call).
+pub fn shapes() -> [NamedShape; 3] {
     let llama3 = |layers, hidden, mlp, tied, context| Dims {
         layers,
         hidden,
@@ -49,6 +50,24 @@ pub fn shapes() -> [NamedShape; 2] {
             of: "Llama 3 8B (32 layers, hidden 4096, 32 heads, 8 key/value heads, MLP 14336, \
                  vocabulary 128256)",
             dims: llama3(32, 4096, 14336, false, super::gguf::MAX_POSITIONS),
+        },
+        NamedShape {
+            name: "tiny",
+            of: "a tiny Llama for smoke tests (2 layers, hidden 64, 4 heads, 2 key/value heads, \
+                 MLP 128, vocabulary 256)",
+            dims: Dims {
+                layers: 2,
+                hidden: 64,
+                heads: 4,
+                kv_heads: 2,
+                head_dim: 16,
+                mlp: 128,
+                vocab: 256,
+                context: 512,
+                rope_theta: 10_000.0,
+                rms_eps: 1e-5,
+                tied: true,
+            },
         },
     ]
 }
@@ -239,7 +258,7 @@ mod tests {
         let e = shape("llama-9").err().unwrap().to_string();
         assert_eq!(
             e,
-            "--shape llama-9: expected one of llama-3.2-1b, llama-3-8b"
+            "--shape llama-9: expected one of llama-3.2-1b, llama-3-8b, tiny"
         );
         let d = shape("llama-3.2-1b").unwrap().dims;
         assert_eq!(tensor_shapes(&d).len(), 2 + 16 * 9);
