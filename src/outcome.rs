@@ -75,6 +75,12 @@ impl Completion {
                         )
                     }),
             ),
+            Body::Generate(r) => Self::of_names(r.rows.iter().map(|row| {
+                (
+                    row.precision.clone(),
+                    failed(row.status, row.measured.is_some()),
+                )
+            })),
             Body::Basics(_) | Body::Precision(_) | Body::Memory(_) | Body::Overhead(_) => {
                 Self::Complete
             }

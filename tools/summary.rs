@@ -86,6 +86,7 @@ fn run(args: Args) -> Result<()> {
         matmul: load_machine_file(&dir, "matmul", "matmul"),
         cpu_vs_gpu: load_machine_file(&dir, "cpu_vs_gpu", "cpu-vs-gpu"),
         block: load_machine_file(&dir, "block", "block"),
+        generate: load_machine_file(&dir, "generate", "generate"),
     };
     if let (Err(a), Err(b), Err(c)) = (&files.basics, &files.matmul, &files.cpu_vs_gpu) {
         bail!("nothing to summarize in {}: {a}; {b}; {c}", shown(&dir));

@@ -45,6 +45,9 @@ pub trait Experiment {
     /// The one-call GPU run's flags (`--preset gpu-call`, scripts/gpu-run.sh):
     /// none unless the defaults leave out what that call should measure.
     const GPU_CALL: &'static [&'static str] = &[];
+    /// `just results`' flags (`--preset results`): none unless the defaults
+    /// take minutes.
+    const RESULTS: &'static [&'static str] = &[];
 
     /// The experiment's own flags, beside the shared [`Common`] ones.
     type Flags: clap::Args + clap::FromArgMatches + std::fmt::Debug;
@@ -156,8 +159,12 @@ pub fn main<E: Experiment>() -> ExitCode {
 
 fn run<E: Experiment>(common: &Common, flags: &E::Flags) -> Result<Completion> {
     let name = E::KIND.name();
+    // The config is checked before the device opens (a bad flag or file opens
+    // no GPU context), for the device the flag expects; again for the one that
+    // opened, if that is another (`--device auto` without a GPU).
+    let expects_cuda = common.device.expects_cuda();
+    let cfg = E::config(flags, expects_cuda)?;
     if common.dry_run {
-        let cfg = E::config(flags, common.device.expects_cuda())?;
         return common.dry_run(name, flags, &cfg);
     }
     // Opening the device is the first thing the process does with it, so its
@@ -165,7 +172,11 @@ fn run<E: Experiment>(common: &Common, flags: &E::Flags) -> Result<Completion> {
     let started = std::time::Instant::now();
     let (device, info) = select(common.device)?;
     let open_ms = started.elapsed().as_secs_f64() * 1e3;
-    let cfg = E::config(flags, device.is_cuda())?;
+    let cfg = if device.is_cuda() == expects_cuda {
+        cfg
+    } else {
+        E::config(flags, device.is_cuda())?
+    };
     fits::check_all(&device, &E::needs(&cfg, &device)?, common.host.check())?;
     let outputs = common.outputs(E::KIND, &info)?;
     let side = E::side_files(&cfg)

@@ -32,6 +32,7 @@ pub fn parse<E: Experiment>(argv: Vec<OsString>) -> Result<(Common, E::Flags), c
         None => None,
         Some(Preset::Small) => Some(E::SMALL),
         Some(Preset::GpuCall) => Some(E::GPU_CALL),
+        Some(Preset::Results) => Some(E::RESULTS),
     };
     let matches = match preset {
         None => matches,

@@ -21,6 +21,7 @@ use crate::read::folder;
 use crate::read::load::{self, Loaded};
 use crate::schema::{Kind, ResultFile};
 
+mod generate;
 mod sections;
 
 /// One JSON file under a machine folder.
@@ -201,6 +202,7 @@ pub fn build(sources: &[Source]) -> Result<Built> {
             Kind::Sweep => sections::sweep(&mut built, &files)?,
             Kind::Memory => sections::roofline(&mut built, &files)?,
             Kind::Block => sections::block(&mut built, &files)?,
+            Kind::Generate => generate::generate(&mut built, &files),
             // The tables a run prints, one machine after another.
             Kind::Overhead => sections::tables(&mut built.readme, kind, &files),
             // Facts of Candle and of the formats, the same on every machine:

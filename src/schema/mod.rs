@@ -20,6 +20,7 @@ mod basics;
 mod block;
 mod cpu;
 mod cpu_vs_gpu;
+mod generate;
 mod matmul;
 mod memory;
 mod overhead;
@@ -50,6 +51,10 @@ pub use block::{
 };
 pub use cpu::{same_generation, CpuIdentity};
 pub use cpu_vs_gpu::CpuVsGpuResults;
+pub use generate::{
+    Answer, GenerateMeasured, GenerateResults, GenerateRow, ModelInfo, ModelPath, PromptInfo,
+    StoredType, TokenOpClass, TokenPart, VsFp32, WeightSource,
+};
 pub use matmul::{fill_vs_fp32, Accuracy, MatmulResults, Measured, Row, RowStatus};
 pub use memory::{
     BandwidthRow, Direction, HostMemory, MemoryResults, OomAttempt, OutOfMemory, Refusal, Roofline,
@@ -118,6 +123,7 @@ pub enum Body {
     Overhead(OverheadResults),
     Sweep(SweepResults),
     Block(BlockResults),
+    Generate(GenerateResults),
 }
 
 impl Body {
@@ -299,6 +305,7 @@ impl Body {
             Self::Overhead(o) => o.validate(),
             Self::Sweep(s) => s.validate(),
             Self::Block(b) => b.validate(),
+            Self::Generate(g) => g.validate(),
         }
     }
 }

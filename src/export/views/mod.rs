@@ -6,6 +6,7 @@
 pub mod basics;
 pub mod block;
 pub mod cpu_vs_gpu;
+pub mod generate;
 pub mod matmul;
 pub mod memory;
 pub mod overhead;
@@ -132,6 +133,16 @@ pub fn availabilities(file: &ResultFile) -> Vec<(String, &Availability)> {
                 }
             }
         }
+        Body::Generate(r) => {
+            for row in &r.rows {
+                if let Some(m) = &row.measured {
+                    for (what, t) in [("pp", &m.pp), ("tg", &m.tg)] {
+                        let name = format!("{what} {}", row.precision);
+                        push(&mut out, name, t.availability.as_ref());
+                    }
+                }
+            }
+        }
         Body::Overhead(r) => {
             for l in &r.launch {
                 push(
@@ -180,6 +191,7 @@ pub fn show(file: &ResultFile) -> Shown {
         Body::Memory(r) => memory::show(file, r),
         Body::Overhead(r) => overhead::show(file, r),
         Body::Block(r) => block::show(file, r),
+        Body::Generate(r) => generate::show(file, r),
     }
 }
 
@@ -194,7 +206,8 @@ pub fn has_records(kind: Kind) -> bool {
         | Kind::Sweep
         | Kind::Memory
         | Kind::Overhead
-        | Kind::Block => true,
+        | Kind::Block
+        | Kind::Generate => true,
     }
 }
 
@@ -208,7 +221,8 @@ pub fn has_chart(kind: Kind) -> bool {
         | Kind::CpuVsGpu
         | Kind::Memory
         | Kind::Overhead
-        | Kind::Block => false,
+        | Kind::Block
+        | Kind::Generate => false,
     }
 }
 
@@ -245,6 +259,7 @@ pub fn records(file: &ResultFile) -> Option<Records> {
         Body::Memory(r) => Some(memory::records(&m, r)),
         Body::Overhead(r) => Some(overhead::records(&m, r)),
         Body::Block(r) => Some(block::records(&m, r)),
+        Body::Generate(r) => Some(generate::records(&m, r)),
     }
 }
 

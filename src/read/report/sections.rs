@@ -373,7 +373,7 @@ impl Source {
         }
     }
 
-    fn content_body(&self) -> Option<&Body> {
+    pub(super) fn content_body(&self) -> Option<&Body> {
         self.result().map(|f| &f.body)
     }
 }

@@ -459,6 +459,7 @@ mod tests {
             matmul: file(Body::Matmul(matmul)),
             cpu_vs_gpu: Err("no cpu_vs_gpu.json yet".into()),
             block: Err("no block.json yet".into()),
+            generate: Err("no generate.json yet".into()),
         }
     }
 
@@ -580,6 +581,7 @@ mod tests {
             matmul: read("matmul"),
             cpu_vs_gpu: read("cpu_vs_gpu"),
             block: read("block"),
+            generate: read("generate"),
         };
         let Ok(Body::Matmul(m)) = files.matmul.as_ref().map(|f| &f.body) else {
             panic!("matmul.json");

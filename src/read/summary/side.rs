@@ -350,7 +350,7 @@ fn protocol(file: &ResultFile) -> String {
 }
 
 /// The block's answer to the lab's caveat (one line per narrow precision),
-/// and the rows measured on a contended machine, from this machine's files.
+/// the whole model's (one line per precision against fp32), and the rows measured on a contended machine, from this machine's files.
 fn notes(files: &MachineFiles) -> Vec<String> {
     use crate::export::views;
     let mut notes = Vec::new();
@@ -363,17 +363,29 @@ fn notes(files: &MachineFiles) -> Vec<String> {
             );
         }
     }
-    let contended: Vec<String> = [&files.matmul, &files.cpu_vs_gpu, &files.block]
-        .into_iter()
-        .filter_map(|f| f.as_ref().ok())
-        .flat_map(|f| {
-            views::availabilities(f)
-                .into_iter()
-                .filter(|(_, a)| a.contended)
-                .map(|(name, _)| format!("{} {name}", f.experiment))
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    if let Ok(file) = &files.generate {
+        if let Body::Generate(g) = &file.body {
+            notes.extend(views::generate::caveat(g).into_iter().map(|line| {
+                format!("The lab's caveat, for a whole model (generate.json): {line}.")
+            }));
+        }
+    }
+    let contended: Vec<String> = [
+        &files.matmul,
+        &files.cpu_vs_gpu,
+        &files.block,
+        &files.generate,
+    ]
+    .into_iter()
+    .filter_map(|f| f.as_ref().ok())
+    .flat_map(|f| {
+        views::availabilities(f)
+            .into_iter()
+            .filter(|(_, a)| a.contended)
+            .map(|(name, _)| format!("{} {name}", f.experiment))
+            .collect::<Vec<_>>()
+    })
+    .collect();
     if !contended.is_empty() {
         notes.push(format!(
             "Measured on a contended machine, so these understate it: {} (docs/measuring.md).",
@@ -390,6 +402,7 @@ pub struct MachineFiles {
     pub matmul: Result<ResultFile, String>,
     pub cpu_vs_gpu: Result<ResultFile, String>,
     pub block: Result<ResultFile, String>,
+    pub generate: Result<ResultFile, String>,
 }
 
 fn tensor_cell(bytes: usize) -> Cell {

@@ -1,0 +1,168 @@
+//! Generate: a real model, end to end. A Llama-architecture GGUF (by default
+//! SmolLM2-135M-Instruct from `just model`; `--model FILE` another; `--shape
+//! NAME` random weights at a larger model's shape) answers a prompt per
+//! precision: its quantization as stored, q8_0, fp32, tf32 (on a GPU), fp16,
+//! bf16. Per precision: the greedy answer, prompt processing and generation
+//! tokens/s as llama-bench reports them, time to first token, peak memory,
+//! generation against its bandwidth bound, the speedups over fp32 beside the
+//! matmuls alone, and where a token's time goes. The measurement is
+//! `candle_lab::bench::generate`; docs/generate.md says how it measures.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use candle_core::Device;
+use candle_lab::bench::generate::{self, setup, DtypeArg};
+use candle_lab::cli::RunCounts;
+use candle_lab::clock::Plan;
+use candle_lab::experiment::{self, Experiment, Session};
+use candle_lab::memory::fits::Need;
+use candle_lab::memory::CountingAlloc;
+use candle_lab::schema::{Body, Kind};
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+struct Generate;
+
+/// The model read and checked, its tokenizer built, and the run's plan; a dry
+/// run prints the plan.
+struct Run(setup::Prepared);
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.config.fmt(f)
+    }
+}
+
+#[derive(clap::Args, Debug)]
+struct Flags {
+    /// Runs per test (defaults: 10 timed and 2 warm-up on a GPU, 3 and 1 on the CPU).
+    #[command(flatten)]
+    counts: RunCounts,
+
+    /// A Llama-architecture GGUF file (default: the one `just model` fetches).
+    #[arg(long, value_name = "FILE", conflicts_with = "shape")]
+    model: Option<PathBuf>,
+
+    /// Random weights (seeded, never zeros) at a named model's shape instead of
+    /// a file: llama-3.2-1b, llama-3-8b (tiny: a smoke test's). Speed and memory
+    /// only: no text.
+    #[arg(long, value_name = "NAME")]
+    shape: Option<String>,
+
+    /// Precisions, comma-separated: stored (the file's own type), q4_0, q4_1,
+    /// q5_0, q5_1, q8_0, q2_k..q6_k (requantized), fp32, tf32 (a GPU), fp16,
+    /// bf16 (default: stored, q8_0, fp32, tf32 on a GPU, fp16, bf16).
+    #[arg(long, value_delimiter = ',')]
+    dtypes: Vec<DtypeArg>,
+
+    /// The user's message, formatted with the file's chat template (default:
+    /// a question about the sky).
+    #[arg(long, value_name = "TEXT")]
+    prompt: Option<String>,
+
+    /// New tokens of the answer and of a tg test (default: 128 on a GPU, as
+    /// llama-bench's tg128; 32 on the CPU).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=65536))]
+    tokens: Option<u64>,
+
+    /// Tokens of a pp test (default: 512 on a GPU, as llama-bench's pp512; 64 on the CPU).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pp_tokens: Option<u64>,
+
+    /// Seed of random weights and of the parts' random inputs.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
+impl Experiment for Generate {
+    const KIND: Kind = Kind::Generate;
+    const ABOUT: &'static str = "A whole Llama model per precision: its answer, pp and tg \
+        tokens/s against the bandwidth bound, the speedups over fp32, where a token's time goes.";
+    /// Random weights at a smoke test's shape: no model file needed.
+    const SMALL: &'static [&'static str] = &[
+        "--shape",
+        "tiny",
+        "--tokens",
+        "4",
+        "--pp-tokens",
+        "8",
+        "--iters",
+        "3",
+        "--warmup",
+        "1",
+    ];
+    /// The real file is too large to travel with the GPU call's bundle: a
+    /// Llama-3.2-1B's shape with random weights instead.
+    const GPU_CALL: &'static [&'static str] =
+        &["--shape", "llama-3.2-1b", "--iters", "5", "--warmup", "1"];
+    /// `just results`: the stored quantization and fp32, a short answer.
+    const RESULTS: &'static [&'static str] = &[
+        "--dtypes",
+        "stored,fp32",
+        "--tokens",
+        "16",
+        "--pp-tokens",
+        "32",
+        "--iters",
+        "2",
+        "--warmup",
+        "1",
+    ];
+    type Flags = Flags;
+    type Config = Run;
+
+    /// The model is read and checked here, before the device opens: a bad
+    /// file is the run's first word.
+    fn config(f: &Flags, on_cuda: bool) -> Result<Run> {
+        Ok(Run(setup::prepare(&request(f, on_cuda), on_cuda)?))
+    }
+
+    fn needs(r: &Run, _: &Device) -> Result<Vec<Need>> {
+        Ok(generate::needs(&r.0.source, &r.0.config))
+    }
+
+    fn run(r: &Run, s: &Session) -> Result<Body> {
+        let p = &r.0;
+        let result = generate::run(
+            &s.device,
+            &p.source,
+            &p.config,
+            p.text.as_ref(),
+            s.telemetry(),
+        )?;
+        Ok(Body::Generate(result))
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    experiment::main::<Generate>()
+}
+
+fn request(args: &Flags, on_cuda: bool) -> setup::Request {
+    let pick = |v: Option<u64>, gpu: usize, cpu: usize| {
+        v.map_or(if on_cuda { gpu } else { cpu }, |n| n as usize)
+    };
+    let default = if on_cuda {
+        Plan {
+            warmup: 2,
+            iters: 10,
+        }
+    } else {
+        Plan {
+            warmup: 1,
+            iters: 3,
+        }
+    };
+    setup::Request {
+        model: args.model.clone(),
+        shape: args.shape.clone(),
+        dtypes: args.dtypes.clone(),
+        prompt: args.prompt.clone(),
+        tg_tokens: pick(args.tokens, 128, 32),
+        pp_tokens: pick(args.pp_tokens, 512, 64),
+        seed: args.seed,
+        plan: args.counts.plan(default),
+    }
+}

@@ -1,0 +1,104 @@
+"""The model, as Candle's float path computes it (src/bench/generate/float.rs on
+src/bench/block/model.rs), in eager PyTorch: the embedding row, per layer RMSNorm, Q/K/V
+projections, rotary embedding over halves, grouped-query attention against a KV cache
+(each key/value head shared by heads / kv_heads query heads), the output projection and a
+residual add, RMSNorm, a SwiGLU MLP and a residual add; then the final RMSNorm and the
+output head (the embedding when the file has no output.weight) on the last token.
+Greedy decoding as Candle's: the answer is the argmax of each step's logits."""
+
+from __future__ import annotations
+
+import math
+
+
+class Twin:
+    def __init__(self, torch, dims, weights: dict, dtype, device):
+        self.torch, self.d, self.dtype, self.device = torch, dims, dtype, device
+
+        def on(name):
+            return torch.from_numpy(weights[name]).to(device=device, dtype=dtype)
+
+        self.embedding = on("token_embd.weight")
+        self.head = on("output.weight") if "output.weight" in weights else self.embedding
+        self.norm = on("output_norm.weight")
+        names = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm",
+                 "ffn_gate", "ffn_up", "ffn_down")
+        self.layers = [{n: on(f"blk.{i}.{n}.weight") for n in names} for i in range(dims.layers)]
+        hd = dims.head_dim
+        inv = [dims.rope_theta ** (-2.0 * i / hd) for i in range(hd // 2)]
+        self.inv_freq = torch.tensor(inv, dtype=torch.float64)
+        self.cache = []
+
+    def rope_tables(self, pos: int, t: int):
+        """Full-width (t, d) cos and sin for positions pos.., computed in f64, then cast."""
+        torch = self.torch
+        positions = torch.arange(pos, pos + t, dtype=torch.float64)
+        angles = torch.outer(positions, self.inv_freq)
+        angles = torch.cat([angles, angles], -1)
+        return (angles.cos().to(self.device, self.dtype), angles.sin().to(self.device, self.dtype))
+
+    def rms_norm(self, x, w):
+        xf = x.float()
+        y = xf * self.torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.d.rms_eps)
+        return y.to(x.dtype) * w
+
+    @staticmethod
+    def rotate_half(x):
+        import torch
+
+        half = x.shape[-1] // 2
+        return torch.cat([-x[..., half:], x[..., :half]], -1)
+
+    def forward(self, tokens: list[int], pos: int):
+        """Logits (vocab,) of the last of `tokens`, at positions pos.. after the cache's
+        `pos` tokens (0 starts a new sequence)."""
+        torch, d = self.torch, self.d
+        if pos == 0:
+            self.cache = [None] * d.layers
+        t = len(tokens)
+        ids = torch.tensor(tokens, device=self.device)
+        x = self.embedding[ids].unsqueeze(0)
+        cos, sin = self.rope_tables(pos, t)
+        hd, groups = d.head_dim, d.heads // d.kv_heads
+        mask = None
+        if t > 1:
+            mask = torch.full((t, pos + t), float("-inf"), device=self.device, dtype=self.dtype)
+            mask = torch.triu(mask, diagonal=pos + 1)
+        for i, w in enumerate(self.layers):
+            xn = self.rms_norm(x, w["attn_norm"])
+            q = torch.nn.functional.linear(xn, w["attn_q"]).view(1, t, d.heads, hd).transpose(1, 2)
+            k = torch.nn.functional.linear(xn, w["attn_k"]).view(1, t, d.kv_heads, hd).transpose(1, 2)
+            v = torch.nn.functional.linear(xn, w["attn_v"]).view(1, t, d.kv_heads, hd).transpose(1, 2)
+            q = q * cos + self.rotate_half(q) * sin
+            k = k * cos + self.rotate_half(k) * sin
+            if self.cache[i] is not None:
+                k = torch.cat([self.cache[i][0], k], 2)
+                v = torch.cat([self.cache[i][1], v], 2)
+            self.cache[i] = (k, v)
+            kr = k.repeat_interleave(groups, 1)
+            vr = v.repeat_interleave(groups, 1)
+            scores = q @ kr.transpose(-1, -2) / math.sqrt(hd)
+            if mask is not None:
+                scores = scores + mask
+            attn = torch.softmax(scores, -1) @ vr
+            attn = attn.transpose(1, 2).reshape(1, t, d.hidden)
+            h1 = x + torch.nn.functional.linear(attn, w["attn_output"])
+            hn = self.rms_norm(h1, w["ffn_norm"])
+            act = torch.nn.functional.silu(torch.nn.functional.linear(hn, w["ffn_gate"]))
+            act = act * torch.nn.functional.linear(hn, w["ffn_up"])
+            x = h1 + torch.nn.functional.linear(act, w["ffn_down"])
+        last = self.rms_norm(x[:, -1], self.norm)
+        return torch.nn.functional.linear(last, self.head)[0]
+
+
+def greedy(model, prompt: list[int], n: int, eos: list[int]) -> list[int]:
+    """Up to `n` new tokens, each the argmax of the last logits, ending at an EOS."""
+    out = []
+    with model.torch.inference_mode():
+        nxt = int(model.forward(prompt, 0).argmax())
+        for i in range(n):
+            out.append(nxt)
+            if nxt in eos or i + 1 == n:
+                break
+            nxt = int(model.forward([nxt], len(prompt) + i).argmax())
+    return out

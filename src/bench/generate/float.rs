@@ -1,0 +1,226 @@
+//! The float path: the weights dequantized to f32 and cast to the row's
+//! dtype, run by `bench::block`'s decoder layer ([`Layer`]: grouped-query
+//! attention, a preallocated [`KvCache`]) stacked into a model, with the
+//! embedding, the final norm and the output head around it.
+//!
+//! Rotary layout: llama.cpp's converter (`convert_hf_to_gguf.py`,
+//! `LlamaModel.permute`) reorders the rows of Q and K, per head, so that
+//! GGUF's Llama weights rotate interleaved pairs (2i, 2i+1), as llama.cpp's
+//! ROPE_TYPE_NORM and candle's `rope_i` do (the quantized path runs them so);
+//! Hugging Face's checkpoints, transformers and block's layer rotate halves
+//! (i, i + d/2), `rope`. The loader undoes the permutation on Q's and K's rows
+//! ([`unpermute`], transformers' `reverse_permute_weights`), so the float
+//! path computes the checkpoint's own layout; both compute the same function.
+
+use std::collections::HashMap;
+
+use anyhow::Result;
+use candle_core::{DType, Device, Module, Tensor};
+use candle_nn::Linear;
+
+use super::weights::{head_name, Source};
+use super::{Dims, Lm};
+use crate::bench::block::model::{causal_mask, Kernels, KvCache, Layer, LayerConfig, Rope};
+
+/// What the result says about the rotary layout.
+pub const ROTARY_LAYOUT: &str = "GGUF's Llama Q and K rows are permuted by llama.cpp's converter \
+    to rotate interleaved pairs (2i, 2i+1): the quantized path runs them so (rope_i); the float \
+    path undoes the permutation at load and rotates halves (i, i+d/2), as the Hugging Face \
+    checkpoint and transformers do";
+
+/// (bytes held, bytes per token) of a float row in `dtype`: the projections,
+/// the embedding (the head too when tied), the norms.
+pub fn bytes(d: &Dims, dtype: DType) -> (u64, u64) {
+    let e = dtype.size_in_bytes() as u64;
+    let matmuls = d.token_matmul_params() * e;
+    let embed = if d.tied {
+        0
+    } else {
+        (d.vocab * d.hidden) as u64 * e
+    };
+    let norms = ((2 * d.layers + 1) * d.hidden) as u64 * e;
+    let per_token = crate::bench::decoder::weight_bytes_per_token(d, matmuls, e, e);
+    (matmuls + embed + norms, per_token)
+}
+
+/// GGUF's Q or K rows (`heads` heads of `rows / heads`) back in the order
+/// the checkpoint had them: llama.cpp wrote each head's rows as
+/// (head_dim / 2, 2) pairs from the (2, head_dim / 2) halves; this swaps them back.
+pub fn unpermute(w: &Tensor, heads: usize) -> Result<Tensor> {
+    let (rows, cols) = w.dims2()?;
+    Ok(w.reshape((heads, rows / heads / 2, 2, cols))?
+        .transpose(1, 2)?
+        .contiguous()?
+        .reshape((rows, cols))?)
+}
+
+/// The layer's block names for GGUF's.
+const NAMES: [(&str, &str); 9] = [
+    ("attn_norm", "attn_norm"),
+    ("wq", "attn_q"),
+    ("wk", "attn_k"),
+    ("wv", "attn_v"),
+    ("wo", "attn_output"),
+    ("mlp_norm", "ffn_norm"),
+    ("w_gate", "ffn_gate"),
+    ("w_up", "ffn_up"),
+    ("w_down", "ffn_down"),
+];
+
+/// The float model of one row.
+pub struct FloatLm {
+    layers: Vec<Layer>,
+    caches: Vec<KvCache>,
+    embedding: Tensor,
+    head: Linear,
+    norm: Tensor,
+    rope: Rope,
+    masks: HashMap<(usize, usize), Tensor>,
+    rms_eps: f32,
+    device: Device,
+}
+
+impl FloatLm {
+    /// The model of `source` in `dtype` on `device`, with caches of
+    /// `positions` positions.
+    pub fn load(source: &Source, dtype: DType, device: &Device, positions: usize) -> Result<Self> {
+        let d = source.dims();
+        let cfg = LayerConfig {
+            hidden: d.hidden,
+            heads: d.heads,
+            kv_heads: d.kv_heads,
+            head_dim: d.head_dim,
+            mlp: d.mlp,
+            rms_eps: d.rms_eps,
+            rope_theta: d.rope_theta,
+        };
+        let on = |t: Tensor| -> Result<Tensor> { Ok(t.to_dtype(dtype)?.to_device(device)?) };
+        let mut layers = Vec::with_capacity(d.layers);
+        let mut caches = Vec::with_capacity(d.layers);
+        for l in 0..d.layers {
+            layers.push(Layer::new(&cfg, |name| {
+                let gguf = NAMES
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map_or(name, |(_, g)| *g);
+                let w = source.f32(&format!("blk.{l}.{gguf}.weight"))?;
+                let w = match name {
+                    "wq" => unpermute(&w, d.heads)?,
+                    "wk" => unpermute(&w, d.kv_heads)?,
+                    _ => w,
+                };
+                on(w)
+            })?);
+            caches.push(KvCache::new(
+                1, d.kv_heads, positions, d.head_dim, dtype, device,
+            )?);
+        }
+        let embedding = on(source.f32("token_embd.weight")?)?;
+        let head = match d.tied {
+            true => Linear::new(embedding.clone(), None),
+            false => Linear::new(on(source.f32(head_name(d))?)?, None),
+        };
+        Ok(Self {
+            layers,
+            caches,
+            embedding,
+            head,
+            norm: on(source.f32("output_norm.weight")?)?,
+            rope: Rope::new(d.head_dim, d.rope_theta, 0, positions, dtype, device)?,
+            masks: HashMap::new(),
+            rms_eps: d.rms_eps as f32,
+            device: device.clone(),
+        })
+    }
+
+    pub fn layers(&self) -> usize {
+        self.layers.len()
+    }
+
+    /// Projection `which` (Q, K, V, O, gate, up, down) of `layer` on `x`.
+    pub fn project(&self, layer: usize, which: usize, x: &Tensor) -> Result<Tensor> {
+        Ok(self.layers[layer].linears()[which].forward(x)?)
+    }
+
+    /// The output head on `x`.
+    pub fn head(&self, x: &Tensor) -> Result<Tensor> {
+        Ok(self.head.forward(x)?)
+    }
+}
+
+impl Lm for FloatLm {
+    fn forward(&mut self, tokens: &[u32], pos: usize) -> Result<Tensor> {
+        let t = tokens.len();
+        for c in &mut self.caches {
+            c.truncate(pos);
+        }
+        let ids = Tensor::new(tokens, &self.device)?;
+        let mut x = self.embedding.index_select(&ids, 0)?.unsqueeze(0)?;
+        let rope = Rope {
+            cos: self.rope.cos.narrow(0, pos, t)?,
+            sin: self.rope.sin.narrow(0, pos, t)?,
+        };
+        let mask = match t {
+            1 => None,
+            _ => {
+                let (dtype, device) = (x.dtype(), self.device.clone());
+                let m = match self.masks.get(&(t, pos)) {
+                    Some(m) => m.clone(),
+                    None => causal_mask(t, pos, dtype, &device)?,
+                };
+                self.masks.insert((t, pos), m.clone());
+                Some(m)
+            }
+        };
+        for (layer, cache) in self.layers.iter().zip(self.caches.iter_mut()) {
+            x = layer.forward(&x, &rope, mask.as_ref(), Some(cache), Kernels::Fused)?;
+        }
+        let last = x.narrow(1, t - 1, 1)?;
+        let last = candle_nn::ops::rms_norm(&last, &self.norm, self.rms_eps)?;
+        Ok(self.head.forward(&last)?.squeeze(0)?)
+    }
+
+    fn device(&self) -> &Device {
+        &self.device
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unpermute_undoes_llama_cpps_permute() {
+        // llama.cpp: w.reshape(heads, 2, d/2, in).swapaxes(1, 2).reshape(w.shape)
+        let (heads, d, cols) = (3, 4, 2);
+        let rows = heads * d;
+        let w = Tensor::arange(0f32, (rows * cols) as f32, &Device::Cpu)
+            .unwrap()
+            .reshape((rows, cols))
+            .unwrap();
+        let permuted = w
+            .reshape((heads, 2, d / 2, cols))
+            .unwrap()
+            .transpose(1, 2)
+            .unwrap()
+            .contiguous()
+            .unwrap()
+            .reshape((rows, cols))
+            .unwrap();
+        assert_ne!(
+            permuted.to_vec2::<f32>().unwrap(),
+            w.to_vec2::<f32>().unwrap()
+        );
+        let back = unpermute(&permuted, heads).unwrap();
+        assert_eq!(back.to_vec2::<f32>().unwrap(), w.to_vec2::<f32>().unwrap());
+        // Within a head, GGUF's row order is the halves interleaved: 0, 2, 1, 3.
+        let first: Vec<f32> = permuted
+            .to_vec2::<f32>()
+            .unwrap()
+            .iter()
+            .take(4)
+            .map(|r| r[0])
+            .collect();
+        assert_eq!(first, [0.0, 4.0, 2.0, 6.0]);
+    }
+}

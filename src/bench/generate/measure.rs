@@ -1,0 +1,347 @@
+//! One row measured, llama-bench's way (llama.cpp `tools/llama-bench`): a pp
+//! test is `pp_tokens` tokens in one forward pass from an empty cache, a tg
+//! test `tg_tokens` forward passes of one token from an empty cache, and each
+//! reports tokens / seconds; llama-bench repeats each test (`-r`, 5) and
+//! prints the mean and standard deviation of the tokens/s, where this suite's
+//! clock takes warm-up runs, then the median of its samples with their spread
+//! (the min and max tokens/s are kept beside it). Unlike llama-bench, whose tg
+//! feeds random tokens and samples nothing, each tg step here picks the next
+//! token greedily from the last logits (the sampling is part of a token, and
+//! timed among the parts). Time to first token is the formatted prompt's pp
+//! and the pick of its first token.
+
+use std::collections::HashMap;
+
+use anyhow::Result;
+use candle_core::quantized::GgmlDType;
+use candle_core::{Device, Tensor, D};
+
+use super::parts::{self, Mats};
+use super::weights::Source;
+use super::{float, quantized, text::Text, Config, Lm, RowKind};
+use crate::bench::decoder::{pp_flops, pp_matmul_flops, tg_bound_tokens_per_s};
+use crate::bench::formulas::{copy_traffic, gb_per_s};
+use crate::bench::gemm_mode::GemmMode;
+use crate::memory::MemoryMeter;
+use crate::precision::Precision;
+use crate::schema::{
+    Answer, GenerateMeasured, GenerateResults, GenerateRow, ModelPath, RowStatus, Timed, VsFp32,
+};
+use crate::telemetry::Telemetry;
+
+/// A row's model, either path.
+enum Loaded {
+    Quantized(quantized::QuantizedLm, GgmlDType),
+    Float(float::FloatLm),
+}
+
+impl Lm for Loaded {
+    fn forward(&mut self, tokens: &[u32], pos: usize) -> Result<Tensor> {
+        match self {
+            Self::Quantized(m, _) => m.forward(tokens, pos),
+            Self::Float(m) => m.forward(tokens, pos),
+        }
+    }
+
+    fn device(&self) -> &Device {
+        match self {
+            Self::Quantized(m, _) => m.device(),
+            Self::Float(m) => m.device(),
+        }
+    }
+}
+
+/// The next token: argmax of the logits, read back to the host.
+pub fn pick(logits: &Tensor) -> Result<u32> {
+    Ok(logits.argmax(D::Minus1)?.flatten_all()?.to_vec1::<u32>()?[0])
+}
+
+/// The greedy answer to `prompt`: up to `n` new tokens, ending at an EOS.
+pub fn answer(lm: &mut dyn Lm, prompt: &[u32], n: usize, eos: &[u32]) -> Result<(Vec<u32>, bool)> {
+    let mut out = Vec::with_capacity(n);
+    let mut next = pick(&lm.forward(prompt, 0)?)?;
+    for i in 0..n {
+        out.push(next);
+        if eos.contains(&next) {
+            return Ok((out, true));
+        }
+        if i + 1 < n {
+            next = pick(&lm.forward(&[next], prompt.len() + i)?)?;
+        }
+    }
+    Ok((out, false))
+}
+
+/// The ids of a pp test: the prompt's, repeated to `n`.
+fn pp_ids(prompt: &[u32], n: usize) -> Vec<u32> {
+    prompt.iter().copied().cycle().take(n).collect()
+}
+
+/// tokens/s of the median, slowest and fastest sample of `t`, `tokens` a sample.
+fn rates(t: &Timed, tokens: usize) -> (f64, f64, f64) {
+    let (ms, _) = t.rate_ms();
+    let samples = if t.samples_gpu_ms.is_empty() {
+        &t.samples_wall_ms
+    } else {
+        &t.samples_gpu_ms
+    };
+    let r = |ms: f64| tokens as f64 / (ms * 1e-3);
+    let max_ms = samples.iter().copied().fold(ms, f64::max);
+    let min_ms = samples.iter().copied().fold(ms, f64::min);
+    (r(ms), r(max_ms), r(min_ms))
+}
+
+pub fn run(
+    device: &Device,
+    source: &Source,
+    cfg: &Config,
+    text: Option<&Text>,
+    telemetry: &Telemetry,
+) -> Result<GenerateResults> {
+    // The copy over at least the largest row's bytes per token (so no cache
+    // holds it), as `memory` measures it.
+    let largest = cfg
+        .rows
+        .iter()
+        .map(|r| row_bytes(source, *r).map(|(_, t)| t).unwrap_or(0))
+        .max()
+        .unwrap_or(0);
+    let copy_bytes = largest.clamp(32 << 20, 1 << 30);
+    let (_, _, copy) = crate::bench::memory::ceiling(device, copy_bytes, cfg.plan, telemetry)?;
+    let copy_gb_per_s = gb_per_s(copy_traffic(copy_bytes).bytes_moved(), copy.rate_ms().0);
+    let mut rows = Vec::new();
+    for &kind in &cfg.rows {
+        let label = kind.label(source);
+        crate::note!("generate {label}: loading");
+        let path = match kind {
+            RowKind::Quantized(_) => ModelPath::Quantized,
+            RowKind::Float(_) => ModelPath::Float,
+        };
+        let row = match row(device, source, cfg, kind, text, telemetry, copy_gb_per_s) {
+            Ok(m) => GenerateRow {
+                precision: label,
+                path,
+                status: RowStatus::Ok,
+                error: None,
+                measured: Some(m),
+            },
+            Err(e) => {
+                let why = crate::error::error_line(&e);
+                crate::note!("generate {label}: row failed, recorded with its error ({why})");
+                GenerateRow {
+                    precision: label,
+                    path,
+                    status: RowStatus::Error,
+                    error: Some(why),
+                    measured: None,
+                }
+            }
+        };
+        rows.push(row);
+    }
+    fill_vs_fp32(&mut rows);
+    let mut notes = Vec::new();
+    if device.is_cuda() {
+        notes.push(
+            "kernel launches per token: not counted (Candle exposes no launch counter, and \
+             CUDA's profiling API is not linked)"
+                .into(),
+        );
+    }
+    Ok(GenerateResults {
+        model: super::model_info(source),
+        prompt: cfg.prompt.clone(),
+        pp_tokens: cfg.pp_tokens,
+        tg_tokens: cfg.tg_tokens,
+        warmup: cfg.plan.warmup,
+        iters: cfg.plan.iters,
+        seed: cfg.seed,
+        copy_gb_per_s: Some(copy_gb_per_s),
+        copy_bytes,
+        rows,
+        notes,
+    })
+}
+
+/// (bytes held, bytes per token) of a row.
+fn row_bytes(source: &Source, kind: RowKind) -> Result<(u64, u64)> {
+    let d = source.dims();
+    Ok(match kind {
+        RowKind::Quantized(t) => quantized::bytes(d, &quantized::row_types(source, t)?),
+        RowKind::Float(p) => float::bytes(d, p.dtype()),
+    })
+}
+
+fn types(source: &Source, t: GgmlDType) -> Result<HashMap<String, GgmlDType>> {
+    quantized::row_types(source, t)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn row(
+    device: &Device,
+    source: &Source,
+    cfg: &Config,
+    kind: RowKind,
+    text: Option<&Text>,
+    telemetry: &Telemetry,
+    copy_gb_per_s: f64,
+) -> Result<GenerateMeasured> {
+    let d = source.dims().clone();
+    let label = kind.label(source);
+    let precision = match kind {
+        RowKind::Float(p) => p,
+        RowKind::Quantized(_) => Precision::F32,
+    };
+    let _mode = GemmMode::set(precision);
+    let meter = MemoryMeter::for_device(device)?;
+    let base = meter.used_bytes()?;
+    let mut lm = match kind {
+        RowKind::Quantized(t) => {
+            Loaded::Quantized(quantized::QuantizedLm::load(source, t, device)?, t)
+        }
+        RowKind::Float(p) => {
+            let positions = cfg.pp_tokens.max(cfg.prompt_ids.len() + cfg.tg_tokens);
+            Loaded::Float(float::FloatLm::load(source, p.dtype(), device, positions)?)
+        }
+    };
+    meter.reset_peak()?;
+    let (weight_bytes, weight_bytes_per_token) = row_bytes(source, kind)?;
+
+    crate::note!("generate {label}: the answer ({} tokens)", cfg.tg_tokens);
+    let (ids, stopped) = answer(&mut lm, &cfg.prompt_ids, cfg.tg_tokens, &cfg.eos)?;
+    let answer_text = text.map(|t| t.decode(&ids)).transpose()?;
+
+    let prompt = cfg.prompt_ids.clone();
+    let ttft = telemetry.time(device, cfg.plan, &format!("{label} ttft"), || {
+        pick(&lm.forward(&prompt, 0)?)
+    })?;
+    let pp_in = pp_ids(&cfg.prompt_ids, cfg.pp_tokens);
+    let pp = telemetry.time(
+        device,
+        cfg.plan,
+        &format!("{label} pp{}", cfg.pp_tokens),
+        || lm.forward(&pp_in, 0),
+    )?;
+    let (n, start) = (cfg.tg_tokens, cfg.start_token);
+    let tg = telemetry.time(device, cfg.plan, &format!("{label} tg{n}"), || {
+        let mut tok = start;
+        for pos in 0..n {
+            tok = pick(&lm.forward(&[tok], pos)?)?;
+        }
+        Ok(tok)
+    })?;
+    let peak_bytes = match (base, meter.peak_bytes()?) {
+        (Some(base), Some(peak)) => Some(peak.saturating_sub(base)),
+        _ => None,
+    };
+
+    // The matmuls alone and the op classes, from the row's own weights.
+    let mats = match lm {
+        Loaded::Float(f) => Mats::Float(f),
+        Loaded::Quantized(q, t) => {
+            // The model's own matmuls are private to quantized_llama: the same
+            // tensors are loaded again, once the model is gone.
+            drop(q);
+            let (layers, head) = quantized::matmuls(source, &types(source, t)?, device)?;
+            Mats::Quantized { layers, head }
+        }
+    };
+    let act = match kind {
+        RowKind::Quantized(_) => candle_core::DType::F32,
+        RowKind::Float(p) => p.dtype(),
+    };
+    let shapes = parts::Shapes::new(&d, act, device, cfg.seed, cfg.pp_tokens, cfg.tg_tokens)?;
+    let matmuls_pp = parts::matmuls(&mats, &shapes, true, telemetry, cfg.plan, &label)?;
+    let matmuls_tg = parts::matmuls(&mats, &shapes, false, telemetry, cfg.plan, &label)?;
+    let interleaved = matches!(kind, RowKind::Quantized(_));
+    let parts = parts::token_parts(
+        &d,
+        &shapes,
+        &matmuls_tg,
+        interleaved,
+        telemetry,
+        cfg.plan,
+        &label,
+    )?;
+    let parts_sum_ms: f64 = parts.iter().map(|p| p.ms_per_token).sum();
+
+    let (pp_tps, pp_min, pp_max) = rates(&pp, cfg.pp_tokens);
+    let (tg_tps, tg_min, tg_max) = rates(&tg, cfg.tg_tokens);
+    let flops = pp_flops(&d, cfg.pp_tokens as u64);
+    let pp_gflop = flops / (pp.rate_ms().0 * 1e-3) / 1e9;
+    let mm_gflop =
+        pp_matmul_flops(&d, cfg.pp_tokens as u64) / (matmuls_pp.rate_ms().0 * 1e-3) / 1e9;
+    let bound = tg_bound_tokens_per_s(copy_gb_per_s, weight_bytes_per_token);
+    let pct = 100.0 * tg_tps / bound;
+    let held_back_by = (pct < 50.0)
+        .then(|| parts::held_back_by(&parts, parts_sum_ms, weight_bytes_per_token, copy_gb_per_s));
+    Ok(GenerateMeasured {
+        answer: Answer {
+            token_ids: ids,
+            text: answer_text,
+            differs_from_fp32_at: None,
+            stopped_at_eos: stopped,
+        },
+        ttft,
+        pp,
+        pp_tokens_per_s: pp_tps,
+        pp_tokens_per_s_min: pp_min,
+        pp_tokens_per_s_max: pp_max,
+        tg,
+        tg_tokens_per_s: tg_tps,
+        tg_tokens_per_s_min: tg_min,
+        tg_tokens_per_s_max: tg_max,
+        weight_bytes,
+        weight_bytes_per_token,
+        tg_bound_tokens_per_s: Some(bound),
+        tg_pct_of_bound: Some(pct),
+        pp_flops: flops,
+        pp_gflop_per_s: pp_gflop,
+        matmuls_pp,
+        matmuls_pp_gflop_per_s: mm_gflop,
+        pp_pct_of_matmul_roofline: 100.0 * pp_gflop / mm_gflop,
+        matmuls_tg,
+        peak_bytes,
+        parts,
+        parts_sum_ms,
+        held_back_by,
+        vs_fp32: None,
+    })
+}
+
+/// Each row against fp32's: speedups, and where its answer parts from fp32's.
+pub fn fill_vs_fp32(rows: &mut [GenerateRow]) {
+    let Some(fp32) = rows
+        .iter()
+        .find(|r| r.precision == "fp32")
+        .and_then(|r| r.measured.clone())
+    else {
+        return;
+    };
+    let ms = |t: &Timed| t.rate_ms().0;
+    for m in rows.iter_mut().filter_map(|r| r.measured.as_mut()) {
+        m.vs_fp32 = Some(VsFp32 {
+            matmuls_pp: ms(&fp32.matmuls_pp) / ms(&m.matmuls_pp),
+            matmuls_tg: ms(&fp32.matmuls_tg) / ms(&m.matmuls_tg),
+            pp: ms(&fp32.pp) / ms(&m.pp),
+            tg: ms(&fp32.tg) / ms(&m.tg),
+        });
+        let (a, b) = (&m.answer.token_ids, &fp32.answer.token_ids);
+        m.answer.differs_from_fp32_at = a
+            .iter()
+            .zip(b)
+            .position(|(x, y)| x != y)
+            .or_else(|| (a.len() != b.len()).then(|| a.len().min(b.len())));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pp_tests_repeat_the_prompt_to_their_length() {
+        assert_eq!(pp_ids(&[5, 6, 7], 7), [5, 6, 7, 5, 6, 7, 5]);
+        assert_eq!(pp_ids(&[5, 6, 7], 2), [5, 6]);
+    }
+}

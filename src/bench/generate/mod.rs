@@ -1,0 +1,329 @@
+//! The `generate` experiment's core: a whole Llama-architecture model
+//! generating text per precision. The weights come from a checked GGUF file
+//! ([`gguf`]) or are random at a named shape ([`weights`]); the file's own
+//! tokenizer and chat template turn the prompt into ids ([`text`]). A row is
+//! the quantized path (candle-transformers' `quantized_llama`, [`quantized`])
+//! at the file's stored type or requantized, or the float path (block's
+//! decoder stacked, [`float`]) at fp32, tf32, fp16 or bf16. Per row
+//! ([`measure`]): the greedy answer, time to first token, prompt processing
+//! and generation as llama-bench measures them, peak memory, weight bytes,
+//! generation against its bandwidth bound, prompt processing against the
+//! matmuls alone, and where a token's time goes ([`parts`]).
+
+pub mod float;
+pub mod gguf;
+mod measure;
+mod parts;
+pub mod quantized;
+pub mod setup;
+pub mod text;
+pub mod weights;
+
+use std::fmt;
+
+use anyhow::{bail, Result};
+use candle_core::quantized::GgmlDType;
+use candle_core::{Device, Tensor};
+
+pub use crate::bench::decoder::LlamaDims as Dims;
+use crate::clock::Plan;
+use crate::memory::fits::Need;
+use crate::precision::Precision;
+use crate::schema::{GenerateResults, ModelInfo, PromptInfo, StoredType, WeightSource};
+use crate::telemetry::Telemetry;
+use gguf::type_name;
+pub use measure::answer;
+use weights::Source;
+
+/// A language model one row runs: logits for the last of `tokens`.
+pub trait Lm {
+    /// Runs `tokens` at positions `pos..`, the cache holding the `pos` tokens
+    /// before them (0 starts a new sequence), and returns the last token's
+    /// logits (1 x vocab).
+    fn forward(&mut self, tokens: &[u32], pos: usize) -> Result<Tensor>;
+    fn device(&self) -> &Device;
+}
+
+/// What one row runs: a GGUF block type on the quantized path, or a float
+/// precision on the float path.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RowKind {
+    Quantized(GgmlDType),
+    Float(Precision),
+}
+
+/// The block types `--dtypes` takes, by their lowercase GGUF names.
+const QUANT: [GgmlDType; 10] = [
+    GgmlDType::Q4_0,
+    GgmlDType::Q4_1,
+    GgmlDType::Q5_0,
+    GgmlDType::Q5_1,
+    GgmlDType::Q8_0,
+    GgmlDType::Q2K,
+    GgmlDType::Q3K,
+    GgmlDType::Q4K,
+    GgmlDType::Q5K,
+    GgmlDType::Q6K,
+];
+
+/// A `--dtypes` value: `stored` (the file's own type), a block type (q4_1,
+/// q8_0, q4_k...), or fp32, tf32, fp16, bf16.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DtypeArg {
+    Stored,
+    Row(RowKind),
+}
+
+impl std::str::FromStr for DtypeArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim().to_ascii_lowercase();
+        if s == "stored" {
+            return Ok(Self::Stored);
+        }
+        if let Some(t) = QUANT.iter().find(|t| type_name(**t).to_lowercase() == s) {
+            return Ok(Self::Row(RowKind::Quantized(*t)));
+        }
+        match s.parse::<Precision>() {
+            Ok(p @ (Precision::F32 | Precision::Tf32 | Precision::F16 | Precision::Bf16)) => {
+                Ok(Self::Row(RowKind::Float(p)))
+            }
+            _ => Err(format!(
+                "unknown dtype '{s}': expected stored, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, \
+                 q4_k, q5_k, q6_k, fp32, tf32, fp16 or bf16"
+            )),
+        }
+    }
+}
+
+impl RowKind {
+    /// The row's name in tables and files: "q4_1 (stored)" for the file's
+    /// own type, else "q8_0", "fp16".
+    pub fn label(self, source: &Source) -> String {
+        match self {
+            Self::Quantized(t) => {
+                let name = type_name(t).to_lowercase();
+                if matches!(source, Source::File(_)) && t == source.layer_type() {
+                    format!("{name} (stored)")
+                } else {
+                    name
+                }
+            }
+            Self::Float(p) => p.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for RowKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Quantized(t) => f.write_str(&type_name(*t).to_lowercase()),
+            Self::Float(p) => write!(f, "{p}"),
+        }
+    }
+}
+
+/// The rows a run makes: the flags' in their order, each once, or by
+/// default the file's stored type (Q4_1 for random weights), q8_0, fp32,
+/// tf32 (on a GPU), fp16, bf16.
+pub fn rows(flags: &[DtypeArg], source: &Source, on_cuda: bool) -> Result<Vec<RowKind>> {
+    let stored = match source.layer_type() {
+        t if QUANT.contains(&t) => RowKind::Quantized(t),
+        GgmlDType::F16 => RowKind::Float(Precision::F16),
+        GgmlDType::BF16 => RowKind::Float(Precision::Bf16),
+        GgmlDType::F32 if matches!(source, Source::File(_)) => RowKind::Float(Precision::F32),
+        _ => RowKind::Quantized(GgmlDType::Q4_1),
+    };
+    let wanted: Vec<RowKind> = if flags.is_empty() {
+        let mut v = vec![
+            stored,
+            RowKind::Quantized(GgmlDType::Q8_0),
+            RowKind::Float(Precision::F32),
+        ];
+        if on_cuda {
+            v.push(RowKind::Float(Precision::Tf32));
+        }
+        v.extend([
+            RowKind::Float(Precision::F16),
+            RowKind::Float(Precision::Bf16),
+        ]);
+        v
+    } else {
+        flags
+            .iter()
+            .map(|f| match f {
+                DtypeArg::Stored => stored,
+                DtypeArg::Row(r) => *r,
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    for r in wanted {
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    if !on_cuda && out.contains(&RowKind::Float(Precision::Tf32)) {
+        bail!("--dtypes tf32: a cuBLAS GEMM mode, it needs a CUDA device (on the CPU it would be a plain fp32 row)");
+    }
+    for r in &out {
+        if let RowKind::Quantized(t) = r {
+            quantized::check_target(source.dims(), *t)?;
+        }
+    }
+    Ok(out)
+}
+
+/// What a `generate` run asks for, checked before any work.
+#[derive(Debug)]
+pub struct Config {
+    pub rows: Vec<RowKind>,
+    pub plan: Plan,
+    /// Tokens of one pp test.
+    pub pp_tokens: usize,
+    /// Tokens of one tg test and of the answer.
+    pub tg_tokens: usize,
+    pub seed: u64,
+    /// The formatted prompt's ids (random weights: made-up ids).
+    pub prompt_ids: Vec<u32>,
+    pub prompt: PromptInfo,
+    /// Ids that end an answer.
+    pub eos: Vec<u32>,
+    /// The token a tg test starts from (llama-bench: BOS where the model has
+    /// one, else any token).
+    pub start_token: u32,
+}
+
+impl Config {
+    /// Refuses what the model cannot take: a prompt (or a pp test, or the
+    /// answer after the prompt) longer than its context.
+    pub fn check(&self, d: &Dims) -> Result<()> {
+        let answer = self.prompt_ids.len() + self.tg_tokens;
+        if answer > d.context {
+            bail!(
+                "the prompt is {} tokens and --tokens {}: {answer} positions, longer than the \
+                 model's context of {}",
+                self.prompt_ids.len(),
+                self.tg_tokens,
+                d.context
+            );
+        }
+        for (flag, n) in [
+            ("--pp-tokens", self.pp_tokens),
+            ("--tokens", self.tg_tokens),
+        ] {
+            if n > d.context {
+                bail!(
+                    "{flag} {n}: longer than the model's context of {}",
+                    d.context
+                );
+            }
+        }
+        if self.prompt_ids.is_empty() {
+            bail!("the prompt gives no tokens");
+        }
+        Ok(())
+    }
+}
+
+/// Made-up prompt ids for random weights (no tokenizer: ids stand for text).
+pub fn random_ids(n: usize, vocab: usize, seed: u64) -> Vec<u32> {
+    (0..n as u64)
+        .map(|i| ((seed.wrapping_add(i).wrapping_mul(2_654_435_761) >> 7) % vocab as u64) as u32)
+        .collect()
+}
+
+/// The model's facts for the result.
+pub fn model_info(source: &Source) -> ModelInfo {
+    let d = source.dims();
+    let (source_kind, file, file_bytes, shape, name, stored) = match source {
+        Source::File(f) => (
+            WeightSource::File,
+            f.path.file_name().map(|n| n.to_string_lossy().into_owned()),
+            Some(f.bytes),
+            None,
+            f.name.clone(),
+            f.stored()
+                .into_iter()
+                .map(|(t, (n, b))| StoredType {
+                    ggml_type: t,
+                    tensors: n,
+                    bytes: b,
+                })
+                .collect(),
+        ),
+        Source::Random { shape, .. } => (
+            WeightSource::Random,
+            None,
+            None,
+            Some(shape.name.to_string()),
+            format!("random weights at the shape of {}", shape.of),
+            vec![StoredType {
+                ggml_type: "F32".into(),
+                tensors: weights::tensor_shapes(d).len(),
+                bytes: d.params() * 4,
+            }],
+        ),
+    };
+    ModelInfo {
+        source: source_kind,
+        file,
+        file_bytes,
+        shape,
+        name,
+        layers: d.layers,
+        hidden: d.hidden,
+        heads: d.heads,
+        kv_heads: d.kv_heads,
+        head_dim: d.head_dim,
+        mlp: d.mlp,
+        vocab: d.vocab,
+        context: d.context,
+        rope_theta: d.rope_theta,
+        rms_eps: d.rms_eps,
+        tied_embeddings: d.tied,
+        params: d.params(),
+        stored,
+        rotary_layout: float::ROTARY_LAYOUT.into(),
+    }
+}
+
+/// What must fit: the largest row's weights and cache on the device, and on
+/// the host that row's weights made once more (requantizing, or reading a
+/// file's tensors before they move).
+pub fn needs(source: &Source, cfg: &Config) -> Vec<Need> {
+    let d = source.dims();
+    let per_elem = |r: &RowKind| -> f64 {
+        match r {
+            RowKind::Quantized(t) => t.type_size() as f64 / t.block_size() as f64,
+            RowKind::Float(p) => p.dtype().size_in_bytes() as f64,
+        }
+    };
+    let widest = cfg.rows.iter().map(per_elem).fold(0.0, f64::max);
+    let embed_f32 = (d.vocab * d.hidden * 4) as u64;
+    let weights = (d.params() as f64 * widest) as u64 + embed_f32;
+    let positions = (cfg.pp_tokens.max(cfg.prompt_ids.len() + cfg.tg_tokens)) as u64;
+    let cache = 2 * d.layers as u64 * positions * d.kv_width() as u64 * 4;
+    let scores = d.heads as u64 * positions * positions * 4 * 3;
+    vec![Need {
+        what: format!("the model's largest row ({} parameters)", d.params()),
+        host_bytes: weights * 2,
+        device_bytes: weights + cache + scores,
+    }]
+}
+
+/// Runs every row on `device`. A row that fails (out of memory, a type the
+/// device lacks) is that row's, recorded with its error; the others run.
+pub fn run(
+    device: &Device,
+    source: &Source,
+    cfg: &Config,
+    text: Option<&text::Text>,
+    telemetry: &Telemetry,
+) -> Result<GenerateResults> {
+    measure::run(device, source, cfg, text, telemetry)
+}
+
+#[cfg(test)]
+mod tests;

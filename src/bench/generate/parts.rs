@@ -1,0 +1,273 @@
+//! Where a generated token's time goes, and the matmuls alone. The matmuls
+//! are the row's own weights, every layer's in turn (so the weights stream
+//! from memory as they do in a token; one layer's, repeated, would sit in a
+//! cache), at one token (tg's shapes) and at `pp_tokens` (pp's, the roofline
+//! pp is held against). The other classes are timed at one layer's shapes
+//! with the calls quantized_llama makes (the context at tg's middle), and
+//! counted once per layer; sampling and the embedding row once per token.
+
+use anyhow::Result;
+use candle_core::quantized::QMatMul;
+use candle_core::{DType, Device, Module, Tensor};
+
+use super::float::FloatLm;
+use super::Dims;
+use crate::clock::Plan;
+use crate::schema::{Timed, TokenOpClass, TokenPart};
+use crate::telemetry::Telemetry;
+
+/// The row's matmuls: quantized_llama's (loaded again) or the float model's.
+pub enum Mats {
+    Quantized {
+        layers: Vec<[QMatMul; 7]>,
+        head: QMatMul,
+    },
+    Float(FloatLm),
+}
+
+impl Mats {
+    fn layers(&self) -> usize {
+        match self {
+            Self::Quantized { layers, .. } => layers.len(),
+            Self::Float(f) => f.layers(),
+        }
+    }
+
+    fn project(&self, layer: usize, which: usize, x: &Tensor) -> Result<Tensor> {
+        Ok(match self {
+            Self::Quantized { layers, .. } => layers[layer][which].forward(x)?,
+            Self::Float(f) => f.project(layer, which, x)?,
+        })
+    }
+
+    fn head(&self, x: &Tensor) -> Result<Tensor> {
+        Ok(match self {
+            Self::Quantized { head, .. } => head.forward(x)?,
+            Self::Float(f) => f.head(x)?,
+        })
+    }
+}
+
+/// Random inputs (seeded, never zeros) at the model's shapes, made off the clock.
+pub struct Shapes {
+    x: Tensor,
+    m: Tensor,
+    x_pp: Tensor,
+    m_pp: Tensor,
+    q: Tensor,
+    k: Tensor,
+    keys: Tensor,
+    values: Tensor,
+    cos: Tensor,
+    sin: Tensor,
+    norm: Tensor,
+    logits: Tensor,
+    embedding: Tensor,
+}
+
+impl Shapes {
+    pub fn new(
+        d: &Dims,
+        dtype: DType,
+        device: &Device,
+        seed: u64,
+        pp: usize,
+        tg: usize,
+    ) -> Result<Self> {
+        let mut n = 0u64;
+        let mut rand = |shape: &[usize]| -> Result<Tensor> {
+            n += 1;
+            let t =
+                super::weights::random(&format!("part {n}"), &[shape.iter().product(), 1], seed)?
+                    .reshape(shape)?;
+            Ok(t.to_dtype(dtype)?.to_device(device)?)
+        };
+        let (h, m, hd) = (d.hidden, d.mlp, d.head_dim);
+        let context = (tg / 2).max(1);
+        let half = hd / 2;
+        Ok(Self {
+            x: rand(&[1, 1, h])?,
+            m: rand(&[1, 1, m])?,
+            x_pp: rand(&[1, pp, h])?,
+            m_pp: rand(&[1, pp, m])?,
+            q: rand(&[1, d.heads, 1, hd])?,
+            k: rand(&[1, d.kv_heads, 1, hd])?,
+            keys: rand(&[1, d.kv_heads, context, hd])?,
+            values: rand(&[1, d.kv_heads, context, hd])?,
+            cos: rand(&[1, half])?,
+            sin: rand(&[1, half])?,
+            norm: rand(&[h])?,
+            logits: rand(&[1, d.vocab])?,
+            embedding: rand(&[d.vocab.min(4096), h])?,
+        })
+    }
+}
+
+/// Every layer's seven projections and the head, at one token or at pp's
+/// tokens (the head at the last token only, as the model runs it).
+pub fn matmuls(
+    mats: &Mats,
+    s: &Shapes,
+    pp: bool,
+    telemetry: &Telemetry,
+    plan: Plan,
+    label: &str,
+) -> Result<Timed> {
+    let (x, m) = if pp { (&s.x_pp, &s.m_pp) } else { (&s.x, &s.m) };
+    let what = if pp { "pp" } else { "tg" };
+    telemetry.time(
+        s.x.device(),
+        plan,
+        &format!("{label} matmuls at {what}"),
+        || {
+            for l in 0..mats.layers() {
+                for which in 0..6 {
+                    drop(mats.project(l, which, x)?);
+                }
+                drop(mats.project(l, 6, m)?);
+            }
+            mats.head(&s.x)
+        },
+    )
+}
+
+/// repeat_kv as candle-transformers does it: each key/value head repeated
+/// for the query heads that share it.
+fn repeat_kv(x: &Tensor, n: usize) -> Result<Tensor> {
+    Ok(candle_transformers::utils::repeat_kv(x.clone(), n)?)
+}
+
+/// Each class's time per generated token; `matmuls_tg` is the matmuls'.
+#[allow(clippy::too_many_arguments)]
+pub fn token_parts(
+    d: &Dims,
+    s: &Shapes,
+    matmuls_tg: &Timed,
+    interleaved: bool,
+    telemetry: &Telemetry,
+    plan: Plan,
+    label: &str,
+) -> Result<Vec<TokenPart>> {
+    let device = s.x.device();
+    let layers = d.layers;
+    let groups = d.heads / d.kv_heads;
+    let scale = 1.0 / (d.head_dim as f64).sqrt();
+    let eps = d.rms_eps as f32;
+    let time = |class: TokenOpClass, work: &mut dyn FnMut() -> Result<Tensor>| -> Result<Timed> {
+        telemetry.time(device, plan, &format!("{label} {}", class.name()), work)
+    };
+    let mut parts = vec![TokenPart {
+        class: TokenOpClass::Matmuls,
+        calls: 7 * layers + 1,
+        ms_per_token: matmuls_tg.rate_ms().0,
+        timed: matmuls_tg.clone(),
+    }];
+    let mut push = |class, calls, per_token: usize, timed: Timed| {
+        parts.push(TokenPart {
+            class,
+            calls,
+            ms_per_token: timed.rate_ms().0 * per_token as f64,
+            timed,
+        })
+    };
+    let t = time(TokenOpClass::Attention, &mut || {
+        let k = repeat_kv(&s.keys, groups)?;
+        let v = repeat_kv(&s.values, groups)?;
+        let att = (s.q.matmul(&k.t()?)? * scale)?;
+        let att = candle_nn::ops::softmax_last_dim(&att)?;
+        Ok(att.matmul(&v.contiguous()?)?)
+    })?;
+    push(TokenOpClass::Attention, 4 * layers, layers, t);
+    let t = time(TokenOpClass::Norms, &mut || {
+        drop(candle_nn::ops::rms_norm(&s.x, &s.norm, eps)?);
+        Ok(candle_nn::ops::rms_norm(&s.x, &s.norm, eps)?)
+    })?;
+    push(TokenOpClass::Norms, 2 * layers + 1, layers, t);
+    let rope = |x: &Tensor| -> Result<Tensor> {
+        Ok(if interleaved {
+            candle_nn::rotary_emb::rope_i(x, &s.cos, &s.sin)?
+        } else {
+            candle_nn::rotary_emb::rope(x, &s.cos, &s.sin)?
+        })
+    };
+    let t = time(TokenOpClass::Rotary, &mut || {
+        drop(rope(&s.q)?);
+        rope(&s.k)
+    })?;
+    push(TokenOpClass::Rotary, 2 * layers, layers, t);
+    let (h, hd, kvw) = (d.hidden, d.head_dim, d.kv_width());
+    let t = time(TokenOpClass::Elementwise, &mut || {
+        // Two residual adds, SiLU and the gate's product, Q/K/V laid out by
+        // head and the output back, the cache's two appends.
+        drop((&s.x + &s.x)?);
+        drop((&s.x + &s.x)?);
+        drop((candle_nn::ops::silu(&s.m)? * &s.m)?);
+        let qh =
+            s.x.reshape((1, 1, d.heads, hd))?
+                .transpose(1, 2)?
+                .contiguous()?;
+        let kv = s.x.narrow(2, 0, kvw)?;
+        for _ in 0..2 {
+            drop(
+                kv.reshape((1, 1, d.kv_heads, hd))?
+                    .transpose(1, 2)?
+                    .contiguous()?,
+            );
+        }
+        drop(Tensor::cat(&[&s.keys, &s.k], 2)?);
+        drop(Tensor::cat(&[&s.values, &s.k], 2)?);
+        Ok(qh.transpose(1, 2)?.reshape((1, 1, h))?)
+    })?;
+    push(TokenOpClass::Elementwise, 10 * layers + 1, layers, t);
+    let ids = Tensor::new(&[7u32], device)?;
+    let t = time(TokenOpClass::Elementwise, &mut || {
+        Ok(s.embedding.index_select(&ids, 0)?)
+    })?;
+    if let Some(e) = parts
+        .iter_mut()
+        .find(|p| p.class == TokenOpClass::Elementwise)
+    {
+        e.ms_per_token += t.rate_ms().0;
+    }
+    let t = time(TokenOpClass::Sampling, &mut || {
+        let id = super::measure::pick(&s.logits)?;
+        Ok(Tensor::new(&[id], &Device::Cpu)?)
+    })?;
+    parts.push(TokenPart {
+        class: TokenOpClass::Sampling,
+        calls: 1,
+        ms_per_token: t.rate_ms().0,
+        timed: t,
+    });
+    Ok(parts)
+}
+
+/// Why a row under half its bound is held back: the matmuls, when their own
+/// time is over twice what reading the weights at copy speed takes, else the
+/// class with the most time besides them.
+pub fn held_back_by(
+    parts: &[TokenPart],
+    sum_ms: f64,
+    bytes_per_token: u64,
+    copy_gb_per_s: f64,
+) -> String {
+    let share = |p: &TokenPart| 100.0 * p.ms_per_token / sum_ms;
+    let bound_ms = bytes_per_token as f64 / (copy_gb_per_s * 1e9) * 1e3;
+    if let Some(mm) = parts.iter().find(|p| p.class == TokenOpClass::Matmuls) {
+        if mm.ms_per_token > 2.0 * bound_ms {
+            return format!(
+                "matmuls ({:.0}% of the token): they read the weights at {:.0}% of copy speed",
+                share(mm),
+                100.0 * bound_ms / mm.ms_per_token
+            );
+        }
+    }
+    match parts
+        .iter()
+        .filter(|p| p.class != TokenOpClass::Matmuls)
+        .max_by(|a, b| a.ms_per_token.total_cmp(&b.ms_per_token))
+    {
+        Some(p) => format!("{} ({:.0}% of the token)", p.class.name(), share(p)),
+        None => "nothing timed".into(),
+    }
+}

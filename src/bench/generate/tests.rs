@@ -1,0 +1,112 @@
+//! The two paths against each other on a tiny random model: quantized_llama
+//! over f32 blocks (interleaved rotary on GGUF's layout) and block's layers
+//! on the same weights unpermuted (halves) compute the same logits, in
+//! prefill and in decode steps against the cache.
+
+use candle_core::quantized::GgmlDType;
+use candle_core::{DType, Device, Tensor};
+
+use super::float::FloatLm;
+use super::measure::answer;
+use super::quantized::QuantizedLm;
+use super::weights::{NamedShape, Source};
+use super::{Dims, Lm};
+
+pub fn tiny(tied: bool) -> Source {
+    Source::Random {
+        shape: NamedShape {
+            name: "tiny",
+            of: "a tiny Llama",
+            dims: Dims {
+                layers: 2,
+                hidden: 64,
+                heads: 4,
+                kv_heads: 2,
+                head_dim: 16,
+                mlp: 128,
+                vocab: 160,
+                context: 64,
+                rope_theta: 10_000.0,
+                rms_eps: 1e-5,
+                tied,
+            },
+        },
+        seed: 3,
+    }
+}
+
+fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
+    let a = a.to_dtype(DType::F32).unwrap().flatten_all().unwrap();
+    let b = b.to_dtype(DType::F32).unwrap().flatten_all().unwrap();
+    (a - b)
+        .unwrap()
+        .abs()
+        .unwrap()
+        .max(0)
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap()
+}
+
+#[test]
+fn the_float_path_computes_what_quantized_llama_computes() {
+    for tied in [true, false] {
+        let source = tiny(tied);
+        let dev = Device::Cpu;
+        let mut q = QuantizedLm::load(&source, GgmlDType::F32, &dev).unwrap();
+        let mut f = FloatLm::load(&source, DType::F32, &dev, 32).unwrap();
+        let prompt = [3u32, 17, 99, 5, 42];
+        let (lq, lf) = (
+            q.forward(&prompt, 0).unwrap(),
+            f.forward(&prompt, 0).unwrap(),
+        );
+        assert_eq!(lq.dims(), [1, 160]);
+        assert_eq!(lf.dims(), [1, 160]);
+        assert!(max_diff(&lq, &lf) < 1e-4, "prefill: {}", max_diff(&lq, &lf));
+        for (i, tok) in [7u32, 8, 9].iter().enumerate() {
+            let (lq, lf) = (
+                q.forward(&[*tok], 5 + i).unwrap(),
+                f.forward(&[*tok], 5 + i).unwrap(),
+            );
+            assert!(
+                max_diff(&lq, &lf) < 1e-4,
+                "decode {i}: {}",
+                max_diff(&lq, &lf)
+            );
+        }
+        // A new sequence starts over (position 0 empties the cache).
+        let again = f.forward(&prompt, 0).unwrap();
+        assert!(max_diff(&again, &q.forward(&prompt, 0).unwrap()) < 1e-4);
+        let (a, _) = answer(&mut q, &prompt, 6, &[]).unwrap();
+        let (b, _) = answer(&mut f, &prompt, 6, &[]).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 6);
+    }
+}
+
+#[test]
+fn requantized_rows_run_and_stay_close_to_f32() {
+    let source = tiny(true);
+    let dev = Device::Cpu;
+    let mut f32 = QuantizedLm::load(&source, GgmlDType::F32, &dev).unwrap();
+    let mut q8 = QuantizedLm::load(&source, GgmlDType::Q8_0, &dev).unwrap();
+    let prompt = [3u32, 17, 99, 5, 42];
+    let (a, b) = (
+        f32.forward(&prompt, 0).unwrap(),
+        q8.forward(&prompt, 0).unwrap(),
+    );
+    let scale = a
+        .abs()
+        .unwrap()
+        .max(1)
+        .unwrap()
+        .max(0)
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap();
+    assert!(
+        max_diff(&a, &b) < 0.05 * scale,
+        "{} of {scale}",
+        max_diff(&a, &b)
+    );
+}

@@ -1,0 +1,266 @@
+//! Where a run's weights come from ([`Source`]): a checked GGUF file, or
+//! seeded random weights (never zeros) at a named shape ([`SHAPES`]), by GGUF's
+//! tensor names in both cases, so one loader serves both. Random weights are
+//! made per tensor from the seed and the tensor's name on the host, so a
+//! tensor is the same whichever row asks for it and nothing is held between
+//! rows.
+
+use anyhow::{bail, Result};
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use super::gguf::ModelFile;
+use super::Dims;
+
+/// A named shape of random weights: the architecture of a published model.
+pub struct NamedShape {
+    pub name: &'static str,
+    /// What it is the shape of.
+    pub of: &'static str,
+    pub dims: Dims,
+}
+
+/// The shapes `--shape` takes: two from their models' published
+/// config.json, and `tiny`, a smoke test's (the CPU rehearsal of the GPU call).
+pub fn shapes() -> [NamedShape; 3] {
+    let llama3 = |layers, hidden, mlp, tied, context| Dims {
+        layers,
+        hidden,
+        heads: 32,
+        kv_heads: 8,
+        head_dim: hidden / 32,
+        mlp,
+        vocab: 128_256,
+        context,
+        rope_theta: 500_000.0,
+        rms_eps: 1e-5,
+        tied,
+    };
+    [
+        NamedShape {
+            name: "llama-3.2-1b",
+            of: "Llama 3.2 1B (16 layers, hidden 2048, 32 heads, 8 key/value heads, MLP 8192, \
+                 vocabulary 128256, tied embeddings)",
+            dims: llama3(16, 2048, 8192, true, super::gguf::MAX_POSITIONS),
+        },
+        NamedShape {
+            name: "llama-3-8b",
+            of: "Llama 3 8B (32 layers, hidden 4096, 32 heads, 8 key/value heads, MLP 14336, \
+                 vocabulary 128256)",
+            dims: llama3(32, 4096, 14336, false, super::gguf::MAX_POSITIONS),
+        },
+        NamedShape {
+            name: "tiny",
+            of: "a tiny Llama for smoke tests (2 layers, hidden 64, 4 heads, 2 key/value heads, \
+                 MLP 128, vocabulary 256)",
+            dims: Dims {
+                layers: 2,
+                hidden: 64,
+                heads: 4,
+                kv_heads: 2,
+                head_dim: 16,
+                mlp: 128,
+                vocab: 256,
+                context: 512,
+                rope_theta: 10_000.0,
+                rms_eps: 1e-5,
+                tied: true,
+            },
+        },
+    ]
+}
+
+/// The shape named `name`, or a line listing the names.
+pub fn shape(name: &str) -> Result<NamedShape> {
+    let all = shapes();
+    let names: Vec<&str> = all.iter().map(|s| s.name).collect();
+    match all.into_iter().find(|s| s.name == name) {
+        Some(s) => Ok(s),
+        None => bail!("--shape {name}: expected one of {}", names.join(", ")),
+    }
+}
+
+/// Every tensor of a Llama with sizes `d`, by GGUF name, with its shape as
+/// candle reads it (a projection is (out, in)).
+pub fn tensor_shapes(d: &Dims) -> Vec<(String, Vec<usize>)> {
+    let (h, v) = (d.hidden, d.vocab);
+    let mut out = vec![
+        ("token_embd.weight".to_string(), vec![v, h]),
+        ("output_norm.weight".to_string(), vec![h]),
+    ];
+    if !d.tied {
+        out.push(("output.weight".into(), vec![v, h]));
+    }
+    let names = [
+        "attn_q",
+        "attn_k",
+        "attn_v",
+        "attn_output",
+        "ffn_gate",
+        "ffn_up",
+        "ffn_down",
+    ];
+    for l in 0..d.layers {
+        out.push((format!("blk.{l}.attn_norm.weight"), vec![h]));
+        out.push((format!("blk.{l}.ffn_norm.weight"), vec![h]));
+        for (name, (r, c)) in names.iter().zip(d.layer_matmuls()) {
+            out.push((format!("blk.{l}.{name}.weight"), vec![r, c]));
+        }
+    }
+    out
+}
+
+/// GGUF names of one layer's projections, in [`Dims::layer_matmuls`]' order.
+pub fn layer_matmul_names(layer: usize) -> [String; 7] {
+    [
+        "attn_q",
+        "attn_k",
+        "attn_v",
+        "attn_output",
+        "ffn_gate",
+        "ffn_up",
+        "ffn_down",
+    ]
+    .map(|n| format!("blk.{layer}.{n}.weight"))
+}
+
+/// The output head's GGUF name (the embedding when tied).
+pub fn head_name(d: &Dims) -> &'static str {
+    if d.tied {
+        "token_embd.weight"
+    } else {
+        "output.weight"
+    }
+}
+
+/// Where the weights come from.
+pub enum Source {
+    File(Box<ModelFile>),
+    Random { shape: NamedShape, seed: u64 },
+}
+
+impl Source {
+    pub fn dims(&self) -> &Dims {
+        match self {
+            Self::File(f) => &f.dims,
+            Self::Random { shape, .. } => &shape.dims,
+        }
+    }
+
+    /// The tensor `name` as the source holds it, on the host: the file's
+    /// stored blocks, or f32 random values.
+    pub fn stored(&self, name: &str) -> Result<QTensor> {
+        match self {
+            Self::File(f) => f.tensor(name, &Device::Cpu),
+            Self::Random { shape, seed } => {
+                let dims = tensor_shapes(&shape.dims)
+                    .into_iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, s)| s);
+                let Some(dims) = dims else {
+                    bail!("no tensor {name} in a {} shape", shape.name)
+                };
+                Ok(QTensor::quantize(
+                    &random(name, &dims, *seed)?,
+                    GgmlDType::F32,
+                )?)
+            }
+        }
+    }
+
+    /// The tensor `name` in f32 on the host.
+    pub fn f32(&self, name: &str) -> Result<Tensor> {
+        Ok(self.stored(name)?.dequantize(&Device::Cpu)?)
+    }
+
+    /// The layers' stored matmul type (random weights: F32).
+    pub fn layer_type(&self) -> GgmlDType {
+        match self {
+            Self::File(f) => f.layer_type(),
+            Self::Random { .. } => GgmlDType::F32,
+        }
+    }
+}
+
+/// A seeded random tensor, never zero: a projection uniform in +-sqrt(3 /
+/// fan-in) (variance 1 / fan-in, so activations keep their size through the
+/// layers), a norm's scale 1 +- 0.1, the embedding uniform with variance 1.
+/// Uniform rather than normal: a 8B model is 8 billion draws, and a small
+/// fast generator (`SmallRng`) seeded from the seed and the name keeps that
+/// to seconds.
+pub fn random(name: &str, dims: &[usize], seed: u64) -> Result<Tensor> {
+    let mut h = seed ^ 0x9e37_79b9_7f4a_7c15;
+    for b in name.bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+    }
+    let mut rng = SmallRng::seed_from_u64(h);
+    let n: usize = dims.iter().product();
+    let v: Vec<f32> = match dims {
+        [_] => (0..n)
+            .map(|_| 1.0 + 0.1 * (2.0 * rng.random::<f32>() - 1.0))
+            .collect(),
+        [_, fan_in] => {
+            let a = if name.starts_with("token_embd") {
+                3f32.sqrt()
+            } else {
+                (3.0 / *fan_in as f32).sqrt()
+            };
+            // Nonzero: a draw of exactly 0.5 maps to 0, so it is nudged.
+            (0..n)
+                .map(|_| {
+                    let x = a * (2.0 * rng.random::<f32>() - 1.0);
+                    if x == 0.0 {
+                        a * 1e-3
+                    } else {
+                        x
+                    }
+                })
+                .collect()
+        }
+        _ => bail!("{name}: a tensor of rank {}", dims.len()),
+    };
+    Ok(Tensor::from_vec(v, dims, &Device::Cpu)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_tensors_are_seeded_per_name_and_never_zero() {
+        let a = random("blk.0.attn_q.weight", &[64, 32], 7).unwrap();
+        let b = random("blk.0.attn_q.weight", &[64, 32], 7).unwrap();
+        let c = random("blk.1.attn_q.weight", &[64, 32], 7).unwrap();
+        let (a, b, c) = (
+            a.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+            b.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+            c.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+        );
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(a
+            .iter()
+            .all(|x| *x != 0.0 && x.abs() <= (3.0f32 / 32.0).sqrt()));
+        let var = a.iter().map(|x| x * x).sum::<f32>() / a.len() as f32;
+        assert!((var * 32.0 - 1.0).abs() < 0.2, "{var}");
+        let norm = random("blk.0.attn_norm.weight", &[64], 7).unwrap();
+        let norm = norm.to_vec1::<f32>().unwrap();
+        assert!(norm.iter().all(|x| (0.9..=1.1).contains(x)));
+    }
+
+    #[test]
+    fn the_named_shapes_have_their_published_sizes() {
+        // Llama 3.2 1B: 1,235,814,400 parameters (tied); Llama 3 8B: 8,030,261,248.
+        assert_eq!(shape("llama-3.2-1b").unwrap().dims.params(), 1_235_814_400);
+        assert_eq!(shape("llama-3-8b").unwrap().dims.params(), 8_030_261_248);
+        let e = shape("llama-9").err().unwrap().to_string();
+        assert_eq!(
+            e,
+            "--shape llama-9: expected one of llama-3.2-1b, llama-3-8b, tiny"
+        );
+        let d = shape("llama-3.2-1b").unwrap().dims;
+        assert_eq!(tensor_shapes(&d).len(), 2 + 16 * 9);
+    }
+}

@@ -1,0 +1,287 @@
+//! The body of `generate`: a whole Llama-architecture model (a real GGUF file,
+//! or random weights at a named shape) generating text per precision: its
+//! greedy answer, prompt processing (pp) and generation (tg) tokens/s as
+//! llama-bench reports them, time to first token, peak memory and weight bytes,
+//! generation against the bound that reading every weight once per token sets
+//! at the copy bandwidth measured in the same run, prompt processing against
+//! the model's matmuls alone, the speedups over fp32, and where a generated
+//! token's time goes by op class.
+
+use anyhow::{bail, Result};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{RowStatus, Timed};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GenerateResults {
+    pub model: ModelInfo,
+    pub prompt: PromptInfo,
+    /// Prompt processing's length: tokens of one pp test (llama-bench's `-p`).
+    pub pp_tokens: usize,
+    /// Generation's length: tokens of one tg test (llama-bench's `-n`), and of
+    /// the greedy answer.
+    pub tg_tokens: usize,
+    pub warmup: usize,
+    pub iters: usize,
+    /// Seed of the random weights (random-weight shapes) and of the parts'
+    /// random inputs.
+    pub seed: u64,
+    /// A plain device copy measured in this run (GB/s, 10^9 bytes per second,
+    /// read plus written), over `copy_bytes`: the bandwidth tg's bound uses.
+    pub copy_gb_per_s: Option<f64>,
+    pub copy_bytes: u64,
+    pub rows: Vec<GenerateRow>,
+    /// What the run could not measure, and why (kernel launches on a GPU).
+    pub notes: Vec<String>,
+}
+
+/// Where the weights came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WeightSource {
+    /// A GGUF file's own weights.
+    File,
+    /// Seeded random weights (never zeros) at a named shape: speed and memory
+    /// only, no claim about text.
+    Random,
+}
+
+/// The model: its file or shape, its architecture's sizes, how it is stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelInfo {
+    pub source: WeightSource,
+    /// The GGUF file's name (not its path: that is the machine's); null for
+    /// random weights.
+    pub file: Option<String>,
+    pub file_bytes: Option<u64>,
+    /// The named shape (`llama-3.2-1b`) of random weights; null for a file.
+    pub shape: Option<String>,
+    /// general.name of the file, or the shape's name.
+    pub name: String,
+    pub layers: usize,
+    pub hidden: usize,
+    pub heads: usize,
+    /// Key/value heads (grouped-query attention when fewer than `heads`).
+    pub kv_heads: usize,
+    pub head_dim: usize,
+    pub mlp: usize,
+    pub vocab: usize,
+    /// Positions the model takes (the file's context length, capped by what
+    /// the quantized path's rotary tables hold).
+    pub context: usize,
+    pub rope_theta: f64,
+    pub rms_eps: f64,
+    /// The output projection is the token embedding (no output.weight).
+    pub tied_embeddings: bool,
+    /// Weights, embedding and norms included.
+    pub params: u64,
+    /// The tensors by stored type: GGUF's own mix (Q4_1 layers, a Q8_0
+    /// embedding, F32 norms), or f32 for random weights.
+    pub stored: Vec<StoredType>,
+    /// How Q and K's rows are laid out for rotary embedding, and what the
+    /// float path does about it.
+    pub rotary_layout: String,
+}
+
+/// One stored tensor type and how much of the model it holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StoredType {
+    /// GGUF's name of the type: "Q4_1", "Q8_0", "F32".
+    pub ggml_type: String,
+    pub tensors: usize,
+    pub bytes: u64,
+}
+
+/// The prompt every precision answers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PromptInfo {
+    /// The user's message (`--prompt`); null for random weights, which are fed
+    /// token ids directly.
+    pub user: Option<String>,
+    /// The message as the file's chat template formats it, with the generation
+    /// prompt (transformers' `apply_chat_template(..., add_generation_prompt=True)`).
+    pub formatted: Option<String>,
+    /// The formatted prompt's token ids, as the file's tokenizer gives them.
+    pub token_ids: Vec<u32>,
+}
+
+/// One precision: measured, or failed with its error.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GenerateRow {
+    /// "q4_1 (stored)", "q8_0", "fp32", "tf32", "fp16", "bf16".
+    pub precision: String,
+    pub path: ModelPath,
+    pub status: RowStatus,
+    pub error: Option<String>,
+    pub measured: Option<GenerateMeasured>,
+}
+
+/// Which model code ran the row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelPath {
+    /// candle-transformers' `quantized_llama` over GGUF blocks (QMatMul).
+    Quantized,
+    /// `bench::block`'s decoder block, stacked, on dequantized weights.
+    Float,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GenerateMeasured {
+    /// The greedy answer to the prompt.
+    pub answer: Answer,
+    /// Time to first token: the formatted prompt through the model from an
+    /// empty cache, and the first token picked.
+    pub ttft: Timed,
+    /// One pp test: `pp_tokens` tokens in one forward pass from an empty cache.
+    pub pp: Timed,
+    pub pp_tokens_per_s: f64,
+    /// tokens/s of the slowest and fastest pp sample.
+    pub pp_tokens_per_s_min: f64,
+    pub pp_tokens_per_s_max: f64,
+    /// One tg test: `tg_tokens` tokens, one forward pass each, from an empty
+    /// cache, each next token picked greedily from the last one's logits.
+    pub tg: Timed,
+    pub tg_tokens_per_s: f64,
+    pub tg_tokens_per_s_min: f64,
+    pub tg_tokens_per_s_max: f64,
+    /// Bytes the row's weights hold in memory (as the model holds them).
+    pub weight_bytes: u64,
+    /// Bytes of weights one generated token reads: every projection and the
+    /// output head once, the norms, one embedding row.
+    pub weight_bytes_per_token: u64,
+    /// copy_gb_per_s / weight_bytes_per_token: the tokens/s generation could
+    /// reach if reading the weights at copy speed were all it did (null
+    /// without a copy measurement).
+    pub tg_bound_tokens_per_s: Option<f64>,
+    /// tg_tokens_per_s as a percentage of the bound.
+    pub tg_pct_of_bound: Option<f64>,
+    /// FLOPs of one pp test (2 per multiply-add, matmuls and attention).
+    pub pp_flops: f64,
+    pub pp_gflop_per_s: f64,
+    /// The model's matmuls alone at pp's shapes (every projection and the
+    /// output head, `pp_tokens` rows): the roofline pp is held against.
+    pub matmuls_pp: Timed,
+    pub matmuls_pp_gflop_per_s: f64,
+    /// pp_gflop_per_s as a percentage of matmuls_pp_gflop_per_s.
+    pub pp_pct_of_matmul_roofline: f64,
+    /// The same matmuls at one token (tg's shapes).
+    pub matmuls_tg: Timed,
+    /// Peak memory during the row (model load excluded) above the use before
+    /// it; null where the device cannot say.
+    pub peak_bytes: Option<u64>,
+    /// Where a generated token's time goes: each op class timed alone at tg's
+    /// shapes (the context at tg's middle), per token.
+    pub parts: Vec<TokenPart>,
+    pub parts_sum_ms: f64,
+    /// Where the row reaches under half its bound: the op class that holds it
+    /// back, and why (null otherwise).
+    pub held_back_by: Option<String>,
+    pub vs_fp32: Option<VsFp32>,
+}
+
+/// The greedy answer one precision gave.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Answer {
+    pub token_ids: Vec<u32>,
+    /// The ids decoded; null for random weights.
+    pub text: Option<String>,
+    /// The first index where the ids differ from fp32's (null: the same, or
+    /// no fp32 row).
+    pub differs_from_fp32_at: Option<usize>,
+    /// The model ended its answer (an end-of-sequence token) before
+    /// `tg_tokens`.
+    pub stopped_at_eos: bool,
+}
+
+/// The speedup over the fp32 row (fp32's median time over this row's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VsFp32 {
+    /// The matmuls alone, at pp's shapes.
+    pub matmuls_pp: f64,
+    /// The matmuls alone, at tg's shapes.
+    pub matmuls_tg: f64,
+    pub pp: f64,
+    pub tg: f64,
+}
+
+/// One op class's share of a generated token.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TokenPart {
+    pub class: TokenOpClass,
+    /// Calls of the class per token (all layers).
+    pub calls: usize,
+    /// The class's time per token: its median per layer times the layers.
+    pub ms_per_token: f64,
+    /// The timed sample behind it (one layer's calls, or the head's).
+    pub timed: Timed,
+}
+
+/// A generated token's operations by class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenOpClass {
+    /// Q, K, V, O, gate, up, down in every layer, and the output head.
+    Matmuls,
+    /// Q K^T, the softmax and the weights times V over the cache.
+    Attention,
+    /// The RMSNorms (two per layer and the final one).
+    Norms,
+    /// Rotary embedding of Q and K.
+    Rotary,
+    /// Residual adds, SiLU and the gate's product, the scale, the copies that
+    /// lay heads out and the cache's append, the embedding row.
+    Elementwise,
+    /// Picking the next token: argmax over the vocabulary, read to the host.
+    Sampling,
+}
+
+impl TokenOpClass {
+    pub const ALL: [TokenOpClass; 6] = [
+        Self::Matmuls,
+        Self::Attention,
+        Self::Norms,
+        Self::Rotary,
+        Self::Elementwise,
+        Self::Sampling,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Matmuls => "matmuls",
+            Self::Attention => "attention",
+            Self::Norms => "norms",
+            Self::Rotary => "rotary",
+            Self::Elementwise => "element-wise",
+            Self::Sampling => "sampling",
+        }
+    }
+}
+
+impl GenerateResults {
+    pub(super) fn validate(&self) -> Result<()> {
+        let m = &self.model;
+        if m.heads == 0 || m.kv_heads == 0 || !m.heads.is_multiple_of(m.kv_heads) {
+            bail!(
+                "generate: {} heads are not a multiple of {} key/value heads",
+                m.heads,
+                m.kv_heads
+            );
+        }
+        if (m.source == WeightSource::File) != m.file.is_some() {
+            bail!("generate: a file's rows name it, random weights name none");
+        }
+        for row in &self.rows {
+            match (row.status, &row.measured, &row.error) {
+                (RowStatus::Ok, Some(_), None) | (RowStatus::Error, None, Some(_)) => {}
+                _ => bail!(
+                    "generate {}: status {:?} disagrees with its measurements and error",
+                    row.precision,
+                    row.status
+                ),
+            }
+        }
+        Ok(())
+    }
+}

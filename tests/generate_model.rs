@@ -1,0 +1,90 @@
+//! Candle on the real model file (SmolLM2-135M-Instruct, `just model`)
+//! against transformers, through the fixture tests/fixtures/generate-reference.json
+//! (transformers' token ids and fp32 greedy answer, which pytorch/generate's
+//! tests hold transformers and the PyTorch twin to): the tokenizer built from
+//! the GGUF gives transformers' ids for a handful of prompts, chat template
+//! included, and decodes them back; Candle's fp32 greedy answer (the float
+//! path) is transformers'; the stored Q4_1 path starts the same answer.
+//! Without the file these skip with a line saying so, unless CI is set: CI
+//! fetches it, and there a missing file fails.
+
+use candle_core::{DType, Device};
+use candle_lab::bench::generate::float::FloatLm;
+use candle_lab::bench::generate::gguf::ModelFile;
+use candle_lab::bench::generate::quantized::QuantizedLm;
+use candle_lab::bench::generate::setup::default_model_path;
+use candle_lab::bench::generate::text::Text;
+use candle_lab::bench::generate::weights::Source;
+use candle_lab::bench::generate::{answer, Lm};
+
+mod common;
+
+fn model() -> Option<ModelFile> {
+    let path = default_model_path().expect("HOME is set");
+    if !path.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no model at {}: CI fetches it with `just model`",
+            path.display()
+        );
+        eprintln!(
+            "skipped: no model at {} (`just model` fetches it)",
+            path.display()
+        );
+        return None;
+    }
+    Some(ModelFile::open(&path).unwrap())
+}
+
+fn fixture() -> serde_json::Value {
+    let text = std::fs::read_to_string(common::repo_file("tests/fixtures/generate-reference.json"))
+        .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn ids(v: &serde_json::Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as u32)
+        .collect()
+}
+
+#[test]
+fn the_tokenizer_gives_transformers_ids_and_decodes_them_back() {
+    let Some(file) = model() else { return };
+    let text = Text::from_gguf(&file.content).unwrap();
+    let want = fixture();
+    for c in want["chat"].as_array().unwrap() {
+        let user = c["user"].as_str().unwrap();
+        let formatted = text.chat(user).unwrap();
+        assert_eq!(formatted, c["formatted"].as_str().unwrap(), "{user:?}");
+        let got = text.encode(&formatted).unwrap();
+        assert_eq!(got, ids(&c["ids"]), "{user:?}");
+        assert_eq!(text.decode(&got).unwrap(), c["decoded"].as_str().unwrap());
+    }
+    for p in want["plain"].as_array().unwrap() {
+        let s = p["text"].as_str().unwrap();
+        assert_eq!(text.encode(s).unwrap(), ids(&p["ids"]), "{s:?}");
+        assert_eq!(text.decode(&ids(&p["ids"])).unwrap(), s);
+    }
+}
+
+#[test]
+fn candles_fp32_answer_is_transformers() {
+    let Some(file) = model() else { return };
+    let want = fixture();
+    let g = &want["greedy"];
+    let n = g["tokens"].as_u64().unwrap() as usize;
+    let prompt = ids(&want["chat"][0]["ids"]);
+    let source = Source::File(Box::new(file));
+    let mut fp32 = FloatLm::load(&source, DType::F32, &Device::Cpu, prompt.len() + n).unwrap();
+    let (got, _) = answer(&mut fp32, &prompt, n, &[]).unwrap();
+    assert_eq!(got, ids(&g["ids"]));
+    drop(fp32);
+    // The file as stored (Q4_1 blocks through quantized_llama) starts the same answer.
+    let t = source.layer_type();
+    let mut q = QuantizedLm::load(&source, t, &Device::Cpu).unwrap();
+    let (got, _) = answer(&mut q as &mut dyn Lm, &prompt, 4, &[]).unwrap();
+    assert_eq!(got, ids(&g["ids"])[..4]);
+}
