@@ -256,7 +256,7 @@ fn check_tensors(c: &Content, d: &Dims, file_bytes: u64) -> Result<()> {
             );
         }
     }
-    for (name, shape) in super::weights::tensor_shapes(d) {
+    for (name, shape) in super::tensor_shapes(d) {
         let info = c
             .tensor_infos
             .get(&name)

@@ -14,9 +14,10 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 use candle_core::quantized::GgmlDType;
-use candle_core::{Device, Tensor, D};
+use candle_core::{Device, Tensor};
 
 use super::parts::{self, Mats};
+use super::pick;
 use super::weights::Source;
 use super::{float, quantized, text::Text, Config, Lm, RowKind};
 use crate::bench::decoder::{pp_flops, pp_matmul_flops, tg_bound_tokens_per_s};
@@ -49,11 +50,6 @@ impl Lm for Loaded {
             Self::Float(m) => m.device(),
         }
     }
-}
-
-/// The next token: argmax of the logits, read back to the host.
-pub fn pick(logits: &Tensor) -> Result<u32> {
-    Ok(logits.argmax(D::Minus1)?.flatten_all()?.to_vec1::<u32>()?[0])
 }
 
 /// The greedy answer to `prompt`: up to `n` new tokens, ending at an EOS.

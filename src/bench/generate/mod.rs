@@ -23,7 +23,7 @@ use std::fmt;
 
 use anyhow::{bail, Result};
 use candle_core::quantized::GgmlDType;
-use candle_core::{Device, Tensor};
+use candle_core::{Device, Tensor, D};
 
 pub use crate::bench::decoder::LlamaDims as Dims;
 use crate::clock::Plan;
@@ -261,7 +261,7 @@ pub fn model_info(source: &Source) -> ModelInfo {
             format!("random weights at the shape of {}", shape.of),
             vec![StoredType {
                 ggml_type: "F32".into(),
-                tensors: weights::tensor_shapes(d).len(),
+                tensors: tensor_shapes(d).len(),
                 bytes: d.params() * 4,
             }],
         ),
@@ -323,6 +323,55 @@ pub fn run(
     telemetry: &Telemetry,
 ) -> Result<GenerateResults> {
     measure::run(device, source, cfg, text, telemetry)
+}
+
+/// Every tensor of a Llama with sizes `d`, by GGUF name, with its shape as
+/// candle reads it (a projection is (out, in)).
+pub fn tensor_shapes(d: &Dims) -> Vec<(String, Vec<usize>)> {
+    let (h, v) = (d.hidden, d.vocab);
+    let mut out = vec![
+        ("token_embd.weight".to_string(), vec![v, h]),
+        ("output_norm.weight".to_string(), vec![h]),
+    ];
+    if !d.tied {
+        out.push(("output.weight".into(), vec![v, h]));
+    }
+    let names = [
+        "attn_q",
+        "attn_k",
+        "attn_v",
+        "attn_output",
+        "ffn_gate",
+        "ffn_up",
+        "ffn_down",
+    ];
+    for l in 0..d.layers {
+        out.push((format!("blk.{l}.attn_norm.weight"), vec![h]));
+        out.push((format!("blk.{l}.ffn_norm.weight"), vec![h]));
+        for (name, (r, c)) in names.iter().zip(d.layer_matmuls()) {
+            out.push((format!("blk.{l}.{name}.weight"), vec![r, c]));
+        }
+    }
+    out
+}
+
+/// GGUF names of one layer's projections, in [`Dims::layer_matmuls`]' order.
+pub fn layer_matmul_names(layer: usize) -> [String; 7] {
+    [
+        "attn_q",
+        "attn_k",
+        "attn_v",
+        "attn_output",
+        "ffn_gate",
+        "ffn_up",
+        "ffn_down",
+    ]
+    .map(|n| format!("blk.{layer}.{n}.weight"))
+}
+
+/// The next token: argmax of the logits, read back to the host.
+pub fn pick(logits: &Tensor) -> Result<u32> {
+    Ok(logits.argmax(D::Minus1)?.flatten_all()?.to_vec1::<u32>()?[0])
 }
 
 #[cfg(test)]

@@ -230,7 +230,7 @@ pub fn token_parts(
         e.ms_per_token += t.rate_ms().0;
     }
     let t = time(TokenOpClass::Sampling, &mut || {
-        let id = super::measure::pick(&s.logits)?;
+        let id = super::pick(&s.logits)?;
         Ok(Tensor::new(&[id], &Device::Cpu)?)
     })?;
     parts.push(TokenPart {

@@ -18,7 +18,8 @@ use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
 
 use super::gguf::{tensor_bytes, type_name};
-use super::weights::{head_name, layer_matmul_names, tensor_shapes, Source};
+use super::weights::{head_name, Source};
+use super::{layer_matmul_names, tensor_shapes};
 use super::{Dims, Lm};
 
 /// The type each tensor has in a row of `target` from `source`: as stored

@@ -12,7 +12,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::gguf::ModelFile;
-use super::Dims;
+use super::{tensor_shapes, Dims};
 
 /// A named shape of random weights: the architecture of a published model.
 pub struct NamedShape {
@@ -80,50 +80,6 @@ pub fn shape(name: &str) -> Result<NamedShape> {
         Some(s) => Ok(s),
         None => bail!("--shape {name}: expected one of {}", names.join(", ")),
     }
-}
-
-/// Every tensor of a Llama with sizes `d`, by GGUF name, with its shape as
-/// candle reads it (a projection is (out, in)).
-pub fn tensor_shapes(d: &Dims) -> Vec<(String, Vec<usize>)> {
-    let (h, v) = (d.hidden, d.vocab);
-    let mut out = vec![
-        ("token_embd.weight".to_string(), vec![v, h]),
-        ("output_norm.weight".to_string(), vec![h]),
-    ];
-    if !d.tied {
-        out.push(("output.weight".into(), vec![v, h]));
-    }
-    let names = [
-        "attn_q",
-        "attn_k",
-        "attn_v",
-        "attn_output",
-        "ffn_gate",
-        "ffn_up",
-        "ffn_down",
-    ];
-    for l in 0..d.layers {
-        out.push((format!("blk.{l}.attn_norm.weight"), vec![h]));
-        out.push((format!("blk.{l}.ffn_norm.weight"), vec![h]));
-        for (name, (r, c)) in names.iter().zip(d.layer_matmuls()) {
-            out.push((format!("blk.{l}.{name}.weight"), vec![r, c]));
-        }
-    }
-    out
-}
-
-/// GGUF names of one layer's projections, in [`Dims::layer_matmuls`]' order.
-pub fn layer_matmul_names(layer: usize) -> [String; 7] {
-    [
-        "attn_q",
-        "attn_k",
-        "attn_v",
-        "attn_output",
-        "ffn_gate",
-        "ffn_up",
-        "ffn_down",
-    ]
-    .map(|n| format!("blk.{layer}.{n}.weight"))
 }
 
 /// The output head's GGUF name (the embedding when tied).
