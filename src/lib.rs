@@ -30,6 +30,7 @@ pub mod env;
 pub mod error;
 pub mod experiment;
 pub mod export;
+pub mod formulas;
 pub mod memory;
 pub mod outcome;
 pub mod peaks;

@@ -372,6 +372,20 @@ fn each_layer_imports_only_what_its_place_allows() {
     for m in ["export", "cli", "read", "outcome"] {
         assert!(!uses("bench").contains(m), "bench imports {m}");
     }
+    // The readers read result types back: they measure nothing and take the
+    // formulas from their own module, not from the cores.
+    for m in [
+        "bench",
+        "clock",
+        "device",
+        "memory",
+        "telemetry",
+        "cuda",
+        "cli",
+        "experiment",
+    ] {
+        assert!(!uses("read").contains(m), "read imports {m}");
+    }
     // CUDA-only code is a leaf.
     assert!(uses("cuda").is_empty(), "cuda imports {:?}", uses("cuda"));
     // Exporters never measure.

@@ -1,4 +1,4 @@
-"""The block's arithmetic, a port of src/bench/formulas.rs's block part (same names, same
+"""The block's arithmetic, a port of src/formulas.rs's block part (same names, same
 counting, tested against the same hand values): its sizes (BlockDims), FLOPs of one
 call, the least bytes it moves, the bytes RMSNorm, softmax and rotary embedding move
 fused and composed, Amdahl's law, and GB/s. FLOPs count 2 per multiply-add (Kaplan et

@@ -1,4 +1,4 @@
-"""Tests of block/formulas.py against the hand values of src/bench/formulas.rs's tests
+"""Tests of block/formulas.py against the hand values of src/formulas.rs's tests
 (the same numbers, so the two ports cannot drift apart unnoticed)."""
 
 from __future__ import annotations

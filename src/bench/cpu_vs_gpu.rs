@@ -5,8 +5,8 @@
 use anyhow::Result;
 use candle_core::Device;
 
-use crate::bench::formulas::speedup;
 use crate::bench::matmul::{self, Config, Inputs};
+use crate::formulas::speedup;
 use crate::precision::Precision;
 use crate::schema::{CpuVsGpuResults, Row};
 

@@ -9,8 +9,8 @@ use indicatif::ProgressBar;
 
 use crate::bench::gemm_mode::GemmMode;
 // The formulas, also under this module's name while the readers use them so.
-pub use crate::bench::formulas::{gflops, matmul_flops, matrix_bytes, payload_bytes, speedup};
 use crate::clock::{progress_bar, time_on_device, Plan, Sampling, StopRule};
+pub use crate::formulas::{gflops, matmul_flops, matrix_bytes, payload_bytes, speedup};
 use crate::memory::fits::Need;
 use crate::memory::MemoryMeter;
 pub use crate::precision::Precision;

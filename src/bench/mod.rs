@@ -6,7 +6,6 @@ pub mod basics;
 pub mod block;
 pub mod cpu_vs_gpu;
 pub mod decoder;
-pub mod formulas;
 mod gemm_mode;
 pub mod generate;
 pub mod matmul;

@@ -13,9 +13,9 @@ use anyhow::{Context, Result};
 use candle_core::{Device, Tensor};
 use indicatif::ProgressBar;
 
-use crate::bench::formulas::{matrix_bytes, payload_bytes};
 use crate::clock::{time_on_device, time_with_setup, ClockOverhead, Plan, Samples};
 use crate::device::largest_cache;
+use crate::formulas::{matrix_bytes, payload_bytes};
 use crate::memory::fits::Need;
 use crate::schema::{
     CacheRow, CacheSection, FirstCall, JitCache, LaunchMode, LaunchRow, OverheadResults,

@@ -12,9 +12,9 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::bench::formulas::gflops;
 use crate::error::error_line;
 use crate::export::svg::{bars_svg, BarSeries};
+use crate::formulas::gflops;
 use crate::precision::Precision;
 use crate::read::entries::{self, Entry};
 use crate::read::folder;

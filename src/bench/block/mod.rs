@@ -2,7 +2,7 @@
 //! survives in a whole decoder block ([`model`], with its inputs in
 //! [`weights`]). Per phase (prefill, decode) and precision: the block end to
 //! end with the clock's usual rules, its FLOPs and least bytes
-//! (`bench::formulas`), each op class timed alone ([`parts`]), the speedup
+//! (`formulas`), each op class timed alone ([`parts`]), the speedup
 //! over fp32 beside the matmul-only speedup and Amdahl's prediction from the
 //! parts, each row's bandwidth against a copy of the same footprint measured
 //! here, and the output against an f64 run of the same weights on the CPU
@@ -18,9 +18,9 @@ pub mod weights;
 use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor};
 
-use crate::bench::formulas::{amdahl, block_bytes, block_flops, copy_traffic, gb_per_s, BlockDims};
 use crate::bench::gemm_mode::GemmMode;
 use crate::clock::Plan;
+use crate::formulas::{amdahl, block_bytes, block_flops, copy_traffic, gb_per_s, BlockDims};
 use crate::memory::fits::Need;
 use crate::memory::MemoryMeter;
 use crate::precision::Precision;

@@ -8,8 +8,8 @@ use candle_nn::Module;
 
 use super::model::Kernels;
 use super::weights::{Aux, Block};
-use crate::bench::formulas::{rms_norm_bytes, rope_bytes, softmax_bytes};
 use crate::clock::Plan;
+use crate::formulas::{rms_norm_bytes, rope_bytes, softmax_bytes};
 use crate::precision::Precision;
 use crate::schema::{BlockPart, FusedOp, FusedRow, OpClass, Phase, Timed};
 use crate::telemetry::Telemetry;

@@ -21,8 +21,8 @@ use super::pick;
 use super::weights::Source;
 use super::{float, quantized, text::Text, Config, Lm, RowKind};
 use crate::bench::decoder::{pp_flops, pp_matmul_flops, tg_bound_tokens_per_s};
-use crate::bench::formulas::{copy_traffic, gb_per_s};
 use crate::bench::gemm_mode::GemmMode;
+use crate::formulas::{copy_traffic, gb_per_s};
 use crate::memory::MemoryMeter;
 use crate::precision::Precision;
 use crate::schema::{

@@ -22,9 +22,9 @@ mod ops;
 mod rows;
 mod transfers;
 
-use crate::bench::formulas::copy_traffic;
 use crate::bench::matmul::{self, Inputs, Precision};
 use crate::clock::Plan;
+use crate::formulas::copy_traffic;
 use crate::memory::fits::Need;
 use crate::schema::{MemoryResults, Timed};
 use crate::telemetry::Telemetry;

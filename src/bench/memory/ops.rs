@@ -3,7 +3,7 @@
 
 use candle_core::{DType, Tensor};
 
-use crate::bench::formulas::Traffic;
+use crate::formulas::Traffic;
 
 /// A memory-bound operation Candle offers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +82,7 @@ pub fn traffic(op: Op, n: u64, in_bytes: u64, out_bytes: u64) -> Traffic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::formulas::copy_traffic;
+    use crate::formulas::copy_traffic;
 
     #[test]
     fn bytes_are_counted_per_operation() {

@@ -3,7 +3,7 @@
 
 use candle_core::DType;
 
-use crate::bench::formulas::{attainable_gflop_per_s, gb_per_s, matmul_flops, per_s, Traffic};
+use crate::formulas::{attainable_gflop_per_s, gb_per_s, matmul_flops, per_s, Traffic};
 use crate::schema::{
     BandwidthRow, Direction, HostMemory, Roofline, RooflinePoint, Row, Timed, TransferRow,
 };

@@ -180,8 +180,8 @@ pub fn show(file: &ResultFile, r: &SweepResults) -> Shown {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::formulas::gflops;
     use crate::bench::sweep::tests::{failed, point, results};
+    use crate::formulas::gflops;
     use crate::precision::Precision;
 
     #[test]

@@ -8,8 +8,8 @@ use anyhow::{Context, Result};
 use serde::Deserialize;
 
 use super::{Cell, Filled, Item, Version, ITEMS};
-use crate::bench::matmul::gflops;
 use crate::error::error_line;
+use crate::formulas::gflops;
 use crate::precision::Precision::{self, F16, F32};
 use crate::quote::shown;
 use crate::read::folder::readable_inside;
