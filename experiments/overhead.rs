@@ -7,19 +7,12 @@
 
 use anyhow::Result;
 use candle_core::Device;
-use candle_lab::bench::overhead::{self, Config};
+use candle_lab::bench::overhead::{self, Config, DEFAULT_PLAN};
 use candle_lab::cli::{RunCounts, MAX_SIZE};
-use candle_lab::clock::Plan;
 use candle_lab::experiment::{self, Experiment, Session};
 use candle_lab::memory::fits::Need;
 use candle_lab::memory::CountingAlloc;
 use candle_lab::schema::{Body, Kind};
-
-/// Warm-up and timed runs per row unless --warmup and --iters say otherwise.
-const DEFAULT_PLAN: Plan = Plan {
-    warmup: 3,
-    iters: 20,
-};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;

@@ -23,6 +23,13 @@ use crate::schema::{
 };
 use crate::telemetry::Telemetry;
 
+/// Warm-up and timed runs per row unless --warmup and --iters say otherwise:
+/// 20 timed (queued launch samples, warm and cache samples), 3 warm-up.
+pub const DEFAULT_PLAN: Plan = Plan {
+    warmup: 3,
+    iters: 20,
+};
+
 /// The cold-cache flush writes this many times the cache's size.
 pub const FLUSH_FACTOR: u64 = 3;
 
