@@ -1,0 +1,234 @@
+//! What every CPU kernel shares: the element types seen as f32 a block at a
+//! time ([`Elem`]), a fresh output written in place ([`output`]), and the work
+//! split across Candle's rayon pool ([`split`]).
+//!
+//! Three things make the CPU kernels fast, each measured by `kernels`:
+//! - **f32 in blocks.** A row is processed [`BLOCK`] elements at a time: 16-bit
+//!   values are widened into a small f32 buffer that stays in L1 (F16C
+//!   instructions for f16 through `half`'s slice conversions, a shift for
+//!   bf16), the math runs in plain f32 loops the compiler vectorizes, and the
+//!   result is rounded once on the way out. Candle's CPU ops convert element
+//!   by element and keep 16-bit intermediates.
+//! - **No second write.** The output is allocated uninitialized and each
+//!   element written once, by the thread that computes it (Candle's fused ops
+//!   zero it first, then write it). Outputs of 4 MiB and more are advised onto
+//!   2 MiB pages (`MADV_HUGEPAGE`, as numpy does): a fresh allocation that
+//!   large comes straight from the kernel, and its first touch costs a page
+//!   fault per page, 512 times fewer with huge pages.
+//! - **Work across threads only when it pays.** Tasks of at least
+//!   [`MIN_TASK`] elements, a few per thread: a decode row stays on the calling
+//!   thread, a prefill's rows are shared.
+
+use std::mem::MaybeUninit;
+
+use candle_core::{CpuStorage, WithDType};
+use half::{bf16, f16, slice::HalfFloatSliceExt};
+use rayon::prelude::*;
+
+/// Elements handled per step: 1 KiB of f32, well inside L1.
+pub(super) const BLOCK: usize = 256;
+/// The smallest task worth sending to another thread: 32 Ki elements (128 KiB
+/// of f32) take tens of microseconds, a rayon hand-off a few.
+const MIN_TASK: usize = 32 << 10;
+/// Outputs from this size on are advised onto huge pages.
+const HUGE_PAGE_OUTPUT: usize = 4 << 20;
+
+/// An element type the kernels read and write, seen as f32.
+pub(super) trait Elem: WithDType + Copy + Send + Sync {
+    /// `src` (at most [`BLOCK`] long) as f32: itself for f32, else widened into `buf`.
+    fn widen<'a>(src: &'a [Self], buf: &'a mut [f32; BLOCK]) -> &'a [f32];
+    /// Writes `src` rounded to this type into `dst` (the same length), every element.
+    fn narrow(src: &[f32], dst: &mut [MaybeUninit<Self>]);
+}
+
+impl Elem for f32 {
+    #[inline(always)]
+    fn widen<'a>(src: &'a [f32], _: &'a mut [f32; BLOCK]) -> &'a [f32] {
+        src
+    }
+
+    #[inline(always)]
+    fn narrow(src: &[f32], dst: &mut [MaybeUninit<f32>]) {
+        dst.write_copy_of_slice(src);
+    }
+}
+
+impl Elem for f16 {
+    #[inline(always)]
+    fn widen<'a>(src: &'a [f16], buf: &'a mut [f32; BLOCK]) -> &'a [f32] {
+        let buf = &mut buf[..src.len()];
+        src.convert_to_f32_slice(buf);
+        buf
+    }
+
+    #[inline(always)]
+    fn narrow(src: &[f32], dst: &mut [MaybeUninit<f16>]) {
+        let mut tmp = [f16::ZERO; BLOCK];
+        let tmp = &mut tmp[..src.len()];
+        tmp.convert_from_f32_slice(src);
+        dst.write_copy_of_slice(tmp);
+    }
+}
+
+impl Elem for bf16 {
+    #[inline(always)]
+    fn widen<'a>(src: &'a [bf16], buf: &'a mut [f32; BLOCK]) -> &'a [f32] {
+        let buf = &mut buf[..src.len()];
+        // bf16 is the top half of an f32: widening is a shift (NaN stays NaN).
+        for (b, s) in buf.iter_mut().zip(src) {
+            *b = f32::from_bits(u32::from(s.to_bits()) << 16);
+        }
+        buf
+    }
+
+    #[inline(always)]
+    fn narrow(src: &[f32], dst: &mut [MaybeUninit<bf16>]) {
+        for (d, &x) in dst.iter_mut().zip(src) {
+            d.write(bf16_round(x));
+        }
+    }
+}
+
+/// `x` rounded to the nearest bf16, ties to even (what `half::bf16::from_f32`
+/// gives), without branches so that the loop around it vectorizes: add just
+/// under half a unit of the last kept bit, plus that bit, and truncate. NaN
+/// keeps its sign and top mantissa bits and is made quiet.
+#[inline(always)]
+fn bf16_round(x: f32) -> bf16 {
+    let b = x.to_bits();
+    let rounded = b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16;
+    let quiet_nan = (b >> 16) | 0x40;
+    bf16::from_bits(if x.is_nan() { quiet_nan } else { rounded } as u16)
+}
+
+/// A new tensor's storage of `n` elements, every one written by `fill`, which
+/// is handed the uninitialized buffer.
+///
+/// `fill` must write each of the `n` elements: the kernels do so through
+/// [`split`] and [`Elem::narrow`], which cover their slices whole.
+pub(super) fn output<E: Elem>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<E>])) -> CpuStorage {
+    let mut v: Vec<E> = Vec::with_capacity(n);
+    let buf = &mut v.spare_capacity_mut()[..n];
+    advise_huge_pages(buf);
+    fill(buf);
+    // SAFETY: the first n elements were allocated above and `fill` wrote each
+    // of them (its contract); f32, f16 and bf16 have no invalid bit patterns.
+    unsafe { v.set_len(n) };
+    E::to_cpu_storage_owned(v)
+}
+
+/// Asks the kernel to back the 2 MiB-aligned part of a large buffer with huge
+/// pages before it is first touched. Only advice: if it is refused (no
+/// transparent huge pages), the buffer works the same with small pages.
+fn advise_huge_pages<T>(buf: &mut [MaybeUninit<T>]) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = std::mem::size_of_val(buf);
+        if bytes < HUGE_PAGE_OUTPUT {
+            return;
+        }
+        let start = buf.as_mut_ptr() as usize;
+        let first = start.next_multiple_of(HUGE);
+        let end = (start + bytes) / HUGE * HUGE;
+        if end > first {
+            // SAFETY: [first, end) lies inside `buf`, which this call borrows
+            // mutably; MADV_HUGEPAGE changes how its pages are backed, never
+            // what they hold.
+            // Refused (no THP in this kernel): small pages, same result.
+            let _ = unsafe {
+                rustix::mm::madvise(
+                    first as *mut std::ffi::c_void,
+                    end - first,
+                    rustix::mm::Advice::LinuxHugepage,
+                )
+            };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (buf, HUGE_PAGE_OUTPUT);
+}
+
+/// Calls `task(first, chunk)` over `dst` cut into chunks of whole units
+/// (`unit` elements: a row, or 1 for element-wise ops), `first` being the
+/// chunk's first element. Small work runs on the calling thread; larger work
+/// is cut into a few tasks per thread of Candle's rayon pool, each at least
+/// [`MIN_TASK`] elements, in order, so that every element is in one chunk.
+pub(super) fn split<E: Send>(
+    dst: &mut [MaybeUninit<E>],
+    unit: usize,
+    task: impl Fn(usize, &mut [MaybeUninit<E>]) + Sync,
+) {
+    let n = dst.len();
+    let unit = unit.max(1);
+    let tasks = (n / MIN_TASK).clamp(1, 4 * rayon::current_num_threads());
+    if tasks == 1 {
+        task(0, dst);
+        return;
+    }
+    let units = (n / unit).div_ceil(tasks).max(1);
+    let chunk = units * unit;
+    dst.par_chunks_mut(chunk)
+        .enumerate()
+        .for_each(|(i, c)| task(i * chunk, c));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bf16_rounding_matches_half() {
+        let mut x = 1.0f32;
+        let specials = [
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+            1e-40,
+            // Ties: exactly between two bf16 values, even below and odd below.
+            f32::from_bits(0x3f80_8000),
+            f32::from_bits(0x3f81_8000),
+        ];
+        for &v in &specials {
+            assert_eq!(bf16_round(v).to_bits(), bf16::from_f32(v).to_bits(), "{v}");
+        }
+        for _ in 0..10_000 {
+            x = (x * 1.000_37 + 0.013).rem_euclid(1e6) - 3e5;
+            assert_eq!(bf16_round(x).to_bits(), bf16::from_f32(x).to_bits(), "{x}");
+        }
+        assert!(bf16_round(f32::NAN).is_nan());
+    }
+
+    #[test]
+    fn split_covers_every_element_once_in_whole_units() {
+        for (n, unit) in [
+            (0, 1),
+            (7, 7),
+            (1 << 20, 1),
+            (576 * 2000, 576),
+            (3 * 577, 577),
+        ] {
+            let mut dst = vec![MaybeUninit::<u32>::uninit(); n];
+            let seen = std::sync::Mutex::new(Vec::new());
+            split(&mut dst, unit, |first, chunk| {
+                assert_eq!(first % unit, 0);
+                assert_eq!(chunk.len() % unit, 0, "chunk of {} at {first}", chunk.len());
+                for (i, d) in chunk.iter_mut().enumerate() {
+                    d.write((first + i) as u32);
+                }
+                seen.lock().unwrap().push((first, chunk.len()));
+            });
+            let mut seen = seen.into_inner().unwrap();
+            seen.sort();
+            let mut next = 0;
+            for (first, len) in seen {
+                assert_eq!(first, next);
+                next += len;
+            }
+            assert_eq!(next, n);
+        }
+    }
+}
