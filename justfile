@@ -18,6 +18,7 @@ memory_args := if quick != "" { "--mib 1 --matmul-size 128 --iters 2 --warmup 1"
 quiet_args := if quick != "" { "" } else { "--require-quiet 120" }
 block_args := if quick != "" { "--hidden 64 --heads 4 --mlp 128 --seq 16 --iters 3 --warmup 1" } else { "" }
 overhead_args := if quick != "" { "--first-size 128 --calls 20 --cache-sizes 64,128 --flush-mib 4 --iters 3 --warmup 1" } else { "" }
+kernels_args := if quick != "" { "--seq 16 --large-mib 1 --iters 3 --warmup 1" } else { "" }
 
 # List the recipes
 default:
@@ -63,6 +64,10 @@ overhead *args: _which-build
 block *args: _which-build
     {{run}} block -- --results-dir results {{block_args}} {{args}}
 
+# The suite's own kernels against Candle's ops, the composed forms and the copy ceiling (docs/kernels.md)
+kernels *args: _which-build
+    {{run}} kernels -- --results-dir results {{kernels_args}} {{args}}
+
 # The reference benchmark: matmul and cpu_vs_gpu at 4096, 20 iters, 5 warm-up
 bench *args: _which-build
     {{run}} matmul -- {{bench_args}} --results-dir results {{args}}
@@ -85,6 +90,21 @@ vs-pytorch-block *args: _which-build
     echo "vs-pytorch-block: result files in $dir" >&2
     {{run}} block -- --output "$dir/candle.json" --save-weights "$dir/weights.safetensors" {{args}}
     "$py" pytorch/block.py --output "$dir/pytorch.json" --weights "$dir/weights.safetensors" {{args}}
+    {{run}} compare -- "$dir/candle.json" "$dir/pytorch.json"
+
+# The PyTorch twin of `kernels` (pytorch/kernels.py, same flags)
+pytorch-kernels *args:
+    "$(scripts/pytorch-env.sh)" pytorch/kernels.py {{args}}
+
+# Candle's kernels, then PyTorch's ops at the same settings, then `compare` on the two files
+vs-pytorch-kernels *args: _which-build
+    #!/usr/bin/env bash
+    set -euo pipefail
+    py=$(scripts/pytorch-env.sh)
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/vs-pytorch-kernels.XXXXXX")
+    echo "vs-pytorch-kernels: result files in $dir" >&2
+    {{run}} kernels -- --output "$dir/candle.json" {{args}}
+    "$py" pytorch/kernels.py --output "$dir/pytorch.json" {{args}}
     {{run}} compare -- "$dir/candle.json" "$dir/pytorch.json"
 
 # Candle's matmul, then PyTorch's at the same settings, then `compare` on the two files
@@ -111,6 +131,7 @@ results: _which-build
     just memory {{quiet_args}}
     just overhead {{quiet_args}}
     just block {{quiet_args}}
+    just kernels {{quiet_args}}
     just report
     just summary
 

@@ -7,6 +7,7 @@ pub mod block;
 pub mod cpu_vs_gpu;
 pub mod floats;
 pub mod formulas;
+pub mod kernels;
 mod gemm_mode;
 pub mod matmul;
 pub mod memory;

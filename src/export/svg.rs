@@ -304,11 +304,18 @@ pub fn time_bars_svg(title: &str, categories: &[String], series: &[BarSeries]) -
     bars(title, categories, series, BarAxis::Milliseconds)
 }
 
+/// The same bars as a percentage (the kernels' share of the copy ceiling),
+/// one group per op, one bar per implementation and precision.
+pub fn percent_bars_svg(title: &str, categories: &[String], series: &[BarSeries]) -> Result<String> {
+    bars(title, categories, series, BarAxis::Percent)
+}
+
 /// What a bar chart's y axis holds.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum BarAxis {
     Throughput,
     Milliseconds,
+    Percent,
 }
 
 fn bars(title: &str, categories: &[String], series: &[BarSeries], axis: BarAxis) -> Result<String> {
@@ -334,12 +341,17 @@ fn bars(title: &str, categories: &[String], series: &[BarSeries], axis: BarAxis)
     let (div, unit) = match axis {
         BarAxis::Throughput => throughput_unit(y_hi),
         BarAxis::Milliseconds => (1.0, "ms"),
+        BarAxis::Percent => (1.0, "%"),
     };
     let (x_desc, y_desc) = match axis {
         BarAxis::Throughput => ("precision".to_string(), format!("throughput ({unit})")),
         BarAxis::Milliseconds => (
             "phase and precision".to_string(),
             "time per call (ms)".to_string(),
+        ),
+        BarAxis::Percent => (
+            "op".to_string(),
+            "% of the measured copy ceiling".to_string(),
         ),
     };
     // Small times need their decimals on the axis.
@@ -467,8 +479,9 @@ fn draw_error<E: std::error::Error + Send + Sync>(
     anyhow::anyhow!("drawing a chart: {e}")
 }
 
-/// The chart a program draws beside its JSON: the sweep's GFLOP/s against n
-/// (the matmul and memory charts are drawn by `report` from every folder).
+/// The chart a program draws beside its JSON: the sweep's GFLOP/s against n,
+/// the kernels' % of the copy ceiling (the matmul and memory charts are drawn
+/// by `report` from every folder).
 pub struct Chart;
 
 impl crate::export::Format for Chart {
@@ -477,17 +490,23 @@ impl crate::export::Format for Chart {
     }
 
     fn applies_to(&self, experiment: &str) -> bool {
-        experiment == "sweep"
+        matches!(experiment, "sweep" | "kernels")
     }
 
     fn render(&self, file: &crate::schema::ResultFile) -> Result<Option<Vec<u8>>> {
-        use crate::export::views::sweep;
-        let crate::schema::Body::Sweep(r) = &file.body else {
-            return Ok(None);
-        };
-        // No chart until a point has a measurement.
-        let title = sweep::title(&file.device, &file.environment, r);
-        Ok(sweep::chart(&title, r).ok().map(String::into_bytes))
+        use crate::export::views::{kernels, sweep};
+        match &file.body {
+            // No chart until a point has a measurement.
+            crate::schema::Body::Sweep(r) => {
+                let title = sweep::title(&file.device, &file.environment, r);
+                Ok(sweep::chart(&title, r).ok().map(String::into_bytes))
+            }
+            // None when no variant ran.
+            crate::schema::Body::Kernels(r) => {
+                Ok(kernels::chart(file, r).ok().map(String::into_bytes))
+            }
+            _ => Ok(None),
+        }
     }
 }
 

@@ -8,11 +8,13 @@
 //! zeroing pass, 512 times fewer page faults. On a GPU 16 bytes per load and
 //! store from each thread (`cuda/add.cu`).
 
+use std::mem::MaybeUninit;
+
 use candle_core::backend::BackendStorage;
 use candle_core::{bail, CpuStorage, CustomOp2, Layout, Result, Shape, Tensor};
 use half::{bf16, f16};
 
-use super::cpu::{output, split, Elem, BLOCK};
+use super::cpu::{output, simd_kernel, split, Elem, BLOCK};
 use super::{check_same, contiguous, span};
 
 /// a + b element-wise, computed in f32; `a` and `b` have one shape and one
@@ -77,23 +79,31 @@ impl CustomOp2 for Add {
     }
 }
 
+/// Elements worth a task of their own: an add is as cheap as a copy, so only
+/// 256 Ki elements (1 MiB of f32) pay for a hand-off.
+const MIN_TASK: usize = 256 << 10;
+
 fn elementwise<E: Elem>(a: &[E], b: &[E]) -> CpuStorage {
     output(a.len(), |dst| {
-        split(dst, 1, |first, chunk| {
+        split(dst, 1, MIN_TASK, |first, chunk| {
             let end = first + chunk.len();
-            let (mut ab, mut bb, mut out) = ([0f32; BLOCK], [0f32; BLOCK], [0f32; BLOCK]);
-            let blocks = a[first..end]
-                .chunks(BLOCK)
-                .zip(b[first..end].chunks(BLOCK))
-                .zip(chunk.chunks_mut(BLOCK));
-            for ((x, y), z) in blocks {
-                let (x, y) = (E::widen(x, &mut ab), E::widen(y, &mut bb));
-                let o = &mut out[..x.len()];
-                for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
-                    *o = x + y;
-                }
-                E::narrow(o, z);
-            }
+            into(&a[first..end], &b[first..end], chunk);
         })
     })
+}
+
+simd_kernel! {
+    /// a + b into `z`, a block at a time in f32.
+    fn into<E: Elem>(a: &[E], b: &[E], z: &mut [MaybeUninit<E>]) {
+        let (mut ab, mut bb, mut out) = ([0f32; BLOCK], [0f32; BLOCK], [0f32; BLOCK]);
+        let blocks = a.chunks(BLOCK).zip(b.chunks(BLOCK)).zip(z.chunks_mut(BLOCK));
+        for ((x, y), z) in blocks {
+            let (x, y) = (E::widen(x, &mut ab), E::widen(y, &mut bb));
+            let o = &mut out[..x.len()];
+            for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
+                *o = x + y;
+            }
+            E::narrow(o, z);
+        }
+    }
 }

@@ -55,9 +55,13 @@ impl CustomOp1 for Copy {
     }
 }
 
+/// Elements worth a task of their own: `memcpy` moves a MiB in tens of
+/// microseconds, so only 256 Ki elements pay for a hand-off.
+const MIN_TASK: usize = 256 << 10;
+
 fn copied<E: Elem + WithDType>(x: &[E]) -> CpuStorage {
     output(x.len(), |dst| {
-        split(dst, 1, |first, chunk| {
+        split(dst, 1, MIN_TASK, |first, chunk| {
             chunk.write_copy_of_slice(&x[first..first + chunk.len()]);
         })
     })

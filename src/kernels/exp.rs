@@ -8,7 +8,8 @@
 //! (Cody and Waite); exp(r) is Cephes' `expf` polynomial (S. Moshier, Cephes
 //! Math Library, expf.c), within 2 ulp of the true value; 2^n is built in the
 //! exponent bits. Rounding uses the 1.5 x 2^23 trick (adding it leaves no
-//! fraction bits), which needs no SSE4.1 `roundps`.
+//! fraction bits, and n in the low bits), which needs no SSE4.1 `roundps`
+//! and no float-to-int conversion (Rust's saturates, which does not vectorize).
 
 const LOG2E: f32 = std::f32::consts::LOG2_E;
 /// ln 2 = LN2_HI + LN2_LO, LN2_HI exact in 9 bits (Cephes' C1, C2).
@@ -25,7 +26,11 @@ const ROUND: f32 = 12_582_912.0;
 #[inline(always)]
 pub(super) fn exp(x: f32) -> f32 {
     let c = x.clamp(LO, HI);
-    let n = (c * LOG2E + ROUND) - ROUND;
+    let t = c * LOG2E + ROUND;
+    let n = t - ROUND;
+    // n as an integer from t's low bits: `n as i32` saturates, which the
+    // compiler cannot vectorize.
+    let ni = t.to_bits().wrapping_sub(ROUND.to_bits()) as i32;
     let r = c - n * LN2_HI - n * LN2_LO;
     let r2 = r * r;
     let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
@@ -34,7 +39,7 @@ pub(super) fn exp(x: f32) -> f32 {
         + 0.5;
     let er = p * r2 + r + 1.0;
     // 2^n, n in -126..=127 after the clamp.
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    let scale = f32::from_bits((ni.wrapping_add(127) as u32) << 23);
     let y = er * scale;
     let y = if x > HI { f32::INFINITY } else { y };
     let y = if x < LO { 0.0 } else { y };

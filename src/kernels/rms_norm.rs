@@ -19,12 +19,14 @@ use candle_core::backend::BackendStorage;
 use candle_core::{bail, CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
 use half::{bf16, f16};
 
-use super::cpu::{output, split, Elem, BLOCK};
+use super::cpu::{output, simd_kernel, split, Elem, BLOCK};
 use super::{check_dtype, contiguous, rows_of, span, unsupported};
 
-/// Independent partial sums per row: 16 f32 lanes (one AVX-512 register, two
-/// AVX ones).
+/// Independent partial sums per row: 16 f32 lanes (two AVX registers).
 const LANES: usize = 16;
+/// Elements worth a task of their own: two passes at a few elements per
+/// nanosecond make 64 Ki elements tens of microseconds, far above a hand-off.
+const MIN_TASK: usize = 64 << 10;
 
 /// x / sqrt(mean(x^2) + eps) over the last dimension, in f32.
 pub fn rms_norm(x: &Tensor, eps: f32) -> Result<Tensor> {
@@ -165,18 +167,36 @@ impl CustomOp2 for RmsNormMul {
 /// Every row of `x` (rows of `width`) normalized, and scaled by `w` if given.
 fn rows<E: Elem>(x: &[E], w: Option<&[E]>, width: usize, eps: f32) -> CpuStorage {
     output(x.len(), |dst| {
-        split(dst, width, |first, chunk| {
-            let src = &x[first..first + chunk.len()];
-            for (x, y) in src.chunks_exact(width).zip(chunk.chunks_exact_mut(width)) {
-                row(x, w, y, eps);
-            }
+        split(dst, width, MIN_TASK, |first, chunk| {
+            rows_into(&x[first..first + chunk.len()], w, chunk, width, eps);
         })
     })
 }
 
+simd_kernel! {
+    /// The rows of `x` normalized into `y`, the weight widened once for all.
+    fn rows_into<E: Elem>(
+        x: &[E],
+        w: Option<&[E]>,
+        y: &mut [MaybeUninit<E>],
+        width: usize,
+        eps: f32,
+    ) {
+        let w: Option<Vec<f32>> = w.map(|w| {
+            let mut buf = [0f32; BLOCK];
+            w.chunks(BLOCK)
+                .flat_map(|b| E::widen(b, &mut buf).to_vec())
+                .collect()
+        });
+        for (x, y) in x.chunks_exact(width).zip(y.chunks_exact_mut(width)) {
+            row(x, w.as_deref(), y, eps);
+        }
+    }
+}
+
 /// One row: the sum of squares in [`LANES`] f32 accumulators, then the scale.
 #[inline(always)]
-fn row<E: Elem>(x: &[E], w: Option<&[E]>, y: &mut [MaybeUninit<E>], eps: f32) {
+fn row<E: Elem>(x: &[E], w: Option<&[f32]>, y: &mut [MaybeUninit<E>], eps: f32) {
     let mut buf = [0f32; BLOCK];
     let mut acc = [0f32; LANES];
     for block in x.chunks(BLOCK) {
@@ -194,7 +214,6 @@ fn row<E: Elem>(x: &[E], w: Option<&[E]>, y: &mut [MaybeUninit<E>], eps: f32) {
     let sum: f32 = acc.iter().sum();
     let inv = 1.0 / (sum / x.len() as f32 + eps).sqrt();
 
-    let mut wbuf = [0f32; BLOCK];
     let mut out = [0f32; BLOCK];
     for (i, (block, dst)) in x.chunks(BLOCK).zip(y.chunks_mut(BLOCK)).enumerate() {
         let v = E::widen(block, &mut buf);
@@ -206,7 +225,7 @@ fn row<E: Elem>(x: &[E], w: Option<&[E]>, y: &mut [MaybeUninit<E>], eps: f32) {
                 }
             }
             Some(w) => {
-                let w = E::widen(&w[i * BLOCK..i * BLOCK + v.len()], &mut wbuf);
+                let w = &w[i * BLOCK..i * BLOCK + v.len()];
                 for ((o, &v), &w) in o.iter_mut().zip(v).zip(w) {
                     *o = v * inv * w;
                 }

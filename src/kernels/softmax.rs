@@ -18,11 +18,14 @@ use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp1, Layout, Result, Shape, Tensor};
 use half::{bf16, f16};
 
-use super::cpu::{output, split, Elem, BLOCK};
+use super::cpu::{output, simd_kernel, split, Elem, BLOCK};
 use super::exp::exp;
 use super::{check_dtype, contiguous, rows_of, span, unsupported};
 
 const LANES: usize = 16;
+/// Elements worth a task of their own: two exponentials per element make even
+/// 16 Ki elements tens of microseconds.
+const MIN_TASK: usize = 16 << 10;
 
 /// Softmax over the last dimension, computed in f32.
 pub fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
@@ -77,24 +80,30 @@ impl CustomOp1 for Softmax {
 
 fn rows<E: Elem>(x: &[E], width: usize) -> CpuStorage {
     output(x.len(), |dst| {
-        split(dst, width, |first, chunk| {
-            let src = &x[first..first + chunk.len()];
-            for (x, y) in src.chunks_exact(width).zip(chunk.chunks_exact_mut(width)) {
-                row(x, y);
-            }
+        split(dst, width, MIN_TASK, |first, chunk| {
+            rows_into(&x[first..first + chunk.len()], chunk, width);
         })
     })
 }
 
-/// One row: the online (max, sum) pass, then exp(x - max) / sum written.
+simd_kernel! {
+    /// The softmax of each row of `x` into `y`.
+    fn rows_into<E: Elem>(x: &[E], y: &mut [MaybeUninit<E>], width: usize) {
+        for (x, y) in x.chunks_exact(width).zip(y.chunks_exact_mut(width)) {
+            row(x, y);
+        }
+    }
+}
+
+/// One row: the online (max, sum) pass, a block at a time, then
+/// exp(x - max) / sum written.
 #[inline(always)]
 fn row<E: Elem>(x: &[E], y: &mut [MaybeUninit<E>]) {
     let mut buf = [0f32; BLOCK];
     let (mut max, mut sum) = (f32::NEG_INFINITY, 0f32);
     for block in x.chunks(BLOCK) {
         let v = E::widen(block, &mut buf);
-        let block_max = lanes_max(v);
-        let new_max = max.max(block_max);
+        let new_max = max.max(lanes_max(v));
         if new_max == f32::NEG_INFINITY {
             // Nothing but -inf so far (a masked prefix): the sum stays 0.
             continue;

@@ -19,6 +19,7 @@ mod availability;
 mod basics;
 mod block;
 mod cpu;
+mod kernels;
 mod matmul;
 mod memory;
 mod overhead;
@@ -47,6 +48,10 @@ pub use block::{
     FusedOp, FusedRow, OpClass, Phase,
 };
 pub use cpu::{same_generation, CpuIdentity};
+pub use kernels::{
+    Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow, KernelVariant,
+    KernelsResults, VariantMeasured,
+};
 pub use matmul::{
     fill_vs_fp32, Accuracy, CpuVsGpuResults, MatmulResults, Measured, Row, RowStatus,
 };
@@ -63,8 +68,9 @@ pub use sweep::{SweepPoint, SweepResults};
 
 /// The version this build writes. 2.1 added the `sweep`, `memory` and
 /// `overhead` bodies and the matmul rows' "x fp32" ratios; 2.2 the clock's
-/// overhead beside `overhead`'s launch rows, and their cost net of it.
-pub const SCHEMA_VERSION: &str = "2.2";
+/// overhead beside `overhead`'s launch rows, and their cost net of it; 2.3 the
+/// `kernels` body and the kernels a `block` ran with.
+pub const SCHEMA_VERSION: &str = "2.3";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
 
@@ -99,6 +105,7 @@ pub enum Body {
     Overhead(OverheadResults),
     Sweep(SweepResults),
     Block(BlockResults),
+    Kernels(KernelsResults),
 }
 
 impl Body {
@@ -113,6 +120,7 @@ impl Body {
             Self::Overhead(_) => "overhead",
             Self::Sweep(_) => "sweep",
             Self::Block(_) => "block",
+            Self::Kernels(_) => "kernels",
         }
     }
 }
@@ -271,6 +279,7 @@ impl Body {
             Self::Overhead(o) => o.validate(),
             Self::Sweep(s) => s.validate(),
             Self::Block(b) => b.validate(),
+            Self::Kernels(k) => k.validate(),
         }
     }
 }

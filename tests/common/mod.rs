@@ -25,6 +25,7 @@ pub fn bin(name: &str) -> PathBuf {
         "overhead" => env!("CARGO_BIN_EXE_overhead"),
         "sweep" => env!("CARGO_BIN_EXE_sweep"),
         "block" => env!("CARGO_BIN_EXE_block"),
+        "kernels" => env!("CARGO_BIN_EXE_kernels"),
         "summary" => env!("CARGO_BIN_EXE_summary"),
         "compare" => env!("CARGO_BIN_EXE_compare"),
         "report" => env!("CARGO_BIN_EXE_report"),

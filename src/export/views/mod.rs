@@ -6,6 +6,7 @@
 pub mod basics;
 pub mod block;
 pub mod floats;
+pub mod kernels;
 pub mod matmul;
 pub mod memory;
 pub mod overhead;
@@ -131,6 +132,18 @@ pub fn availabilities(file: &ResultFile) -> Vec<(String, &Availability)> {
                 }
             }
         }
+        Body::Kernels(r) => {
+            for row in &r.rows {
+                let name = |what: &str| {
+                    format!("{} {} {} {what}", row.op.name(), row.case, row.precision)
+                };
+                push(&mut out, name("ceiling"), row.ceiling.timed.availability.as_ref());
+                for v in &row.variants {
+                    let a = v.measured.as_ref().and_then(|m| m.timed.availability.as_ref());
+                    push(&mut out, name(v.implementation.name()), a);
+                }
+            }
+        }
         Body::Overhead(r) => {
             for l in &r.launch {
                 push(
@@ -179,6 +192,7 @@ pub fn show(file: &ResultFile) -> Shown {
         Body::Memory(r) => memory::show(file, r),
         Body::Overhead(r) => overhead::show(file, r),
         Body::Block(r) => block::show(file, r),
+        Body::Kernels(r) => kernels::show(file, r),
     }
 }
 
@@ -186,7 +200,7 @@ pub fn show(file: &ResultFile) -> Shown {
 pub fn has_records(experiment: &str) -> bool {
     matches!(
         experiment,
-        "matmul" | "cpu_vs_gpu" | "sweep" | "memory" | "overhead" | "block"
+        "matmul" | "cpu_vs_gpu" | "sweep" | "memory" | "overhead" | "block" | "kernels"
     )
 }
 
@@ -211,6 +225,7 @@ pub fn records(file: &ResultFile) -> Option<Records> {
         Body::Memory(r) => Some(memory::records(&m, r)),
         Body::Overhead(r) => Some(overhead::records(&m, r)),
         Body::Block(r) => Some(block::records(&m, r)),
+        Body::Kernels(r) => Some(kernels::records(&m, r)),
     }
 }
 
@@ -227,6 +242,7 @@ mod tests {
             "memory",
             "overhead",
             "block",
+            "kernels",
         ] {
             assert!(has_records(e), "{e}");
         }
