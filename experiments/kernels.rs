@@ -7,7 +7,9 @@
 //! `candle_lab::bench::kernels`; docs/kernels.md says how to read it.
 
 use anyhow::{bail, Result};
-use candle_lab::bench::kernels::{self, cases, default_large_mib, default_plan, Config, CASE_NAMES};
+use candle_lab::bench::kernels::{
+    self, cases, default_large_mib, default_plan, Config, CASE_NAMES,
+};
 use candle_lab::cli::{parse, result_file, Common, HostMemoryFlag, RunCounts};
 use candle_lab::device::select;
 use candle_lab::export;

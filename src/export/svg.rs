@@ -306,7 +306,11 @@ pub fn time_bars_svg(title: &str, categories: &[String], series: &[BarSeries]) -
 
 /// The same bars as a percentage (the kernels' share of the copy ceiling),
 /// one group per op, one bar per implementation and precision.
-pub fn percent_bars_svg(title: &str, categories: &[String], series: &[BarSeries]) -> Result<String> {
+pub fn percent_bars_svg(
+    title: &str,
+    categories: &[String],
+    series: &[BarSeries],
+) -> Result<String> {
     bars(title, categories, series, BarAxis::Percent)
 }
 

@@ -14,7 +14,7 @@ use candle_core::backend::BackendStorage;
 use candle_core::{bail, CpuStorage, CustomOp2, Layout, Result, Shape, Tensor};
 use half::{bf16, f16};
 
-use super::cpu::{output, simd_kernel, split, Elem, BLOCK};
+use super::cpu::{output, simd_kernel, split, Elem};
 use super::{check_same, contiguous, span};
 
 /// a + b element-wise, computed in f32; `a` and `b` have one shape and one
@@ -93,17 +93,8 @@ fn elementwise<E: Elem>(a: &[E], b: &[E]) -> CpuStorage {
 }
 
 simd_kernel! {
-    /// a + b into `z`, a block at a time in f32.
+    /// a + b into `z`, in f32.
     fn into<E: Elem>(a: &[E], b: &[E], z: &mut [MaybeUninit<E>]) {
-        let (mut ab, mut bb, mut out) = ([0f32; BLOCK], [0f32; BLOCK], [0f32; BLOCK]);
-        let blocks = a.chunks(BLOCK).zip(b.chunks(BLOCK)).zip(z.chunks_mut(BLOCK));
-        for ((x, y), z) in blocks {
-            let (x, y) = (E::widen(x, &mut ab), E::widen(y, &mut bb));
-            let o = &mut out[..x.len()];
-            for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
-                *o = x + y;
-            }
-            E::narrow(o, z);
-        }
+        E::map2(a, b, z, |x, y| x + y);
     }
 }

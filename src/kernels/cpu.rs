@@ -11,8 +11,8 @@
 //!   result is rounded once on the way out. Candle's CPU ops convert element
 //!   by element with scalar code and keep 16-bit intermediates.
 //! - **Compiled for the CPU in hand.** The loops run inside a function built
-//!   with AVX2 when the CPU has it (checked at run time): 8 lanes instead of
-//!   the x86-64 baseline's 4.
+//!   for AVX-512 or AVX2 when the CPU has it (checked at run time), not for
+//!   the x86-64 baseline's 4-lane SSE2.
 //! - **No second write.** The output is allocated uninitialized and each
 //!   element written once, by the thread that computes it (Candle's fused ops
 //!   zero it first). Outputs of 4 MiB and more are advised onto 2 MiB pages
@@ -43,6 +43,25 @@ pub(super) trait Elem: WithDType + Copy + Send + Sync {
     /// Writes `src` rounded to this type (to nearest, ties to even) into
     /// `dst`, of the same length: every element.
     fn narrow(src: &[f32], dst: &mut [MaybeUninit<Self>]);
+
+    /// Writes f(a_i, b_i) into `dst` (all three the same length), computed in
+    /// f32 a block at a time; f32 itself in one pass, straight into `dst`.
+    #[inline(always)]
+    fn map2(a: &[Self], b: &[Self], dst: &mut [MaybeUninit<Self>], f: impl Fn(f32, f32) -> f32) {
+        let (mut ab, mut bb, mut out) = ([0f32; BLOCK], [0f32; BLOCK], [0f32; BLOCK]);
+        let blocks = a
+            .chunks(BLOCK)
+            .zip(b.chunks(BLOCK))
+            .zip(dst.chunks_mut(BLOCK));
+        for ((a, b), dst) in blocks {
+            let (a, b) = (Self::widen(a, &mut ab), Self::widen(b, &mut bb));
+            let o = &mut out[..a.len()];
+            for ((o, &a), &b) in o.iter_mut().zip(a).zip(b) {
+                *o = f(a, b);
+            }
+            Self::narrow(o, dst);
+        }
+    }
 }
 
 impl Elem for f32 {
@@ -54,6 +73,13 @@ impl Elem for f32 {
     #[inline(always)]
     fn narrow(src: &[f32], dst: &mut [MaybeUninit<f32>]) {
         dst.write_copy_of_slice(src);
+    }
+
+    #[inline(always)]
+    fn map2(a: &[f32], b: &[f32], dst: &mut [MaybeUninit<f32>], f: impl Fn(f32, f32) -> f32) {
+        for ((d, &a), &b) in dst.iter_mut().zip(a).zip(b) {
+            d.write(f(a, b));
+        }
     }
 }
 
@@ -105,13 +131,14 @@ fn bf16_round(x: f32) -> bf16 {
     bf16::from_bits(if x.is_nan() { quiet_nan } else { rounded } as u16)
 }
 
-/// Defines a kernel function twice: as written, and compiled for AVX2, with
-/// the AVX2 one called when this CPU has it (std caches the check). The body
-/// and the `#[inline(always)]` loops it calls are inlined into both, so the
-/// same code runs with twice the lanes (8 f32) where AVX2 is there, and as the
-/// crate is built (SSE2 on x86-64) where it is not or on other architectures.
-/// (A closure passed to a `#[target_feature]` function is not reliably
-/// inlined into it, so the body is a function of its own.)
+/// Defines a kernel function three times: as written, compiled for AVX2, and
+/// compiled for AVX-512, with the widest one this CPU has called (std caches
+/// the check). The body and the `#[inline(always)]` loops it calls are
+/// inlined into each, so the same code runs with the CPU's full vector width
+/// (8 f32 lanes with AVX2; AVX-512's wider registers and masks), and as the
+/// crate is built (SSE2 on x86-64) elsewhere. (A closure passed to a
+/// `#[target_feature]` function is not reliably inlined into it, so the body
+/// is a function of its own.)
 macro_rules! simd_kernel {
     ($(#[$doc:meta])* fn $name:ident<E: Elem>($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
         $(#[$doc])*
@@ -120,12 +147,20 @@ macro_rules! simd_kernel {
             fn body<E: Elem>($($arg: $ty),*) $body
             #[cfg(target_arch = "x86_64")]
             {
+                #[target_feature(enable = "avx512f")]
+                fn avx512<E: Elem>($($arg: $ty),*) {
+                    body::<E>($($arg),*)
+                }
                 #[target_feature(enable = "avx2")]
                 fn avx2<E: Elem>($($arg: $ty),*) {
                     body::<E>($($arg),*)
                 }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: this CPU has AVX-512F, the feature `avx512` is built with.
+                    return unsafe { avx512::<E>($($arg),*) };
+                }
                 if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: this CPU has AVX2, the one feature `avx2` is built with.
+                    // SAFETY: this CPU has AVX2, the feature `avx2` is built with.
                     return unsafe { avx2::<E>($($arg),*) };
                 }
             }
@@ -234,7 +269,11 @@ mod tests {
             probes.extend([x, x * 1e-30]);
         }
         for v in probes {
-            assert_eq!(bf16_round(v).to_bits(), bf16::from_f32(v).to_bits(), "{v:e}");
+            assert_eq!(
+                bf16_round(v).to_bits(),
+                bf16::from_f32(v).to_bits(),
+                "{v:e}"
+            );
         }
         assert!(bf16_round(f32::NAN).is_nan() && bf16_round(-f32::NAN).is_nan());
         for h in 0..=u16::MAX {
@@ -247,7 +286,13 @@ mod tests {
 
     #[test]
     fn split_covers_every_element_once_in_whole_units() {
-        let cases = [(0, 1), (7, 7), (1 << 20, 1), (576 * 2000, 576), (3 * 577, 577)];
+        let cases = [
+            (0, 1),
+            (7, 7),
+            (1 << 20, 1),
+            (576 * 2000, 576),
+            (3 * 577, 577),
+        ];
         for (n, unit) in cases {
             let mut dst = vec![MaybeUninit::<u32>::uninit(); n];
             let seen = std::sync::Mutex::new(Vec::new());

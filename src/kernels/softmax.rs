@@ -3,14 +3,15 @@
 //! The idea that makes it fast: the max and the sum found in one pass
 //! ("online": when the max grows, the sum so far is rescaled by
 //! exp(old max - new max); Milakov and Gimelshein, "Online normalizer
-//! calculation for softmax", 2018), then one pass that writes. Two reads of
-//! the row and one write, where the textbook three passes (max, exponentials
-//! stored, divide) read it three times and write it twice; and exp is
-//! [`super::exp`], which vectorizes, where libm's is a call per element.
-//! On the CPU the running max is kept per block of [`BLOCK`] elements (one
-//! rescale per block, not per element); on a GPU per thread, and the threads'
-//! (max, sum) pairs merge in a warp shuffle and shared memory
-//! (`cuda/softmax.cu`).
+//! calculation for softmax", 2018), so the row is read once to normalize it
+//! and written once. On the CPU the pass goes a block of [`BLOCK`] elements at
+//! a time and keeps each block's exponentials (taken against the block's own
+//! max) in a scratch row that stays in cache, so the writing pass only scales
+//! them: one exponential per element, from [`super::exp`], which vectorizes,
+//! where libm's is a call per element and Candle's kernel makes three passes
+//! (max, exponentials stored, divide). On a GPU each thread keeps its own
+//! (max, sum), and the threads' pairs merge in a warp shuffle and shared
+//! memory (`cuda/softmax.cu`).
 
 use std::mem::MaybeUninit;
 
@@ -87,37 +88,59 @@ fn rows<E: Elem>(x: &[E], width: usize) -> CpuStorage {
 }
 
 simd_kernel! {
-    /// The softmax of each row of `x` into `y`.
+    /// The softmax of each row of `x` into `y`, with one scratch row of
+    /// exponentials for all of them.
     fn rows_into<E: Elem>(x: &[E], y: &mut [MaybeUninit<E>], width: usize) {
+        let mut e = vec![0f32; width];
+        let mut block_max = Vec::with_capacity(width.div_ceil(BLOCK));
         for (x, y) in x.chunks_exact(width).zip(y.chunks_exact_mut(width)) {
-            row(x, y);
+            row(x, y, &mut e, &mut block_max);
         }
     }
 }
 
-/// One row: the online (max, sum) pass, a block at a time, then
-/// exp(x - max) / sum written.
+/// One row. The online pass, a block at a time: the block's max, its
+/// exponentials exp(x - block max) kept in `e` and summed, and the row's
+/// (max, sum) updated (the sum so far rescaled when the max grows). Then each
+/// block's exponentials scaled by exp(block max - max) / sum and written: one
+/// exponential per element, one read of `x`.
 #[inline(always)]
-fn row<E: Elem>(x: &[E], y: &mut [MaybeUninit<E>]) {
+fn row<E: Elem>(x: &[E], y: &mut [MaybeUninit<E>], e: &mut [f32], block_max: &mut Vec<f32>) {
     let mut buf = [0f32; BLOCK];
     let (mut max, mut sum) = (f32::NEG_INFINITY, 0f32);
-    for block in x.chunks(BLOCK) {
+    block_max.clear();
+    for (block, e) in x.chunks(BLOCK).zip(e.chunks_mut(BLOCK)) {
         let v = E::widen(block, &mut buf);
-        let new_max = max.max(lanes_max(v));
-        if new_max == f32::NEG_INFINITY {
-            // Nothing but -inf so far (a masked prefix): the sum stays 0.
+        let bm = lanes_max(v);
+        block_max.push(bm);
+        if bm == f32::NEG_INFINITY {
+            // A block of nothing but -inf (masked): it adds nothing.
             continue;
         }
-        sum = sum * exp(max - new_max) + lanes_exp_sum(v, new_max);
+        let bs = exp_sum_into(v, bm, e);
+        let new_max = max.max(bm);
+        sum = sum * exp(max - new_max) + bs * exp(bm - new_max);
         max = new_max;
     }
     let inv = 1.0 / sum;
     let mut out = [0f32; BLOCK];
-    for (block, dst) in x.chunks(BLOCK).zip(y.chunks_mut(BLOCK)) {
-        let v = E::widen(block, &mut buf);
-        let o = &mut out[..v.len()];
-        for (o, &v) in o.iter_mut().zip(v) {
-            *o = exp(v - max) * inv;
+    for ((e, dst), &bm) in e
+        .chunks(BLOCK)
+        .zip(y.chunks_mut(BLOCK))
+        .zip(block_max.iter())
+    {
+        // A row of nothing but -inf has no softmax: NaN, as Candle's and
+        // PyTorch's; a masked block of a row that has values is 0.
+        let scale = if max == f32::NEG_INFINITY {
+            f32::NAN
+        } else if bm == f32::NEG_INFINITY {
+            0.0
+        } else {
+            exp(bm - max) * inv
+        };
+        let o = &mut out[..e.len()];
+        for (o, &e) in o.iter_mut().zip(e.iter()) {
+            *o = e * scale;
         }
         E::narrow(o, dst);
     }
@@ -139,18 +162,21 @@ fn lanes_max(v: &[f32]) -> f32 {
     acc.iter().copied().fold(f32::NEG_INFINITY, f32::max)
 }
 
-/// Sum of exp(v - max), in [`LANES`] lanes.
+/// exp(v - max) into `e`, and its sum in [`LANES`] lanes.
 #[inline(always)]
-fn lanes_exp_sum(v: &[f32], max: f32) -> f32 {
+fn exp_sum_into(v: &[f32], max: f32, e: &mut [f32]) -> f32 {
+    for (e, &v) in e.iter_mut().zip(v) {
+        *e = exp(v - max);
+    }
     let mut acc = [0f32; LANES];
-    let mut lanes = v.chunks_exact(LANES);
+    let mut lanes = e[..v.len()].chunks_exact(LANES);
     for c in &mut lanes {
-        for (a, &v) in acc.iter_mut().zip(c) {
-            *a += exp(v - max);
+        for (a, &e) in acc.iter_mut().zip(c) {
+            *a += e;
         }
     }
-    for (a, &v) in acc.iter_mut().zip(lanes.remainder()) {
-        *a += exp(v - max);
+    for (a, &e) in acc.iter_mut().zip(lanes.remainder()) {
+        *a += e;
     }
     acc.iter().sum()
 }

@@ -14,7 +14,7 @@ use candle_core::backend::BackendStorage;
 use candle_core::{bail, CpuStorage, CustomOp2, Layout, Result, Shape, Tensor};
 use half::{bf16, f16};
 
-use super::cpu::{output, simd_kernel, split, Elem, BLOCK};
+use super::cpu::{output, simd_kernel, split, Elem};
 use super::exp::exp;
 use super::{check_same, contiguous, span};
 
@@ -94,17 +94,8 @@ fn elementwise<E: Elem>(gate: &[E], up: &[E]) -> CpuStorage {
 }
 
 simd_kernel! {
-    /// silu(gate) * up into `y`, a block at a time in f32.
+    /// silu(gate) * up into `y`, in f32.
     fn into<E: Elem>(gate: &[E], up: &[E], y: &mut [MaybeUninit<E>]) {
-        let (mut gb, mut ub, mut out) = ([0f32; BLOCK], [0f32; BLOCK], [0f32; BLOCK]);
-        let blocks = gate.chunks(BLOCK).zip(up.chunks(BLOCK)).zip(y.chunks_mut(BLOCK));
-        for ((g, u), y) in blocks {
-            let (g, u) = (E::widen(g, &mut gb), E::widen(u, &mut ub));
-            let o = &mut out[..g.len()];
-            for ((o, &g), &u) in o.iter_mut().zip(g).zip(u) {
-                *o = g / (1.0 + exp(-g)) * u;
-            }
-            E::narrow(o, y);
-        }
+        E::map2(gate, up, y, |g, u| g / (1.0 + exp(-g)) * u);
     }
 }

@@ -86,10 +86,13 @@ impl KernelOp {
     /// The op named `s` (its [`Self::name`]).
     pub fn parse(s: &str) -> Result<Self, String> {
         let s = s.trim();
-        Self::ALL.into_iter().find(|op| op.name() == s).ok_or_else(|| {
-            let names: Vec<&str> = Self::ALL.iter().map(|op| op.name()).collect();
-            format!("unknown op '{s}': expected one of {}", names.join(", "))
-        })
+        Self::ALL
+            .into_iter()
+            .find(|op| op.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|op| op.name()).collect();
+                format!("unknown op '{s}': expected one of {}", names.join(", "))
+            })
     }
 
     /// The shape of the op's (first) input at `case`: tokens x hidden for the
@@ -216,10 +219,18 @@ impl KernelsResults {
     pub(super) fn validate(&self) -> Result<()> {
         for row in &self.rows {
             if !self.cases.iter().any(|c| c.name == row.case) {
-                bail!("kernels: row {} names no case '{}'", row.op.name(), row.case);
+                bail!(
+                    "kernels: row {} names no case '{}'",
+                    row.op.name(),
+                    row.case
+                );
             }
             if row.bytes_moved != row.bytes_read + row.bytes_written {
-                bail!("kernels {} {}: bytes_moved is not read + written", row.op.name(), row.case);
+                bail!(
+                    "kernels {} {}: bytes_moved is not read + written",
+                    row.op.name(),
+                    row.case
+                );
             }
             for v in &row.variants {
                 match (v.status, &v.measured, &v.error) {

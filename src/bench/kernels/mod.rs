@@ -83,7 +83,12 @@ pub fn default_large_mib(on_cuda: bool) -> u64 {
 /// tokens (`seq`: the block's default when `None`) and the large case's size.
 /// The block's sizes are `bench::block`'s defaults for the device; SmolLM2-135M's
 /// are its config's (hidden 576, 9 heads and 3 KV heads, MLP 1536).
-pub fn cases(on_cuda: bool, names: &[String], seq: Option<usize>, large_mib: u64) -> Vec<KernelCase> {
+pub fn cases(
+    on_cuda: bool,
+    names: &[String],
+    seq: Option<usize>,
+    large_mib: u64,
+) -> Vec<KernelCase> {
     let (hidden, heads, mlp, default_seq) = if on_cuda {
         crate::bench::block::GPU_SHAPE
     } else {
@@ -112,7 +117,15 @@ pub fn cases(on_cuda: bool, names: &[String], seq: Option<usize>, large_mib: u64
             "block-decode" => Some(case(n, block.clone(), 1, hidden, heads, mlp, seq + 1)),
             "smollm2-prefill" => Some(case(n, smol.clone(), seq, 576, 9, 1536, seq)),
             "smollm2-decode" => Some(case(n, smol.clone(), 1, 576, 9, 1536, seq + 1)),
-            "large" => Some(case(n, large.clone(), rows, LARGE_COLS, 1, LARGE_COLS, LARGE_COLS)),
+            "large" => Some(case(
+                n,
+                large.clone(),
+                rows,
+                LARGE_COLS,
+                1,
+                LARGE_COLS,
+                LARGE_COLS,
+            )),
             _ => None,
         })
         .collect()
@@ -354,7 +367,16 @@ mod tests {
         let c = cases(false, &names, None, 32);
         let dims: Vec<_> = c
             .iter()
-            .map(|c| (c.name.as_str(), c.tokens, c.hidden, c.heads, c.mlp, c.context))
+            .map(|c| {
+                (
+                    c.name.as_str(),
+                    c.tokens,
+                    c.hidden,
+                    c.heads,
+                    c.mlp,
+                    c.context,
+                )
+            })
             .collect();
         assert_eq!(
             dims,

@@ -32,7 +32,11 @@ impl Inputs {
         let second = matches!(op, KernelOp::Swiglu | KernelOp::Add);
         Ok(Self {
             x: rand(shape, 0.0, scale)?,
-            y: if second { rand(shape, 0.0, 1.0)? } else { rand(&[1], 0.0, 1.0)? },
+            y: if second {
+                rand(shape, 0.0, 1.0)?
+            } else {
+                rand(&[1], 0.0, 1.0)?
+            },
             w: rand(&[width], 1.0, 0.1)?,
         })
     }
@@ -137,7 +141,11 @@ pub(super) fn reference(op: KernelOp, x: &[f64], y: &[f64], w: &[f64], width: us
             for (r, o) in rows {
                 let inv = 1.0 / (r.iter().map(|v| v * v).sum::<f64>() / width as f64 + eps).sqrt();
                 for (i, (o, v)) in o.iter_mut().zip(r).enumerate() {
-                    let scale = if op == KernelOp::RmsNormMul { w[i] } else { 1.0 };
+                    let scale = if op == KernelOp::RmsNormMul {
+                        w[i]
+                    } else {
+                        1.0
+                    };
                     *o = v * inv * scale;
                 }
             }

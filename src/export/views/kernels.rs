@@ -170,14 +170,7 @@ pub fn notes(r: &KernelsResults) -> Vec<String> {
         .iter()
         .filter_map(|row| {
             let s = row.measured(Implementation::Lab)?.speedup_vs_candle?;
-            (s < 1.0).then(|| {
-                format!(
-                    "{} {} {} ({s:.2}x)",
-                    row.op.name(),
-                    row.case,
-                    row.precision
-                )
-            })
+            (s < 1.0).then(|| format!("{} {} {} ({s:.2}x)", row.op.name(), row.case, row.precision))
         })
         .collect();
     let compared = r
@@ -314,7 +307,11 @@ pub fn chart(file: &ResultFile, r: &KernelsResults) -> Result<String> {
         }
     }
     let mut series = Vec::new();
-    for imp in [Implementation::Lab, Implementation::Pytorch, Implementation::Candle] {
+    for imp in [
+        Implementation::Lab,
+        Implementation::Pytorch,
+        Implementation::Candle,
+    ] {
         for &p in &precisions {
             let values: Vec<Option<f64>> = ops
                 .iter()

@@ -134,12 +134,18 @@ pub fn availabilities(file: &ResultFile) -> Vec<(String, &Availability)> {
         }
         Body::Kernels(r) => {
             for row in &r.rows {
-                let name = |what: &str| {
-                    format!("{} {} {} {what}", row.op.name(), row.case, row.precision)
-                };
-                push(&mut out, name("ceiling"), row.ceiling.timed.availability.as_ref());
+                let name =
+                    |what: &str| format!("{} {} {} {what}", row.op.name(), row.case, row.precision);
+                push(
+                    &mut out,
+                    name("ceiling"),
+                    row.ceiling.timed.availability.as_ref(),
+                );
                 for v in &row.variants {
-                    let a = v.measured.as_ref().and_then(|m| m.timed.availability.as_ref());
+                    let a = v
+                        .measured
+                        .as_ref()
+                        .and_then(|m| m.timed.availability.as_ref());
                     push(&mut out, name(v.implementation.name()), a);
                 }
             }
