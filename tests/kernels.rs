@@ -5,10 +5,11 @@
 //! rows taken at an offset and non-contiguous input; and a bad dtype, rank or
 //! shape is one error, never a panic. One device-generic body per test, run on
 //! the CPU always and on CUDA under the `cuda` feature (`*_cuda`, packed into
-//! the GPU bundle). The `kernels` program itself is run in `tests/cli.rs`'s
-//! way at the end.
+//! the GPU bundle). The `kernels` program itself is run at the end, as a user
+//! runs it, at tiny sizes (values, files, refusals; no time asserted).
 
 mod common;
+use common::{refused, run_result};
 
 use candle_core::{DType, Device, Tensor, D};
 use candle_lab::kernels;
@@ -209,6 +210,21 @@ fn softmax_on(device: &Device) {
                 assert_eq!(*v, 0.0, "masked element {i}");
             }
         }
+        // A row of nothing but -inf has no softmax: NaN, as Candle's; and a
+        // masked first block of a long row adds nothing.
+        let mut v = vec![f32::NEG_INFINITY; 3 * 600];
+        for (i, x) in v.iter_mut().enumerate().skip(600 + 300) {
+            *x = (i % 7) as f32 * 0.5;
+        }
+        let x = Tensor::from_vec(v, (3, 600), device)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        let ours = values(&kernels::softmax_last_dim(&x).unwrap());
+        let candle = values(&candle_nn::ops::softmax_last_dim(&x).unwrap());
+        assert!(ours[..600].iter().all(|v| v.is_nan()) && candle[..600].iter().all(|v| v.is_nan()));
+        let want = softmax_reference(&values(&x)[600..], 600);
+        assert_close("masked rows", &ours[600..], &want, tolerance(dtype));
     }
 }
 
@@ -325,6 +341,118 @@ fn refusals_on(device: &Device) {
     }
 }
 
+/// The `kernels` program at tiny sizes: every op, case and precision has its
+/// row, every implementation its measurement, bytes and rates agree, and the
+/// CSV and the chart are written beside the JSON.
+fn program_on(device: &str) {
+    let args = [
+        "--device",
+        device,
+        "--cases",
+        "block-decode,large",
+        "--large-mib",
+        "1",
+        "--seq",
+        "8",
+        "--iters",
+        "2",
+        "--warmup",
+        "1",
+    ];
+    let (json, out) = run_result("kernels", &args);
+    let k = &json["kernels"];
+    let rows = k["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 6 * 2 * 3);
+    for r in rows {
+        let variants = r["variants"].as_array().unwrap();
+        let names: Vec<&str> = variants
+            .iter()
+            .map(|v| v["implementation"].as_str().unwrap())
+            .collect();
+        let elementwise = ["copy", "add"].contains(&r["op"].as_str().unwrap());
+        let want: &[&str] = if elementwise {
+            &["lab", "candle"]
+        } else {
+            &["lab", "candle", "composed"]
+        };
+        assert_eq!(names, want, "{r}");
+        for v in variants {
+            assert_eq!(v["status"], "ok", "{v}");
+            let m = &v["measured"];
+            let rate =
+                r["bytes_moved"].as_f64().unwrap() / (m["time_ms"].as_f64().unwrap() * 1e-3) / 1e9;
+            assert!((m["gb_per_s"].as_f64().unwrap() - rate).abs() <= 1e-9 * rate);
+            assert!(m["accuracy"]["max_rel_err"].as_f64().unwrap() < 0.5);
+        }
+    }
+    let tables = String::from_utf8_lossy(&out.stdout);
+    for op in [
+        "rms_norm",
+        "rms_norm_mul",
+        "softmax",
+        "swiglu",
+        "copy",
+        "add",
+    ] {
+        assert!(tables.contains(&format!("=== {op}: ")), "{tables}");
+    }
+    assert!(tables.contains("slower than Candle's op"), "{tables}");
+}
+
+#[test]
+fn program_cpu() {
+    program_on("cpu");
+}
+
+#[test]
+fn program_writes_csv_and_chart_and_refuses_bad_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("k.json");
+    let out = common::run(
+        "kernels",
+        &[
+            "--device",
+            "cpu",
+            "--cases",
+            "smollm2-decode",
+            "--ops",
+            "softmax,add",
+            "--dtypes",
+            "bf16",
+            "--iters",
+            "1",
+            "--warmup",
+            "0",
+            "--output",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(dir.path().join("k.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("machine,experiment,op,case,precision,implementation"));
+    // softmax: ceiling, lab, candle, composed; add: ceiling, lab, candle.
+    assert_eq!(lines.len(), 1 + 4 + 3, "{csv}");
+    let svg = std::fs::read_to_string(dir.path().join("k.svg")).unwrap();
+    assert!(svg.contains("% of the measured copy ceiling") && svg.contains("lab bf16"));
+
+    refused(
+        "kernels",
+        &["--dtypes", "tf32"],
+        "the kernels run fp32, fp16 and bf16",
+    );
+    refused("kernels", &["--cases", "huge"], "unknown case 'huge'");
+    refused("kernels", &["--ops", "matmul"], "unknown op 'matmul'");
+    refused("kernels", &["--large-mib", "0"], "--large-mib");
+    let dry = common::run("kernels", &["--dry-run", "--device", "cpu"]);
+    assert!(dry.status.success());
+    assert!(String::from_utf8_lossy(&dry.stdout).contains("dry run: kernels"));
+}
+
 #[test]
 fn rms_norm_cpu() {
     rms_norm_on(&Device::Cpu);
@@ -381,5 +509,10 @@ mod cuda {
     #[test]
     fn refusals_cuda() {
         refusals_on(&gpu());
+    }
+
+    #[test]
+    fn program_cuda() {
+        program_on("cuda");
     }
 }

@@ -21,6 +21,7 @@ use crate::read::folder::{self, Kind};
 use crate::read::load::{self, Loaded};
 use crate::schema::ResultFile;
 
+mod kernels;
 mod sections;
 
 /// One JSON file under a machine folder.
@@ -198,6 +199,7 @@ pub fn build(sources: &[Source]) -> Result<Built> {
     sections::sweep(&mut built, &of("sweep"))?;
     sections::roofline(&mut built, &of("memory"))?;
     sections::block(&mut built, &of("block"))?;
+    kernels::kernels(&mut built, &of("kernels"))?;
     Ok(built)
 }
 

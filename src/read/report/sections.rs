@@ -359,14 +359,14 @@ pub(super) fn block(built: &mut Built, files: &[&Source]) -> Result<()> {
 
 impl Source {
     /// The typed result file, when this is one.
-    fn result(&self) -> Option<&crate::schema::ResultFile> {
+    pub(super) fn result(&self) -> Option<&crate::schema::ResultFile> {
         match &self.content {
             super::Content::Result(f) => Some(f),
             _ => None,
         }
     }
 
-    fn content_body(&self) -> Option<&Body> {
+    pub(super) fn content_body(&self) -> Option<&Body> {
         self.result().map(|f| &f.body)
     }
 }
