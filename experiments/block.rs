@@ -8,7 +8,7 @@
 //! (`pytorch/block.py --weights`). The measurement is `candle_lab::bench::block`.
 
 use anyhow::Result;
-use candle_lab::bench::block::{self, model::HostWeights, Config};
+use candle_lab::bench::block::{self, weights::HostWeights, Config};
 use candle_lab::cli::{parse, result_file, Common, Dtypes, HostMemoryFlag, RunCounts};
 use candle_lab::clock::Plan;
 use candle_lab::device::select;
@@ -51,9 +51,15 @@ struct Args {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1 << 16))]
     hidden: Option<u64>,
 
-    /// Attention heads; they must divide --hidden (default: 32 on a GPU, 8 on the CPU).
+    /// Query heads; they must divide --hidden (default: 32 on a GPU, 8 on the CPU).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
     heads: Option<u64>,
+
+    /// Key/value heads, each shared by heads / kv-heads query heads
+    /// (grouped-query attention, as Llama-3, Mistral, Qwen and SmolLM have);
+    /// they must divide --heads (default: as many as --heads).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    kv_heads: Option<u64>,
 
     /// The MLP's inner width (default: 11008 on a GPU, 1376 on the CPU).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1 << 18))]
@@ -105,6 +111,7 @@ fn config(args: &Args, on_cuda: bool) -> Result<(Config, String)> {
     let sizes = [
         flag(args.hidden),
         flag(args.heads),
+        flag(args.kv_heads),
         flag(args.mlp),
         flag(args.seq),
     ];
@@ -142,7 +149,7 @@ fn config(args: &Args, on_cuda: bool) -> Result<(Config, String)> {
     let note = if sizes.iter().all(Option::is_none) && !on_cuda {
         "CPU sizes: a Llama-7B-like layer narrowed 8 times (hidden 512, 8 heads, MLP 1376) over \
          128 tokens, so a 2-core run takes seconds; on a GPU the defaults are the full layer \
-         (4096, 32, 11008, 2048); --hidden --heads --mlp --seq set others"
+         (4096, 32, 11008, 2048); --hidden --heads --kv-heads --mlp --seq set others"
     } else if sizes.iter().all(Option::is_none) {
         "GPU sizes: a Llama-7B-like layer (hidden 4096, 32 heads, MLP 11008) over 2048 tokens"
     } else {
@@ -180,7 +187,7 @@ fn run(args: Args) -> Result<Completion> {
     let (result, fp32_outputs) = block::run(&device, &cfg, &weights, &telemetry, note)?;
     if let Some(out) = &output_out {
         let named = fp32_outputs.iter().map(|(n, t)| (n.as_str(), t));
-        out.save_bytes(&block::model::to_safetensors(named)?)?;
+        out.save_bytes(&block::weights::to_safetensors(named)?)?;
     }
     let rows = result.phases.iter().flat_map(|p| &p.rows);
     let failed: Vec<String> = rows

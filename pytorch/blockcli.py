@@ -3,7 +3,8 @@ bounds, each refusal one `error:` line on stderr, and cli.py's exit codes (0 eve
 ran, 1 the run failed and wrote no file, 2 a refused command line, 3 the file was
 written but some rows failed, 130 interrupted). The block's shape is the weights file's
 (`--weights`, what Candle's `block --save-weights` wrote); --batch --seq --hidden --heads
---mlp and --seed are accepted where they agree with it, and refused where they do not."""
+--kv-heads --mlp and --seed are accepted where they agree with it, and refused where they
+do not."""
 
 from __future__ import annotations
 
@@ -26,7 +27,14 @@ DEFAULT_DTYPES = "fp32,fp16,bf16"
 GPU_PLAN, CPU_PLAN = Plan(warmup=3, iters=20), Plan(warmup=2, iters=10)
 SEED = 42  # block.rs's default --seed
 # The shape flags and their bounds, as block.rs's.
-SHAPE_FLAGS = {"batch": 4096, "seq": 1 << 20, "hidden": 1 << 16, "heads": 4096, "mlp": 1 << 18}
+SHAPE_FLAGS = {
+    "batch": 4096,
+    "seq": 1 << 20,
+    "hidden": 1 << 16,
+    "heads": 4096,
+    "kv_heads": 4096,
+    "mlp": 1 << 18,
+}
 
 
 def block_dtypes(text: str):
@@ -105,7 +113,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     for flag, hi in SHAPE_FLAGS.items():
         p.add_argument(
-            f"--{flag}",
+            f"--{flag.replace('_', '-')}",
             type=bounded(1, hi),
             default=None,
             help=f"accepted when it is the weights file's {flag} (the file sets it)",
@@ -170,8 +178,8 @@ def settle_shape(p: Parser, args: argparse.Namespace) -> None:
         given, has = getattr(args, flag), getattr(args.shape, flag, None)
         if given is not None and has is not None and given != has:
             p.error(
-                f"--{flag} {given}: the weights file {args.weights} has {flag} {has} "
-                "(the block's shape comes from the file)"
+                f"--{flag.replace('_', '-')} {given}: the weights file {args.weights} has "
+                f"{flag} {has} (the block's shape comes from the file)"
             )
     recorded = meta.get("seed")
     if recorded is not None and args.seed is not None and str(args.seed) != str(recorded):
@@ -202,7 +210,10 @@ def config(args, on_gpu: bool | None) -> Config:
     s = args.shape
     sizes = "(not read yet)"
     if s is not None:
-        sizes = f"batch {s.batch}, seq {s.seq}, hidden {s.hidden}, {s.heads} heads, MLP {s.mlp}"
+        sizes = (
+            f"batch {s.batch}, seq {s.seq}, hidden {s.hidden}, {s.heads} heads "
+            f"({s.kv_heads} key/value), MLP {s.mlp}"
+        )
     note = (
         f"sizes from the weights file {args.weights} (Candle's block --save-weights): {sizes}; "
         f"seed {args.seed} ({args.seed_source})"

@@ -33,7 +33,8 @@ def plan_lines(torch, args, config) -> list[str]:
         host, on_device = needs(s)
         weights = [
             f"weights: {args.weights} (header read, tensors not): batch {s.batch}, seq "
-            f"{s.seq}, hidden {s.hidden}, {s.heads} heads of {s.head_dim}, MLP {s.mlp}",
+            f"{s.seq}, hidden {s.hidden}, {s.heads} heads of {s.head_dim} ({s.kv_heads} "
+            f"key/value), MLP {s.mlp}",
             f"memory: {on_device / MIB:.1f} MiB on the device per precision, "
             f"{host / MIB:.1f} MiB on the host",
         ]

@@ -26,8 +26,9 @@ from results import (
 )
 from rows import failed_rows
 
-# The block's body is schema 2.2's (src/schema/mod.rs SCHEMA_VERSION when it was added).
-BLOCK_SCHEMA_VERSION = "2.2"
+# The block's body is schema 2.3's (src/schema/mod.rs SCHEMA_VERSION; 2.3 added kv_heads,
+# time_source, cache_bytes and each row's copy_bytes and copy_ceiling_gb_per_s).
+BLOCK_SCHEMA_VERSION = "2.3"
 
 
 def to_stdout(output: Path | None) -> bool:
@@ -42,16 +43,17 @@ def experiment_block(torch, args, config) -> tuple[list[str], int]:
     s = args.shape
     host_bytes, device_bytes = needs(s)
     what = (
-        f"the block of {args.weights} (hidden {s.hidden}, mlp {s.mlp}, seq {s.seq}, "
-        f"batch {s.batch})"
+        f"the block of {args.weights} (hidden {s.hidden}, kv_heads {s.kv_heads}, mlp {s.mlp}, "
+        f"seq {s.seq}, batch {s.batch})"
     )
     check_need(torch, device, what, host_bytes, device_bytes, not args.skip_host_memory_check)
     for path in [args.output, args.save_output]:
         if path is not None and not to_stdout(path):
             check_writable(path)
     print(
-        f"block: batch {s.batch}, seq {s.seq}, hidden {s.hidden}, {s.heads} heads, MLP "
-        f"{s.mlp}; warmup {cfg.plan.warmup}, iters {cfg.plan.iters}, on {info['label']}",
+        f"block: batch {s.batch}, seq {s.seq}, hidden {s.hidden}, {s.heads} heads "
+        f"({s.kv_heads} key/value), MLP {s.mlp}; warmup {cfg.plan.warmup}, iters "
+        f"{cfg.plan.iters}, on {info['label']}",
         file=sys.stderr,
     )
     host = load(torch, args.weights)

@@ -17,13 +17,16 @@ class BlockDims:
     batch: int
     seq: int
     hidden: int
+    # Width of K and V: kv_heads x head_dim, narrower than hidden under grouped-query
+    # attention (Ainslie et al. 2023), equal to it under multi-head attention.
+    kv_width: int
     mlp: int
 
     def params(self) -> int:
-        """Weights of one block: Q, K, V, O (hidden x hidden each), the MLP's gate, up and
-        down (hidden x mlp each) and the two norms' scales."""
-        h, m = self.hidden, self.mlp
-        return 4 * h * h + 3 * h * m + 2 * h
+        """Weights of one block: Q and O (hidden x hidden each), K and V (kv_width x hidden
+        each), the MLP's gate, up and down (hidden x mlp each) and the two norms' scales."""
+        h, kv, m = self.hidden, self.kv_width, self.mlp
+        return 2 * h * h + 2 * kv * h + 3 * h * m + 2 * h
 
     def tokens(self, decode: bool) -> int:
         """Tokens one call processes: the whole sequence of each batch (prefill) or one
@@ -38,23 +41,25 @@ class BlockDims:
 
 def block_flops(d: BlockDims, decode: bool) -> float:
     """FLOPs of one block call, its matmuls': the projections and MLP, 2 x tokens x
-    (4 h^2 + 3 h m), and attention's two matmuls, 2 x 2 x queries x keys x h (all keys:
-    the causal mask hides half in prefill but the matmul computes them). The norms,
-    softmax, rotary and element-wise work are not counted."""
-    h, m = float(d.hidden), float(d.mlp)
+    (2 h^2 + 2 h kv + 3 h m) (K and V project to kv_width), and attention's two matmuls,
+    2 x 2 x queries x keys x h (every query head scores every key, so GQA leaves them as
+    they are; all keys: the causal mask hides half in prefill but the matmul computes
+    them). The norms, softmax, rotary and element-wise work are not counted."""
+    h, kv, m = float(d.hidden), float(d.kv_width), float(d.mlp)
     tokens = float(d.tokens(decode))
-    linear = 2.0 * tokens * (4.0 * h * h + 3.0 * h * m)
+    linear = 2.0 * tokens * (2.0 * h * h + 2.0 * kv * h + 3.0 * h * m)
     attention = 4.0 * tokens * float(d.context(decode)) * h
     return linear + attention
 
 
 def block_bytes(d: BlockDims, decode: bool, elem: int) -> int:
     """The least one block call moves at `elem` bytes per element: every weight read once,
-    the input read and the output written, and the keys and values: written once in
-    prefill (as a KV cache would hold them), read in decode (the cache and the new
-    token's)."""
+    the input read and the output written, and the keys and values, kv_width wide: written
+    once in prefill (as a KV cache would hold them); in decode the cache's seq positions
+    read and the new token's written into it (a preallocated cache: nothing cached is
+    copied), 2 x batch x (seq + 1) x kv_width."""
     activations = 2 * d.tokens(decode) * d.hidden
-    kv = 2 * d.batch * d.context(decode) * d.hidden
+    kv = 2 * d.batch * d.context(decode) * d.kv_width
     return (d.params() + activations + kv) * elem
 
 
@@ -106,7 +111,8 @@ def gb_per_s(nbytes: int, ms: float) -> float:
     return nbytes / (ms * 1e-3) / 1e9
 
 
-def copy_bytes(d: BlockDims) -> int:
-    """The size of the copy decode's bandwidth is held against, as src/bench/block:
-    decode's least bytes at f32, at least 32 MiB and at most 1 GiB."""
-    return min(max(block_bytes(d, True, 4), 32 * MIB), 1024 * MIB)
+def copy_bytes(row_bytes: int) -> int:
+    """The size of each of the two buffers of a row's ceiling copy, as src/bench/block's
+    copy_ceiling: half the row's least bytes (one read, one written), so the copy moves the
+    row's bytes and has its footprint (in the same level of the memory hierarchy)."""
+    return max(row_bytes // 2, 1)

@@ -6,6 +6,13 @@ so the op classes are Candle's), a residual add, RMSNorm, a SwiGLU MLP
 (down(silu(gate(x)) * up(x))) and a residual add. A Block is the weights file's f32
 tensors in one dtype on one device.
 
+Attention is grouped-query (GQA; Ainslie et al. 2023), as model.rs's: kv_heads key/value
+heads, query head i reading key/value head i // groups (Llama's repeat_kv order); the
+queries of a group are one taller matrix against their one K/V head (a reshape, no copy),
+so K and V are never repeated. Decode writes its token's key and value into a
+preallocated KvCache (a slice copy) and reads the cache where it lies, as model.rs's
+KvCache does, instead of concatenating (which copies the whole cache every step).
+
 Two kernel sets, as model.rs's Kernels. FUSED is what the block is timed with: PyTorch's
 single-kernel RMSNorm (F.rms_norm, torch >= 2.4) and softmax (torch.softmax), the
 counterparts of candle_nn::ops::rms_norm and softmax_last_dim. COMPOSED is the same math
@@ -74,6 +81,53 @@ def rope(x, cos, sin):
     return x * cos + rotate_half(x) * sin
 
 
+class KvCache:
+    """A preallocated key/value cache, as model.rs's KvCache: two (batch, kv_heads,
+    capacity, head_dim) buffers and how many positions they hold. append writes new keys
+    and values in place and returns views of everything held (nothing cached is copied);
+    truncate forgets positions from n on (a benchmark rewinds to time one step again)."""
+
+    def __init__(self, torch, batch, kv_heads, capacity, head_dim, dtype, device):
+        shape = (batch, kv_heads, capacity, head_dim)
+        self.k = torch.zeros(shape, dtype=dtype, device=device)
+        self.v = torch.zeros(shape, dtype=dtype, device=device)
+        self.len = 0
+
+    @property
+    def capacity(self) -> int:
+        return self.k.shape[2]
+
+    def append(self, k, v):
+        t = k.shape[2]
+        if self.len + t > self.capacity:
+            raise ValueError(
+                f"the KV cache holds {self.capacity} positions: {t} more do not fit after "
+                f"{self.len}"
+            )
+        self.k[:, :, self.len : self.len + t].copy_(k)
+        self.v[:, :, self.len : self.len + t].copy_(v)
+        self.len += t
+        return self.k[:, :, : self.len], self.v[:, :, : self.len]
+
+    def truncate(self, n: int) -> None:
+        self.len = min(self.len, n)
+
+
+def attention(torch, q, keys, values, mask, kv_heads: int, softmax):
+    """softmax(Q K^T / sqrt(d) + mask) V for q (batch, heads, t, d) against keys and values
+    (batch, kv_heads, keys, d), grouped as model.rs's attention(): the groups query heads of
+    one key/value head as one (groups x t) x d matrix. Returns (batch, heads, t, d)."""
+    b, heads, t, d = q.shape
+    n, g = keys.shape[2], heads // kv_heads
+    grouped = q.reshape(b, kv_heads, g * t, d)
+    scores = torch.matmul(grouped, keys.transpose(-2, -1)) * (1.0 / math.sqrt(d))
+    scores = scores.reshape(b, heads, t, n)
+    if mask is not None:
+        scores = scores + mask
+    probs = softmax(scores).reshape(b, kv_heads, g * t, n)
+    return torch.matmul(probs, values).reshape(b, heads, t, d)
+
+
 @dataclass
 class Aux:
     """What a call needs beyond the weights, made once, off the clock: full-width cos and
@@ -100,6 +154,17 @@ class Block:
 
     def input(self, phase: str):
         return self.x_prefill if phase == PREFILL else self.x_decode
+
+    def decode_cache(self) -> KvCache:
+        """The decode's cache: the file's seq positions copied into a buffer of seq + 1, so
+        a step writes its token in place and reads the whole buffer as it lies (made off
+        the clock, as model.rs's Block::decode_cache)."""
+        s = self.shape
+        cache = KvCache(
+            self.torch, s.batch, s.kv_heads, s.seq + 1, s.head_dim, self.dtype, self.device
+        )
+        cache.append(self.k_cache, self.v_cache)
+        return cache
 
     def rope_tables(self, start: int, length: int, dtype):
         """Full-width cos and sin (length x head_dim) for positions start..start+length,
@@ -130,32 +195,30 @@ class Block:
         return Aux(cos, sin, self.causal_mask(t, dtype) if phase == PREFILL else None)
 
     def forward(self, x, phase: str, aux: Aux, kernels: str = FUSED, cache=None):
-        """One block call on x (batch, tokens, hidden). Decode appends x's keys and values
-        to the cache (`cache`: (k, v), default the file's; the cached keys are used as
-        stored, already rotated) and attends to all of it; prefill attends causally."""
+        """One block call on x (batch, tokens, hidden). Prefill attends causally within x.
+        Decode rewinds `cache` (a KvCache; default a fresh decode_cache()) to the file's seq
+        positions, writes x's key and value after them and attends to all seq + 1; the
+        cached keys are used as stored, already rotated at their positions."""
         F = self.torch.nn.functional
         b, t, h = x.shape
-        heads, d = self.shape.heads, self.shape.head_dim
+        heads, kv_heads, d = self.shape.heads, self.shape.kv_heads, self.shape.head_dim
         fused = kernels == FUSED
         norm = rms_norm_fused if fused and has_fused_rms_norm(self.torch) else rms_norm_composed
         softmax = softmax_fused if fused else softmax_composed
 
-        def heads_of(y):
-            return y.reshape(b, t, heads, d).transpose(1, 2).contiguous()
+        def heads_of(y, n):
+            return y.reshape(b, t, n, d).transpose(1, 2).contiguous()
 
         xn = norm(x, self.attn_norm, self.eps)
-        q = rope(heads_of(F.linear(xn, self.wq)), aux.cos, aux.sin)
-        keys = rope(heads_of(F.linear(xn, self.wk)), aux.cos, aux.sin)
-        values = heads_of(F.linear(xn, self.wv))
+        q = rope(heads_of(F.linear(xn, self.wq), heads), aux.cos, aux.sin)
+        keys = rope(heads_of(F.linear(xn, self.wk), kv_heads), aux.cos, aux.sin)
+        values = heads_of(F.linear(xn, self.wv), kv_heads)
         if phase == DECODE:
-            k_cache, v_cache = cache if cache is not None else (self.k_cache, self.v_cache)
-            keys = self.torch.cat([k_cache, keys], 2)
-            values = self.torch.cat([v_cache, values], 2)
-        scores = self.torch.matmul(q, keys.transpose(-2, -1)) * (1.0 / math.sqrt(d))
-        if aux.mask is not None:
-            scores = scores + aux.mask
-        probs = softmax(scores)
-        attn = self.torch.matmul(probs, values).transpose(1, 2).contiguous().reshape(b, t, h)
+            cache = cache if cache is not None else self.decode_cache()
+            cache.truncate(self.shape.seq)
+            keys, values = cache.append(keys, values)
+        attn = attention(self.torch, q, keys, values, aux.mask, kv_heads, softmax)
+        attn = attn.transpose(1, 2).contiguous().reshape(b, t, h)
         h1 = x + F.linear(attn, self.wo)
         hn = norm(h1, self.mlp_norm, self.eps)
         act = F.silu(F.linear(hn, self.w_gate)) * F.linear(hn, self.w_up)

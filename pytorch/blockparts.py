@@ -52,70 +52,91 @@ def rate_ms(t: dict) -> float:
 
 
 class Shapes:
-    """Random tensors of the shapes the block's ops see in `phase`, on its device."""
+    """Random tensors of the shapes the block's ops see in `phase`, on its device, one per
+    role, as parts.rs's Shapes (the same-work rule, docs/block.md): within one timed part,
+    two calls read one tensor only where the block's two calls do (Q, K and V project one
+    normed x; gate and up one normed h1), so a part touches the bytes the block's calls
+    would and no call finds its input warm from the call before it. Each is its own
+    allocation (torch.randn), made before the part's clock starts, as Candle's are."""
 
     def __init__(self, torch, block, phase: str, dtype):
         s = block.shape
-        b, heads, d = s.batch, s.heads, s.head_dim
+        b, heads, kv, d = s.batch, s.heads, s.kv_heads, s.head_dim
         t = block.input(phase).shape[1]
         c = s.seq + 1 if phase == DECODE else t
+        h, m = s.hidden, s.mlp
 
         def rand(*shape):
             return torch.randn(*shape, device=block.device).to(dtype)
 
-        self.x = rand(b, t, s.hidden)
-        self.act = rand(b, t, s.mlp)
-        self.q = rand(b, heads, t, d)
-        self.keys = rand(b, heads, c, d)
-        self.values = rand(b, heads, c, d)
+        # The layer's input, the normed x, the attention's output, h1, the normed h1, and
+        # the two projection outputs the residuals add: (batch, tokens, hidden) each.
+        self.x, self.xn, self.attn, self.h1 = (rand(b, t, h) for _ in range(4))
+        self.hn, self.o, self.down = (rand(b, t, h) for _ in range(3))
+        # The projections' outputs before they are laid out by head.
+        self.q_proj = rand(b, t, h)
+        self.k_proj, self.v_proj = rand(b, t, kv * d), rand(b, t, kv * d)
+        # Down's input, gate's and up's outputs.
+        self.act, self.gate, self.up = (rand(b, t, m) for _ in range(3))
+        # By head: the queries, the new keys and values.
+        self.q, self.k, self.v = rand(b, heads, t, d), rand(b, kv, t, d), rand(b, kv, t, d)
+        # What attention reads: every key and value (in decode the preallocated cache, the
+        # new token's written at seq) and the scores.
+        self.keys, self.values = rand(b, kv, c, d), rand(b, kv, c, d)
         self.scores = rand(b, heads, t, c)
 
 
 def time_parts(torch, clock, block, phase: str, aux, dtype, plan) -> list[dict]:
-    """Each op class of one block call of `phase`, timed alone: the schema's BlockParts."""
+    """Each op class of one block call of `phase`, timed alone on Shapes' inputs (the
+    same-work rule): the schema's BlockParts."""
     F = torch.nn.functional
     sh = Shapes(torch, block, phase, dtype)
     b, t, h = sh.x.shape
-    heads, d = block.shape.heads, block.shape.head_dim
+    s = block.shape
+    heads, kv, g, d = s.heads, s.kv_heads, s.groups, s.head_dim
     eps, scale = block.eps, 1.0 / math.sqrt(d)
     lin = block.linears()
-    decode = phase == DECODE
+    decode, seq = phase == DECODE, s.seq
     norm = rms_norm_fused if has_fused_rms_norm(torch) else rms_norm_composed
 
     def linear():
-        for w in lin[:6]:
-            F.linear(sh.x, w)
+        for w in lin[:3]:
+            F.linear(sh.xn, w)
+        F.linear(sh.attn, lin[3])
+        F.linear(sh.hn, lin[4])
+        F.linear(sh.hn, lin[5])
         return F.linear(sh.act, lin[6])
 
     def attention():
-        torch.matmul(sh.q, sh.keys.transpose(-2, -1))
-        return torch.matmul(sh.scores, sh.values)
+        # Grouped as the block does it: each K/V head against its group's queries.
+        torch.matmul(sh.q.reshape(b, kv, g * t, d), sh.keys.transpose(-2, -1))
+        probs = sh.scores.reshape(b, kv, g * t, sh.scores.shape[-1])
+        return torch.matmul(probs, sh.values)
 
     def norms():
         norm(sh.x, block.attn_norm, eps)
-        return norm(sh.x, block.mlp_norm, eps)
-
-    fresh_keys = sh.q.clone()
+        return norm(sh.h1, block.mlp_norm, eps)
 
     def rotary():
         rope(sh.q, aux.cos, aux.sin)
-        return rope(fresh_keys, aux.cos, aux.sin)
+        return rope(sh.k, aux.cos, aux.sin)
 
     def elementwise():
         # The scale, the mask (prefill), SiLU and the gate's product, two residual adds,
-        # three tensors laid out by head and one back, and (decode) the cache's concats.
+        # three tensors laid out by head and one back, and (decode) the new key and value
+        # written into the cache.
         scores = sh.scores * scale
         if aux.mask is not None:
             scores = scores + aux.mask
-        F.silu(sh.act) * sh.act
-        sh.x + sh.x
-        sh.x + sh.x
-        for _ in range(3):
-            sh.x.reshape(b, t, heads, d).transpose(1, 2).contiguous()
+        F.silu(sh.gate) * sh.up
+        sh.x + sh.o
+        sh.h1 + sh.down
+        for y, n in ((sh.q_proj, heads), (sh.k_proj, kv), (sh.v_proj, kv)):
+            y.reshape(b, t, n, d).transpose(1, 2).contiguous()
         back = sh.q.transpose(1, 2).contiguous().reshape(b, t, h)
         if decode:
-            torch.cat([sh.keys, sh.q], 2)
-            torch.cat([sh.values, sh.q], 2)
+            sh.keys[:, :, seq : seq + 1].copy_(sh.k)
+            sh.values[:, :, seq : seq + 1].copy_(sh.v)
         return back
 
     elementwise_calls = 1 + (0 if decode else 1) + 2 + 2 + 4 + (2 if decode else 0)
@@ -187,7 +208,7 @@ def fused_rows(torch, clock, block, precision: str, dtype, plan) -> list[dict]:
                 "composed": composed,
                 "fused_bytes": fused_bytes,
                 "composed_bytes": composed_bytes,
-                "composed_over_fused": composed["median_ms"] / fused["median_ms"],
+                "composed_over_fused": rate_ms(composed) / rate_ms(fused),
             }
         )
     return rows

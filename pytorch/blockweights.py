@@ -4,7 +4,8 @@ standard library (the reference's venv has no `safetensors` package): an 8-byte
 little-endian header length, a JSON header {name: {dtype, shape, data_offsets}} (and an
 optional "__metadata__" of strings), then the tensors' raw little-endian bytes. Every
 tensor is F32. The block's shape is read from the tensors (BlockShape.from_header),
-every tensor's shape is checked against it, and each problem is one line."""
+every tensor's shape is checked against it, and each problem is one line. Grouped-query
+attention shows in the shapes: K and V (wk, wv, the cache) are kv_heads x head_dim wide."""
 
 from __future__ import annotations
 
@@ -48,32 +49,48 @@ class BlockShape:
     seq: int
     hidden: int
     heads: int
+    kv_heads: int
     head_dim: int
     mlp: int
 
+    @property
+    def kv_width(self) -> int:
+        """Width of K and V: kv_heads x head_dim (hidden without GQA)."""
+        return self.kv_heads * self.head_dim
+
+    @property
+    def groups(self) -> int:
+        """Query heads per key/value head."""
+        return self.heads // self.kv_heads
+
     @staticmethod
     def from_header(header: dict, path: Path) -> BlockShape:
-        """The shape the tensors say (x_prefill: batch, seq, hidden; k_cache: batch, heads,
-        seq, head_dim; w_gate: mlp, hidden), after checking every tensor against it."""
+        """The shape the tensors say (x_prefill: batch, seq, hidden; k_cache: batch,
+        kv_heads, seq, head_dim, so heads = hidden / head_dim; w_gate: mlp, hidden), after
+        checking every tensor against it."""
         missing = [n for n in NAMES if n not in header]
         if missing:
             raise Failure(f"{path}: not a block weights file: no tensor {', '.join(missing)}")
         dims = {n: header[n]["shape"] for n in NAMES}
         try:
             batch, seq, hidden = dims["x_prefill"]
-            _, heads, _, head_dim = dims["k_cache"]
+            _, kv_heads, _, head_dim = dims["k_cache"]
             mlp = dims["w_gate"][0]
         except (TypeError, ValueError, IndexError):
             raise Failure(f"{path}: x_prefill, k_cache or w_gate has the wrong rank") from None
-        s = BlockShape(batch, seq, hidden, heads, head_dim, mlp)
+        if min(batch, seq, hidden, kv_heads, head_dim, mlp) < 1 or hidden % head_dim:
+            raise Failure(f"{path}: head_dim {head_dim} does not divide hidden {hidden}")
+        heads = hidden // head_dim
+        if heads % kv_heads:
+            raise Failure(f"{path}: kv_heads {kv_heads} does not divide heads {heads}")
+        s = BlockShape(batch, seq, hidden, heads, kv_heads, head_dim, mlp)
         for name, want in s.expected().items():
             if dims[name] != want:
                 raise Failure(
                     f"{path}: {name} has shape {dims[name]}, the block's shape needs {want} "
-                    f"(batch {batch}, seq {seq}, hidden {hidden}, heads {heads}, mlp {mlp})"
+                    f"(batch {batch}, seq {seq}, hidden {hidden}, heads {heads}, kv_heads "
+                    f"{kv_heads}, mlp {mlp})"
                 )
-        if min(batch, seq, hidden, heads, mlp) < 1 or heads * head_dim != hidden:
-            raise Failure(f"{path}: heads {heads} x head_dim {head_dim} is not hidden {hidden}")
         if head_dim % 2:
             raise Failure(
                 f"{path}: head_dim {head_dim} is odd: rotary embedding needs an even head size"
@@ -82,8 +99,8 @@ class BlockShape:
 
     def expected(self) -> dict[str, list[int]]:
         """Each tensor's shape for this block; Linear weights are (out, in)."""
-        b, t, h, m = self.batch, self.seq, self.hidden, self.mlp
-        cache = [b, self.heads, t, self.head_dim]
+        b, t, h, m, kv = self.batch, self.seq, self.hidden, self.mlp, self.kv_width
+        cache = [b, self.kv_heads, t, self.head_dim]
         return {
             "x_prefill": [b, t, h],
             "x_decode": [b, 1, h],
@@ -91,8 +108,8 @@ class BlockShape:
             "v_cache": cache,
             "attn_norm": [h],
             "wq": [h, h],
-            "wk": [h, h],
-            "wv": [h, h],
+            "wk": [kv, h],
+            "wv": [kv, h],
             "wo": [h, h],
             "mlp_norm": [h],
             "w_gate": [m, h],

@@ -61,18 +61,20 @@ class Runs(unittest.TestCase):
     def test_the_file_validates_against_the_schema(self):
         schema_validator(self)(self.file)
         f = self.file
-        self.assertEqual((f["schema_version"], f["experiment"]), ("2.2", "block"))
+        self.assertEqual((f["schema_version"], f["experiment"]), ("2.3", "block"))
         self.assertEqual(f["environment"]["framework"], "pytorch")
         self.assertEqual(f["device"]["kind"], "cpu")
 
     def test_the_body_has_candle_s_structure(self):
         b = self.file["block"]
-        shape = {"batch": 1, "seq": 12, "hidden": 64, "heads": 4, "head_dim": 16, "mlp": 96}
+        shape = {"batch": 1, "seq": 12, "hidden": 64, "heads": 4, "kv_heads": 4, "head_dim": 16}
+        shape |= {"mlp": 96}
         shape |= {"rms_eps": 1e-5, "rope_theta": 10000.0, "accuracy_seq": 12}
         self.assertEqual(b["shape"], shape)
         self.assertEqual((b["warmup"], b["iters"], b["seed"]), (1, 2, 42))
         self.assertEqual(b["params"], 4 * 64 * 64 + 3 * 64 * 96 + 2 * 64)
-        self.assertGreater(b["copy_ceiling_gb_per_s"], 0)
+        self.assertEqual(b["time_source"], "median_ms")  # the CPU's clock: the wall
+        self.assertNotIn("copy_ceiling_gb_per_s", b)  # each row has its own
         self.assertEqual([p["phase"] for p in b["phases"]], ["prefill", "decode"])
         for ph in b["phases"]:
             self.assertEqual([r["precision"] for r in ph["rows"]], ["fp32", "fp16", "bf16"])
@@ -92,7 +94,7 @@ class Runs(unittest.TestCase):
 
     def test_derived_numbers_follow_from_the_measurements(self):
         b = self.file["block"]
-        d = BlockDims(batch=1, seq=12, hidden=64, mlp=96)
+        d = BlockDims(batch=1, seq=12, hidden=64, kv_width=64, mlp=96)
         for ph in b["phases"]:
             decode = ph["phase"] == "decode"
             self.assertEqual((ph["tokens"], ph["context"]), (d.tokens(decode), d.context(decode)))
@@ -105,7 +107,9 @@ class Runs(unittest.TestCase):
                 self.assertEqual(m["bytes_min"], block_bytes(d, decode, elem))
                 self.assertAlmostEqual(m["tokens_per_s"], ph["tokens"] / (ms * 1e-3))
                 self.assertAlmostEqual(m["gflop_per_s"], ph["flops"] / (ms * 1e-3) / 1e9)
-                pct = 100 * m["gb_per_s"] / b["copy_ceiling_gb_per_s"]
+                # Each row's ceiling is a copy of its own footprint.
+                self.assertEqual(m["copy_bytes"], 2 * (m["bytes_min"] // 2))
+                pct = 100 * m["gb_per_s"] / m["copy_ceiling_gb_per_s"]
                 self.assertAlmostEqual(m["pct_of_copy_ceiling"], pct)
                 medians = [x["median_ms"] for x in m["parts"]]
                 self.assertAlmostEqual(m["parts_sum_ms"], sum(medians))
@@ -122,6 +126,15 @@ class Runs(unittest.TestCase):
             ratio = f["composed"]["median_ms"] / f["fused"]["median_ms"]
             self.assertAlmostEqual(f["composed_over_fused"], ratio)
             self.assertLess(f["fused_bytes"], f["composed_bytes"])
+
+    def test_the_tables_say_their_clock_and_that_tokens_per_s_is_one_layer_s(self):
+        out = self.ran.stdout
+        self.assertIn("tokens/s through one layer", out)
+        titles = [line for line in out.splitlines() if line.startswith("=== ")]
+        self.assertEqual(len(titles), 5, out)  # two per phase, and the fused rows
+        for title in titles:
+            self.assertIn("times from the wall clock", title)
+        self.assertIn("% copy: each row's GB/s against a plain copy of the same footprint", out)
 
     def test_save_output_holds_each_row_s_checked_tokens(self):
         header, _ = read_header(self.d / "y.safetensors")
@@ -163,7 +176,7 @@ class Modes(unittest.TestCase):
         r = run_block(*self.small("--dry-run", "--output", str(out), "--hidden", "32"))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("dry run: pytorch block", r.stdout)
-        self.assertIn("hidden 32, 2 heads of 16, MLP 40", r.stdout)
+        self.assertIn("hidden 32, 2 heads of 16 (2 key/value), MLP 40", r.stdout)
         self.assertEqual(r.stdout.splitlines()[-1], f"would write: {out}")
         self.assertFalse(out.parent.exists())
         self.assertNotIn("device: cpu (", r.stderr)  # no device opened

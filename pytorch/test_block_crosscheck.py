@@ -30,7 +30,9 @@ from stats import relative_errors
 from testkit import ROOT, run_block, torch_or_skip
 
 TOL = 1e-5
-SHAPE = ["--hidden", "64", "--heads", "4", "--mlp", "96", "--seq", "12"]
+# Grouped-query attention (2 key/value heads for 4 query heads): the shape every current
+# model has, and the one where Candle's and PyTorch's head grouping could disagree.
+SHAPE = ["--hidden", "64", "--heads", "4", "--kv-heads", "2", "--mlp", "96", "--seq", "12"]
 RUN = ["--device", "cpu", "--dtypes", "fp32", "--phases", "prefill,decode"]
 RUN += ["--iters", "2", "--warmup", "1"]
 
@@ -117,6 +119,8 @@ class CrossCheck(unittest.TestCase):
         files = [json.loads((self.d / n).read_text()) for n in ("candle.json", "pytorch.json")]
         candle, pytorch = (f["block"] for f in files)
         self.assertEqual(candle["shape"], pytorch["shape"])
+        self.assertEqual((candle["shape"]["heads"], candle["shape"]["kv_heads"]), (4, 2))
+        self.assertEqual(candle["time_source"], pytorch["time_source"])
         self.assertEqual(candle["params"], pytorch["params"])
         for c, p in zip(candle["phases"], pytorch["phases"], strict=True):
             for key in ("phase", "tokens", "context", "flops"):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import unittest
 
 from blockformulas import (
-    MIB,
     BlockDims,
     amdahl,
     block_bytes,
@@ -18,7 +17,7 @@ from blockformulas import (
     softmax_bytes,
 )
 
-LLAMA_7B = BlockDims(batch=1, seq=2048, hidden=4096, mlp=11008)
+LLAMA_7B = BlockDims(batch=1, seq=2048, hidden=4096, kv_width=4096, mlp=11008)
 
 
 class BlockFormulas(unittest.TestCase):
@@ -40,7 +39,7 @@ class BlockFormulas(unittest.TestCase):
 
     def test_a_tiny_block_by_hand(self):
         # batch 2, seq 3, hidden 4, mlp 6: 4*16 + 3*24 + 8 = 144 weights.
-        d = BlockDims(batch=2, seq=3, hidden=4, mlp=6)
+        d = BlockDims(batch=2, seq=3, hidden=4, kv_width=4, mlp=6)
         self.assertEqual(d.params(), 144)
         # Prefill: 6 tokens; 2*6*(64 + 72) + 4*6*3*4.
         self.assertEqual(block_flops(d, False), 1632.0 + 288.0)
@@ -49,6 +48,24 @@ class BlockFormulas(unittest.TestCase):
         # Prefill at f32: (144 + 2*6*4 + 2*2*3*4) * 4.
         self.assertEqual(block_bytes(d, False, 4), (144 + 48 + 48) * 4)
         self.assertEqual(block_bytes(d, True, 2), (144 + 16 + 64) * 2)
+
+    def test_grouped_query_attention_counts_as_its_models_do(self):
+        # Llama-3-8B (Meta's config.json: hidden 4096, 32 heads, 8 KV heads of 128, MLP
+        # 14336, 32 layers, vocabulary 128256, untied embeddings): 8,030,261,248 parameters.
+        l3 = BlockDims(batch=1, seq=8192, hidden=4096, kv_width=8 * 128, mlp=14336)
+        self.assertEqual(32 * l3.params() + 2 * 128_256 * 4096 + 4096, 8_030_261_248)
+        # SmolLM2-135M (hidden 576, 9 heads, 3 KV heads of 64, MLP 1536, 30 layers,
+        # vocabulary 49152, tied embeddings): 134,515,008.
+        smol = BlockDims(batch=1, seq=2048, hidden=576, kv_width=3 * 64, mlp=1536)
+        self.assertEqual(smol.params(), 3_540_096)
+        self.assertEqual(30 * smol.params() + 49_152 * 576 + 576, 134_515_008)
+        # The tiny block by hand with K/V 2 wide: 2*16 + 2*2*4 + 3*24 + 8 = 128 weights.
+        d = BlockDims(batch=2, seq=3, hidden=4, kv_width=2, mlp=6)
+        self.assertEqual(d.params(), 128)
+        self.assertEqual(block_flops(d, False), 2.0 * 6 * 120 + 4.0 * 6 * 3 * 4)
+        self.assertEqual(block_flops(d, True), 2.0 * 2 * 120 + 4.0 * 2 * 4 * 4)
+        self.assertEqual(block_bytes(d, False, 4), (128 + 2 * 6 * 4 + 2 * 6 * 2) * 4)
+        self.assertEqual(block_bytes(d, True, 2), (128 + 2 * 2 * 4 + 2 * 2 * 4 * 2) * 2)
 
     def test_fused_kernels_move_their_tensors_once_and_composed_ops_more(self):
         fused, composed = rms_norm_bytes(4, 8, 4)
@@ -72,11 +89,10 @@ class BlockFormulas(unittest.TestCase):
     def test_rates_and_the_copy_size(self):
         self.assertEqual(gb_per_s(1_000_000_000, 1000.0), 1.0)
         self.assertEqual(gb_per_s(3_000_000, 1.0), 3.0)
-        # A tiny block copies the floor, 32 MiB; a 7B layer's decode the 1 GiB cap
-        # (808 MB of f32 weights plus its cache: under the cap, so itself).
-        self.assertEqual(copy_bytes(BlockDims(1, 12, 64, 96)), 32 * MIB)
-        self.assertEqual(copy_bytes(LLAMA_7B), block_bytes(LLAMA_7B, True, 4))
-        self.assertEqual(copy_bytes(BlockDims(1, 2048, 8192, 28672)), 1024 * MIB)
+        # A row's ceiling copy has the row's footprint: two buffers of half its bytes.
+        row = block_bytes(LLAMA_7B, True, 2)
+        self.assertEqual(copy_bytes(row), row // 2)
+        self.assertEqual(copy_bytes(1), 1)
 
 
 if __name__ == "__main__":

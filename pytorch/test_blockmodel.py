@@ -1,11 +1,14 @@
 """Tests of blockmodel.py: the block against a plain-Python one written from the brief's
-formulas (scalars and lists, nothing shared with the module), the causal block's
-prefix property the f64 reference relies on, decode against a prefill one token
-longer (the cache's keys are used as stored, rotated at their positions), and the
-single-kernel forms against the composed ones."""
+formulas (scalars and lists, nothing shared with the module), with as many key/value heads
+as query heads and with fewer (grouped-query attention: query head h reads key/value head
+h // groups), the causal block's prefix property the f64 reference relies on, decode
+against a prefill one token longer (the cache's keys are used as stored, rotated at their
+positions; the cache preallocated and written in place), and the single-kernel forms
+against the composed ones."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import struct
 import tempfile
@@ -18,6 +21,7 @@ from blockmodel import (
     FUSED,
     PREFILL,
     Block,
+    KvCache,
     rms_norm_composed,
     rms_norm_fused,
     rope,
@@ -50,32 +54,35 @@ def py_rope(v, pos, theta=10_000.0):
     return out
 
 
-def py_block(w, xs, positions, heads, cache=None):
+def py_block(w, xs, positions, heads, cache=None, kv_heads=None):
     """The block for one sequence: xs (tokens x hidden) at `positions`, attending causally
-    within xs after the cache's keys and values (heads x len x d, used as stored)."""
+    within xs after the cache's keys and values (kv_heads x len x d, used as stored).
+    Query head h reads key/value head h // (heads // kv_heads)."""
     hidden = len(xs[0])
     d = hidden // heads
-    ks = [[list(r) for r in h] for h in cache[0]] if cache else [[] for _ in range(heads)]
-    vs = [[list(r) for r in h] for h in cache[1]] if cache else [[] for _ in range(heads)]
+    kv = heads if kv_heads is None else kv_heads
+    ks = [[list(r) for r in h] for h in cache[0]] if cache else [[] for _ in range(kv)]
+    vs = [[list(r) for r in h] for h in cache[1]] if cache else [[] for _ in range(kv)]
     qs = []
     for x, pos in zip(xs, positions):
         xn = py_rms(x, w["attn_norm"])
         q, k, v = (py_linear(xn, w[n]) for n in ("wq", "wk", "wv"))
         qs.append([py_rope(q[h * d : (h + 1) * d], pos) for h in range(heads)])
-        for h in range(heads):
-            ks[h].append(py_rope(k[h * d : (h + 1) * d], pos))
-            vs[h].append(v[h * d : (h + 1) * d])
+        for j in range(kv):
+            ks[j].append(py_rope(k[j * d : (j + 1) * d], pos))
+            vs[j].append(v[j * d : (j + 1) * d])
     before = len(ks[0]) - len(xs)
     out = []
     for t, x in enumerate(xs):
         attn = []
         for h in range(heads):
-            keys = ks[h][: before + t + 1]
+            j = h // (heads // kv)
+            keys = ks[j][: before + t + 1]
             scores = [sum(a * b for a, b in zip(qs[t][h], k)) / math.sqrt(d) for k in keys]
             top = max(scores)
             e = [math.exp(s - top) for s in scores]
             p = [x / sum(e) for x in e]
-            attn += [sum(p[j] * vs[h][j][i] for j in range(len(keys))) for i in range(d)]
+            attn += [sum(p[i] * vs[j][i][c] for i in range(len(keys))) for c in range(d)]
         h1 = [a + b for a, b in zip(x, py_linear(attn, w["wo"]))]
         hn = py_rms(h1, w["mlp_norm"])
         gate, up = py_linear(hn, w["w_gate"]), py_linear(hn, w["w_up"])
@@ -94,6 +101,12 @@ class Model(unittest.TestCase):
         cls.shape, _ = read_shape(path)
         cls.host = load(torch, path)
         cls.f64 = Block(torch, cls.host, cls.shape, torch.float64, torch.device("cpu"))
+        # Grouped-query: 4 query heads of 4 over 2 key/value heads.
+        gqa = Path(cls.dir.name) / "gqa.safetensors"
+        write_weights(torch, gqa, batch=2, seq=4, hidden=16, heads=4, kv_heads=2, mlp=6, seed=5)
+        cls.gqa_shape, _ = read_shape(gqa)
+        cls.gqa_host = load(torch, gqa)
+        cls.gqa = Block(torch, cls.gqa_host, cls.gqa_shape, torch.float64, torch.device("cpu"))
 
     @classmethod
     def tearDownClass(cls):
@@ -104,16 +117,54 @@ class Model(unittest.TestCase):
         self.assertLess(err, tol)
 
     def test_the_block_is_the_brief_s_block(self):
-        torch, b, s = self.torch, self.f64, self.shape
-        w = {k: v.double().tolist() for k, v in self.host.items()}
-        prefill = b.forward(b.x_prefill, PREFILL, b.aux(PREFILL, torch.float64), COMPOSED)
-        decode = b.forward(b.x_decode, DECODE, b.aux(DECODE, torch.float64), COMPOSED)
-        for i in range(s.batch):
-            want = py_block(w, w["x_prefill"][i], range(s.seq), s.heads)
-            self.assertClose(prefill[i], torch.tensor(want, dtype=torch.float64), 1e-12)
-            cache = (w["k_cache"][i], w["v_cache"][i])
-            want = py_block(w, w["x_decode"][i], [s.seq], s.heads, cache)
-            self.assertClose(decode[i], torch.tensor(want, dtype=torch.float64), 1e-12)
+        torch = self.torch
+        for b, s, host in [
+            (self.f64, self.shape, self.host),
+            (self.gqa, self.gqa_shape, self.gqa_host),
+        ]:
+            self.assertEqual(list(host["wk"].shape), [s.kv_heads * s.head_dim, s.hidden])
+            w = {k: v.double().tolist() for k, v in host.items()}
+            prefill = b.forward(b.x_prefill, PREFILL, b.aux(PREFILL, torch.float64), COMPOSED)
+            decode = b.forward(b.x_decode, DECODE, b.aux(DECODE, torch.float64), COMPOSED)
+            for i in range(s.batch):
+                want = py_block(w, w["x_prefill"][i], range(s.seq), s.heads, None, s.kv_heads)
+                self.assertClose(prefill[i], torch.tensor(want, dtype=torch.float64), 1e-12)
+                cache = (w["k_cache"][i], w["v_cache"][i])
+                want = py_block(w, w["x_decode"][i], [s.seq], s.heads, cache, s.kv_heads)
+                self.assertClose(decode[i], torch.tensor(want, dtype=torch.float64), 1e-12)
+
+    def test_grouped_heads_share_their_key_value_head_in_llama_s_order(self):
+        # The same block with each K/V head's weights repeated for its group (Llama's
+        # repeat_kv) as plain multi-head attention: the grouped block's output.
+        torch, s = self.torch, self.gqa_shape
+        d, g = s.head_dim, s.groups
+        rep = dict(self.gqa_host)
+        for name in ("wk", "wv"):
+            rep[name] = self.gqa_host[name].reshape(s.kv_heads, d, -1)
+            rep[name] = rep[name].repeat_interleave(g, 0).reshape(s.hidden, s.hidden)
+        mha = dataclasses.replace(s, kv_heads=s.heads)
+        for name in ("k_cache", "v_cache"):
+            rep[name] = self.gqa_host[name].repeat_interleave(g, 1)
+        plain = Block(torch, rep, mha, torch.float64, torch.device("cpu"))
+        for phase in (PREFILL, DECODE):
+            aux = self.gqa.aux(phase, torch.float64)
+            want = plain.forward(plain.input(phase), phase, aux, COMPOSED)
+            self.assertClose(self.gqa.forward(self.gqa.input(phase), phase, aux), want, 1e-12)
+
+    def test_the_cache_is_written_in_place_and_refuses_what_does_not_fit(self):
+        torch = self.torch
+        cache = KvCache(torch, 1, 2, 3, 4, torch.float32, torch.device("cpu"))
+        ones = torch.ones(1, 2, 2, 4)
+        k, _ = cache.append(ones, 2 * ones)
+        buffer = cache.k.data_ptr()
+        k, v = cache.append(3 * ones[:, :, :1], 3 * ones[:, :, :1])
+        self.assertEqual(k.data_ptr(), buffer)  # a view of the buffer, not a copy
+        self.assertEqual(k[0, 1, :, 0].tolist(), [1.0, 1.0, 3.0])
+        self.assertEqual(v[0, 1, :, 0].tolist(), [2.0, 2.0, 3.0])
+        with self.assertRaisesRegex(ValueError, "holds 3 positions: 1 more do not fit after 3"):
+            cache.append(ones[:, :, :1], ones[:, :, :1])
+        cache.truncate(1)
+        self.assertEqual(cache.append(ones[:, :, :1], ones[:, :, :1])[0].shape[2], 2)
 
     def test_a_causal_block_s_first_tokens_need_nothing_after_them(self):
         torch, b = self.torch, self.f64
@@ -130,14 +181,19 @@ class Model(unittest.TestCase):
         xn = rms_norm_composed(b.x_prefill, b.attn_norm, b.eps)
 
         def heads_of(y):
-            return y.reshape(s.batch, s.seq, s.heads, s.head_dim).transpose(1, 2)
+            return y.reshape(s.batch, s.seq, s.kv_heads, s.head_dim).transpose(1, 2)
 
         keys = rope(heads_of(F.linear(xn, b.wk)), aux.cos, aux.sin)
         values = heads_of(F.linear(xn, b.wv))
-        decode = b.forward(b.x_decode, DECODE, b.aux(DECODE, dt), FUSED, cache=(keys, values))
+        cache = KvCache(torch, s.batch, s.kv_heads, s.seq + 1, s.head_dim, dt, b.device)
+        cache.append(keys, values)
+        decode = b.forward(b.x_decode, DECODE, b.aux(DECODE, dt), FUSED, cache=cache)
         longer = torch.cat([b.x_prefill, b.x_decode], 1)
         full = b.forward(longer, PREFILL, b.aux(PREFILL, dt, s.seq + 1), FUSED)
         self.assertClose(decode, full[:, -1:], 1e-12)
+        # Timed again, the step rewinds and gives the same token.
+        again = b.forward(b.x_decode, DECODE, b.aux(DECODE, dt), FUSED, cache=cache)
+        self.assertTrue(torch.equal(again, decode))
 
     def test_single_kernels_compute_the_composed_math(self):
         torch = self.torch

@@ -51,13 +51,21 @@ class Format(unittest.TestCase):
         path = self.d / "w.safetensors"
         made = write_weights(torch, path, batch=2, seq=5, hidden=24, heads=3, mlp=40)
         shape, meta = read_shape(path)
-        self.assertEqual(shape, BlockShape(batch=2, seq=5, hidden=24, heads=3, head_dim=8, mlp=40))
+        want = BlockShape(batch=2, seq=5, hidden=24, heads=3, kv_heads=3, head_dim=8, mlp=40)
+        self.assertEqual(shape, want)
         self.assertEqual(meta, {})
         loaded = load(torch, path)
         self.assertEqual(list(loaded), NAMES)
         for name in NAMES:
             self.assertTrue(torch.equal(loaded[name], made[name]), name)
             self.assertEqual(loaded[name].dtype, torch.float32)
+        # Grouped-query: the key/value heads come from the cache, the query heads from
+        # hidden / head_dim, and K and V are kv_heads x head_dim wide.
+        gqa = self.d / "gqa.safetensors"
+        write_weights(torch, gqa, batch=1, seq=3, hidden=32, heads=8, kv_heads=2, mlp=16)
+        shape, _ = read_shape(gqa)
+        self.assertEqual((shape.heads, shape.kv_heads, shape.head_dim), (8, 2, 4))
+        self.assertEqual(load(torch, gqa)["wk"].shape, (8, 32))
 
     def refused(self, blob: bytes, says: str):
         path = self.d / "bad.safetensors"
@@ -85,6 +93,13 @@ class Format(unittest.TestCase):
         self.refused(raw_file({"wq": entry}, b"\0" * 4), says="wq is F16")
         wrong = dict(tensors, w_up=torch.zeros(96, 63))
         self.refused(to_bytes(torch, wrong), says="w_up has shape [96, 63]")
+        # Grouped-query files that disagree with themselves: K's rows not the cache's
+        # heads, or key/value heads that do not divide the query heads.
+        wrong = dict(tensors, wk=torch.zeros(32, 64))
+        self.refused(to_bytes(torch, wrong), says="wk has shape [32, 64], the block's shape")
+        cache = torch.zeros(1, 3, 12, 16)
+        three = {**tensors, "k_cache": cache, "v_cache": cache}
+        self.refused(to_bytes(torch, three), says="kv_heads 3 does not divide heads 4")
         # An odd head size: hidden 6 in 2 heads of 3.
         odd = self.d / "odd.safetensors"
         write_weights(torch, odd, hidden=6, heads=2, mlp=4)

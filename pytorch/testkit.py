@@ -87,14 +87,17 @@ def schema_validator(test: unittest.TestCase):
     return lambda f: jsonschema.validate(f, schema, cls=cls)
 
 
-def write_weights(torch, path: Path, batch=1, seq=12, hidden=64, heads=4, mlp=96, seed=0):
+def write_weights(
+    torch, path: Path, batch=1, seq=12, hidden=64, heads=4, mlp=96, seed=0, kv_heads=None
+):
     """A block weights file in Candle's layout (blockweights.NAMES, F32), random as Candle's
     HostWeights.random scales them (projections by 1/sqrt(fan-in), norms near 1) but from
     torch's generator: for tests that need a file, not Candle's numbers."""
     from blockweights import BlockShape, to_bytes
 
     g = torch.Generator().manual_seed(seed)
-    shape = BlockShape(batch, seq, hidden, heads, hidden // heads, mlp)
+    kv = heads if kv_heads is None else kv_heads
+    shape = BlockShape(batch, seq, hidden, heads, kv, hidden // heads, mlp)
     scale = {"w_down": mlp**-0.5, "attn_norm": 0.1, "mlp_norm": 0.1}
     tensors = {}
     for name, dims in shape.expected().items():

@@ -17,12 +17,33 @@ fn f(v: &Value) -> f64 {
     v.as_f64().unwrap()
 }
 
+/// A timed row's median by the body's clock: CUDA events on a GPU, the wall
+/// clock on the CPU.
+fn rate(t: &Value, clock: &str) -> f64 {
+    f(&t[if clock == "gpu_median_ms" {
+        "gpu_median_ms"
+    } else {
+        "median_ms"
+    }])
+}
+
 fn tiny_block(device: &str) {
     let mut args = vec!["--device", device];
     args.extend(TINY);
     let (json, _) = run_result("block", &args);
     let b = &json["block"];
     assert_eq!(b["shape"]["head_dim"], 16);
+    let clock = b["time_source"].as_str().unwrap();
+    let want = if device == "cpu" {
+        "median_ms"
+    } else {
+        "gpu_median_ms"
+    };
+    assert_eq!(clock, want);
+    assert!(
+        b.get("copy_ceiling_gb_per_s").is_none(),
+        "each row has its own"
+    );
     assert_eq!(b["params"], 4 * 64 * 64 + 3 * 64 * 96 + 2 * 64);
     let phases = b["phases"].as_array().unwrap();
     let names: Vec<&str> = phases
@@ -47,14 +68,26 @@ fn tiny_block(device: &str) {
             // Every class, once, and their sum is what the file says it is.
             let parts = m["parts"].as_array().unwrap();
             assert_eq!(parts.len(), 6, "{m}");
-            let sum: f64 = parts.iter().map(|x| f(&x["median_ms"])).sum();
+            // ... by one clock, the body's, as every rate of the row.
+            let sum: f64 = parts.iter().map(|x| rate(x, clock)).sum();
             assert!(
                 (sum - f(&m["parts_sum_ms"])).abs() < 1e-9 * sum.max(1.0),
                 "{m}"
             );
             let share = f(&m["matmul_share"]);
             assert!(share > 0.0 && share < 1.0, "{share}");
-            assert!(f(&m["tokens_per_s"]) > 0.0 && f(&m["gflop_per_s"]) > 0.0);
+            let ms = rate(&m["end_to_end"], clock);
+            let tokens = p["tokens"].as_f64().unwrap();
+            assert!((f(&m["tokens_per_s"]) - tokens / (ms * 1e-3)).abs() < 1e-6 * tokens / ms);
+            assert!(f(&m["gflop_per_s"]) > 0.0);
+            // The row's ceiling is a copy of its own footprint.
+            let bytes = m["bytes_min"].as_u64().unwrap();
+            assert_eq!(m["copy_bytes"].as_u64(), Some(2 * (bytes / 2)));
+            let pct = 100.0 * f(&m["gb_per_s"]) / f(&m["copy_ceiling_gb_per_s"]);
+            assert!(
+                (f(&m["pct_of_copy_ceiling"]) - pct).abs() < 1e-9 * pct,
+                "{m}"
+            );
             // The speedups are against the same phase's fp32 row.
             if r["precision"] == "fp32" {
                 assert_eq!(f(&m["speedup_vs_fp32"]), 1.0);
@@ -132,6 +165,45 @@ fn saved_weights_read_back_by_name() {
     assert!(["wq", "w_down", "x_prefill", "v_cache"]
         .into_iter()
         .all(same));
+}
+
+/// `--kv-heads` below `--heads`: the saved K/V weights and cache are
+/// kv_heads x head_dim wide, the file records it, the formulas count it, and
+/// fp32 still agrees with the f64 run.
+#[test]
+fn grouped_query_attention_runs_and_saves_its_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.safetensors");
+    let mut args = vec!["--device", "cpu", "--dtypes", "fp32", "--kv-heads", "2"];
+    args.extend(["--save-weights", path.to_str().unwrap()]);
+    args.extend(TINY);
+    let (json, _) = run_result("block", &args);
+    let b = &json["block"];
+    assert_eq!(
+        (
+            b["shape"]["heads"].as_u64(),
+            b["shape"]["kv_heads"].as_u64()
+        ),
+        (Some(4), Some(2))
+    );
+    // Q and O 64 x 64, K and V 32 x 64, the MLP 3 x 64 x 96, two norms.
+    assert_eq!(
+        b["params"],
+        2 * 64 * 64 + 2 * 32 * 64 + 3 * 64 * 96 + 2 * 64
+    );
+    for p in b["phases"].as_array().unwrap() {
+        let m = &p["rows"][0]["measured"];
+        assert!(f(&m["accuracy"]["max_rel_err"]) < 1e-5, "{m}");
+    }
+    let w = candle_core::safetensors::load(&path, &candle_core::Device::Cpu).unwrap();
+    assert_eq!(w["wk"].dims(), [32, 64]);
+    assert_eq!(w["wv"].dims(), [32, 64]);
+    assert_eq!(w["k_cache"].dims(), [1, 2, 12, 16]);
+    refused(
+        "block",
+        &["--device", "cpu", "--heads", "8", "--kv-heads", "3"],
+        "--kv-heads 3: must divide --heads 8",
+    );
 }
 
 /// `--save-output` writes the fp32 rows' checked tokens under the names the

@@ -279,7 +279,9 @@ fn every_further_file_is_compared_with_the_first() {
     let text = stdout(&out);
     assert_eq!(verdicts(&text), ["SLOW", "FAST"], "{text}");
     assert!(
-        text.contains("b.json vs ") && text.contains("c.json vs "),
+        text.contains("a.json vs B = ")
+            && text.contains("b.json ===")
+            && text.contains("c.json ==="),
         "{text}"
     );
 }

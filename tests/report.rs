@@ -352,6 +352,13 @@ fn a_block_and_a_contended_row_show_in_the_readme() {
     let readme = fs::read_to_string(dir.path().join("README.md")).unwrap();
     assert!(readme.contains("## block"), "{readme}");
     assert!(readme.contains("| prefill | fp32 |"), "{readme}");
+    // One clock per table, named; tokens/s is a layer's.
+    assert!(readme.contains("times from the wall clock"), "{readme}");
+    assert!(
+        readme.contains("| tokens/s through one layer |"),
+        "{readme}"
+    );
+    assert!(readme.contains("2 heads (2 key/value)"), "{readme}");
     assert!(readme.contains("GFLOP/s (contended) |"), "{readme}");
     let svg = fs::read_to_string(m.join("block.svg")).unwrap();
     assert!(

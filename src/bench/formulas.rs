@@ -90,15 +90,19 @@ pub struct BlockDims {
     pub batch: u64,
     pub seq: u64,
     pub hidden: u64,
+    /// Width of K and V: kv_heads x head_dim, narrower than `hidden` under
+    /// grouped-query attention (equal to it under multi-head attention).
+    pub kv_width: u64,
     pub mlp: u64,
 }
 
 impl BlockDims {
-    /// Weights of one block: Q, K, V, O (hidden x hidden each), the MLP's gate,
-    /// up and down (hidden x mlp each) and the two norms' scales.
+    /// Weights of one block: Q and O (hidden x hidden each), K and V (kv_width
+    /// x hidden each), the MLP's gate, up and down (hidden x mlp each) and the
+    /// two norms' scales.
     pub fn params(&self) -> u64 {
-        let (h, m) = (self.hidden, self.mlp);
-        4 * h * h + 3 * h * m + 2 * h
+        let (h, kv, m) = (self.hidden, self.kv_width, self.mlp);
+        2 * h * h + 2 * kv * h + 3 * h * m + 2 * h
     }
 
     /// Tokens one call processes: the whole sequence of each batch (prefill) or
@@ -124,25 +128,29 @@ impl BlockDims {
 
 /// FLOPs of one block call, its matmuls' (2 per multiply-add, as the
 /// transformer FLOP counts of Kaplan et al. 2020 and Chinchilla's appendix
-/// count them): the projections and MLP, 2 x tokens x (4 h^2 + 3 h m), and
-/// the attention's two matmuls, 2 x 2 x queries x keys x h (all keys: the
-/// causal mask hides half in prefill but the matmul computes them). The norms,
-/// softmax, rotary and element-wise work are a few FLOPs per element, not counted.
+/// count them): the projections and MLP, 2 x tokens x (2 h^2 + 2 h kv + 3 h m)
+/// (K and V project to kv_width: GQA's saving, Ainslie et al. 2023), and the
+/// attention's two matmuls, 2 x 2 x queries x keys x h (every query head still
+/// scores every key, so GQA does not change them; all keys: the causal mask
+/// hides half in prefill but the matmul computes them). The norms, softmax,
+/// rotary and element-wise work are a few FLOPs per element, not counted.
 pub fn block_flops(d: &BlockDims, decode: bool) -> f64 {
-    let (h, m) = (d.hidden as f64, d.mlp as f64);
+    let (h, kv, m) = (d.hidden as f64, d.kv_width as f64, d.mlp as f64);
     let tokens = d.tokens(decode) as f64;
-    let linear = 2.0 * tokens * (4.0 * h * h + 3.0 * h * m);
+    let linear = 2.0 * tokens * (2.0 * h * h + 2.0 * kv * h + 3.0 * h * m);
     let attention = 4.0 * tokens * d.context(decode) as f64 * h;
     linear + attention
 }
 
 /// The least one block call moves at `elem` bytes per element (STREAM's
 /// counting): every weight read once, the input read and the output written,
-/// and the keys and values: written once in prefill (as a KV cache would hold
-/// them), read in decode (the cache and the new token's).
+/// and the keys and values, kv_width wide: written once in prefill (as a KV
+/// cache would hold them); in decode the cache's `seq` positions read and the
+/// new token's written into it (a preallocated cache: nothing already cached is
+/// copied), 2 x batch x (seq + 1) x kv_width.
 pub fn block_bytes(d: &BlockDims, decode: bool, elem: u64) -> u64 {
     let activations = 2 * d.tokens(decode) * d.hidden;
-    let kv = 2 * d.batch * d.context(decode) * d.hidden;
+    let kv = 2 * d.batch * d.context(decode) * d.kv_width;
     (d.params() + activations + kv) * elem
 }
 
@@ -227,6 +235,7 @@ mod tests {
             batch: 1,
             seq: 2048,
             hidden: 4096,
+            kv_width: 4096,
             mlp: 11008,
         };
         assert_eq!(d.params(), 4 * 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096);
@@ -248,6 +257,58 @@ mod tests {
         assert_eq!(bytes, (d.params() + 2 * 4096 + 2 * 2049 * 4096) * 2);
         assert_eq!(d.tokens(false), 2048);
         assert_eq!(d.context(true), 2049);
+    }
+
+    #[test]
+    fn grouped_query_attention_counts_as_its_models_do() {
+        // Llama-3-8B (Meta's config.json: hidden 4096, 32 heads, 8 KV heads of
+        // 128, MLP 14336, 32 layers, vocabulary 128256, untied embeddings):
+        // 8,030,261,248 parameters, the "8.03B" of its model card.
+        let l3 = BlockDims {
+            batch: 1,
+            seq: 8192,
+            hidden: 4096,
+            kv_width: 8 * 128,
+            mlp: 14336,
+        };
+        assert_eq!(32 * l3.params() + 2 * 128_256 * 4096 + 4096, 8_030_261_248);
+        // SmolLM2-135M (hidden 576, 9 heads, 3 KV heads of 64, MLP 1536, 30
+        // layers, vocabulary 49152, tied embeddings): 134,515,008, its "135M".
+        let smol = BlockDims {
+            batch: 1,
+            seq: 2048,
+            hidden: 576,
+            kv_width: 3 * 64,
+            mlp: 1536,
+        };
+        assert_eq!(smol.params(), 3_540_096);
+        assert_eq!(30 * smol.params() + 49_152 * 576 + 576, 134_515_008);
+        // A tiny block by hand: batch 2, seq 3, hidden 4, K/V 2 wide, MLP 6:
+        // 2*16 + 2*2*4 + 3*24 + 8 = 128 weights.
+        let d = BlockDims {
+            batch: 2,
+            seq: 3,
+            hidden: 4,
+            kv_width: 2,
+            mlp: 6,
+        };
+        assert_eq!(d.params(), 128);
+        // Projections 2 x tokens x (32 + 16 + 72); attention unchanged by GQA.
+        assert_eq!(
+            block_flops(&d, false),
+            2.0 * 6.0 * 120.0 + 4.0 * 6.0 * 3.0 * 4.0
+        );
+        assert_eq!(
+            block_flops(&d, true),
+            2.0 * 2.0 * 120.0 + 4.0 * 2.0 * 4.0 * 4.0
+        );
+        // Keys and values are kv_width wide: prefill writes 2 x 6 x 2, decode
+        // reads 2 x 2 x 4 x 2 (3 cached and the new one, per sequence).
+        assert_eq!(block_bytes(&d, false, 4), (128 + 2 * 6 * 4 + 2 * 6 * 2) * 4);
+        assert_eq!(
+            block_bytes(&d, true, 2),
+            (128 + 2 * 2 * 4 + 2 * 2 * 4 * 2) * 2
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{RowStatus, Timed};
+use super::{RowStatus, TimeSource, Timed};
 use crate::precision::Precision;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -21,10 +21,24 @@ pub struct BlockResults {
     pub iters: usize,
     /// Seed of the random weights and inputs (standard normal, scaled).
     pub seed: u64,
-    /// Weights of one block: 4 hidden^2 + 3 hidden x mlp, plus the two norms.
+    /// Weights of one block: 2 hidden^2 (Q, O) + 2 hidden x kv_width (K, V) +
+    /// 3 hidden x mlp, plus the two norms.
     pub params: u64,
-    /// A plain device copy measured in this run, the ceiling decode's bandwidth
-    /// is held against (GB/s, 10^9 bytes per second; null where not measured).
+    /// The clock every time, share and rate of this body's rows is read from
+    /// ([`Timed::rate_ms`]): CUDA events on a GPU, the wall clock on the CPU.
+    /// 2.3; absent in older files: read it through [`BlockResults::clock`].
+    #[serde(default)]
+    pub time_source: Option<TimeSource>,
+    /// The largest cache in front of the device's memory (the CPU's last
+    /// level, the GPU's L2), for telling whether a row's bytes fit in it (2.3;
+    /// null where unknown).
+    #[serde(default)]
+    pub cache_bytes: Option<u64>,
+    /// Before 2.3: one plain device copy (decode's f32 bytes, 32 MiB to 1 GiB)
+    /// that every row was held against (GB/s, 10^9 bytes per second). 2.3
+    /// files leave it out: each row holds its own, of its own footprint
+    /// ([`BlockMeasured::copy_ceiling_gb_per_s`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copy_ceiling_gb_per_s: Option<f64>,
     pub phases: Vec<BlockPhase>,
     /// Candle's fused kernels against the same math from primitive ops.
@@ -38,7 +52,14 @@ pub struct BlockShape {
     /// Tokens of a prefill, and the KV cache's length in decode.
     pub seq: usize,
     pub hidden: usize,
+    /// Query heads.
     pub heads: usize,
+    /// Key/value heads, each shared by heads / kv_heads query heads
+    /// (grouped-query attention; as many as `heads`: multi-head). 2.3; absent
+    /// in older files, whose blocks had as many as `heads`: read it through
+    /// [`BlockShape::kv_heads`].
+    #[serde(default)]
+    pub kv_heads: Option<usize>,
     /// hidden / heads.
     pub head_dim: usize,
     /// The MLP's inner width.
@@ -47,6 +68,13 @@ pub struct BlockShape {
     pub rope_theta: f64,
     /// Tokens whose output is checked against the f64 run (the first ones).
     pub accuracy_seq: usize,
+}
+
+impl BlockShape {
+    /// Key/value heads: the file's, or as many as `heads` in a file before 2.3.
+    pub fn kv_heads(&self) -> usize {
+        self.kv_heads.unwrap_or(self.heads)
+    }
 }
 
 /// Prefill (the whole sequence at once: compute-bound) or decode (one new
@@ -95,20 +123,38 @@ pub struct BlockMeasured {
     /// One block call, end to end.
     pub end_to_end: Timed,
     /// The least one call moves: every weight once, the input and output, the
-    /// KV cache read (decode) or written (prefill): `bench::formulas::block_bytes`.
+    /// keys and values written (prefill), or the cache read and the new
+    /// token's written into it (decode: a preallocated cache, nothing cached
+    /// is copied): `bench::formulas::block_bytes`.
     pub bytes_min: u64,
+    /// Tokens per second through this one layer (one block call): the
+    /// phase's tokens over the end-to-end median of the body's clock. Not a
+    /// model's speed: a model of n such layers takes at least n times as long
+    /// per token, before its embedding and output head.
     pub tokens_per_s: f64,
     pub gflop_per_s: f64,
-    /// bytes_min over the end-to-end time (CUDA events on a GPU).
+    /// bytes_min over the end-to-end median of the body's clock.
     pub gb_per_s: f64,
-    /// gb_per_s as a percentage of `copy_ceiling_gb_per_s`.
+    /// What the ceiling copy moved (2.3): a plain device copy between two
+    /// buffers of bytes_min / 2 each (read once, written once), so the copy's
+    /// footprint is the row's and both sit in the same level of the memory
+    /// hierarchy (on a CPU whose last-level cache holds them, both run from
+    /// it). Null where not measured.
+    #[serde(default)]
+    pub copy_bytes: Option<u64>,
+    /// That copy's rate in this run, by the body's clock (GB/s; 2.3).
+    #[serde(default)]
+    pub copy_ceiling_gb_per_s: Option<f64>,
+    /// gb_per_s as a percentage of the row's copy ceiling (before 2.3: of the
+    /// body's one `copy_ceiling_gb_per_s`).
     pub pct_of_copy_ceiling: Option<f64>,
     /// Peak memory during the end-to-end samples above the use before the
     /// block's inputs (the weights, made before, not included).
     pub peak_bytes: Option<u64>,
     /// Each op class timed alone at the block's shapes, per block call.
     pub parts: Vec<BlockPart>,
-    /// The parts' medians added up, against the end-to-end median.
+    /// The parts' medians (by the body's clock) added up, against the
+    /// end-to-end median by the same clock.
     pub parts_sum_ms: f64,
     /// The matmul classes' (linear and attention) share of the parts' sum.
     pub matmul_share: f64,
@@ -205,7 +251,8 @@ pub struct FusedRow {
     /// What the primitive ops move, each reading its inputs and writing its
     /// output as a tensor of its own.
     pub composed_bytes: u64,
-    /// composed median over fused median (2.0: the fused kernel is twice as fast).
+    /// composed median over fused median, both by the body's clock (2.0: the
+    /// fused kernel is twice as fast; wall-clock medians before 2.3).
     pub composed_over_fused: f64,
 }
 
@@ -230,6 +277,19 @@ impl FusedOp {
 }
 
 impl BlockResults {
+    /// The clock this body's times and rates are read from: the file's, or
+    /// in a file before 2.3 the one its rates were computed with (CUDA events
+    /// where its rows have them, else the wall clock).
+    pub fn clock(&self) -> TimeSource {
+        self.time_source.unwrap_or_else(|| {
+            self.phases
+                .iter()
+                .flat_map(|p| &p.rows)
+                .find_map(|r| r.measured.as_ref())
+                .map_or(TimeSource::MedianMs, |m| m.end_to_end.rate_ms().1)
+        })
+    }
+
     pub(super) fn validate(&self) -> Result<()> {
         let s = &self.shape;
         if s.heads == 0 || s.head_dim * s.heads != s.hidden {
@@ -238,6 +298,13 @@ impl BlockResults {
                 s.heads,
                 s.head_dim,
                 s.hidden
+            );
+        }
+        if s.kv_heads() == 0 || !s.heads.is_multiple_of(s.kv_heads()) {
+            bail!(
+                "block: kv_heads {} does not divide heads {}",
+                s.kv_heads(),
+                s.heads
             );
         }
         for row in self.phases.iter().flat_map(|p| &p.rows) {

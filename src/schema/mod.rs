@@ -68,8 +68,11 @@ pub use sweep::{SweepPoint, SweepResults};
 
 /// The version this build writes. 2.1 added the `sweep`, `memory` and
 /// `overhead` bodies and the matmul rows' "x fp32" ratios; 2.2 the clock's
-/// overhead beside `overhead`'s launch rows, and their cost net of it; 2.3 the
-/// `kernels` body and the kernels a `block` ran with.
+/// overhead beside `overhead`'s launch rows, and their cost net of it; 2.3
+/// the block's key/value heads (grouped-query attention), the clock its
+/// tables read (`time_source`), the device's largest cache, each row's own
+/// copy ceiling of the row's footprint, the kernels a block ran with, and the
+/// `kernels` body.
 pub const SCHEMA_VERSION: &str = "2.3";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;

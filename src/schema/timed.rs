@@ -53,6 +53,16 @@ pub enum TimeSource {
     MedianMs,
 }
 
+impl TimeSource {
+    /// The clock in words, for a table's title: "CUDA events", "the wall clock".
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::GpuMedianMs => "CUDA events",
+            Self::MedianMs => "the wall clock",
+        }
+    }
+}
+
 /// A GPU's state at one moment, as NVML reports it. A field the GPU or driver
 /// does not report is null.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -1,15 +1,19 @@
 //! The `block` experiment's core: how much of matmul's precision speedup
-//! survives in a whole decoder block ([`model`]). Per phase (prefill, decode)
-//! and precision: the block end to end with the clock's usual rules, its
-//! FLOPs and least bytes (`bench::formulas`), each op class timed alone
-//! ([`parts`]), the speedup over fp32 beside the matmul-only speedup and
-//! Amdahl's prediction from the parts, decode's bandwidth against a copy
-//! measured here, and the output against an f64 run of the same weights on the
-//! CPU (composed ops: a plain reference the fused kernels are checked against).
+//! survives in a whole decoder block ([`model`], with its inputs in
+//! [`weights`]). Per phase (prefill, decode) and precision: the block end to
+//! end with the clock's usual rules, its FLOPs and least bytes
+//! (`bench::formulas`), each op class timed alone ([`parts`]), the speedup
+//! over fp32 beside the matmul-only speedup and Amdahl's prediction from the
+//! parts, each row's bandwidth against a copy of the same footprint measured
+//! here, and the output against an f64 run of the same weights on the CPU
+//! (composed ops: a plain reference the fused kernels are checked against).
 //! Then candle-nn's fused kernels against the same math from primitive ops.
+//! Every time, share and rate comes from one clock ([`clock`]: CUDA events on
+//! a GPU, the wall clock on the CPU), recorded in the body.
 
 pub mod model;
 mod parts;
+pub mod weights;
 
 use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor};
@@ -22,11 +26,12 @@ use crate::memory::MemoryMeter;
 use crate::precision::Precision;
 use crate::schema::{
     BlockAccuracy, BlockMeasured, BlockPhase, BlockResults, BlockRow, BlockShape, OpClass, Phase,
-    RowStatus,
+    RowStatus, TimeSource,
 };
 use crate::stats::relative_errors;
 use crate::telemetry::Telemetry;
-use model::{Block, HostWeights, Kernels};
+use model::Kernels;
+use weights::{Block, HostWeights};
 
 /// What a `block` run asks for, checked by [`Config::check`].
 #[derive(Clone, Debug)]
@@ -44,10 +49,11 @@ pub const GPU_SHAPE: (usize, usize, usize, usize) = (4096, 32, 11008, 2048);
 /// tokens: seconds on 2 cores rather than minutes.
 pub const CPU_SHAPE: (usize, usize, usize, usize) = (512, 8, 1376, 128);
 
-/// The shape from its flags, `None` taking the device's default.
+/// The shape from its flags (`[hidden, heads, kv_heads, mlp, seq]`), `None`
+/// taking the device's default (key/value heads: as many as query heads).
 pub fn shape(
     on_cuda: bool,
-    [hidden, heads, mlp, seq]: [Option<usize>; 4],
+    [hidden, heads, kv_heads, mlp, seq]: [Option<usize>; 5],
     batch: usize,
     accuracy_seq: usize,
 ) -> BlockShape {
@@ -59,6 +65,7 @@ pub fn shape(
         seq,
         hidden,
         heads,
+        kv_heads: Some(kv_heads.unwrap_or(heads)),
         head_dim: hidden.checked_div(heads).unwrap_or(0),
         mlp: mlp.unwrap_or(d.2),
         rms_eps: 1e-5,
@@ -76,6 +83,14 @@ impl Config {
                 "--heads {}: must divide --hidden {} (each head takes hidden / heads)",
                 s.heads,
                 s.hidden
+            );
+        }
+        let kv = s.kv_heads();
+        if kv == 0 || !s.heads.is_multiple_of(kv) {
+            bail!(
+                "--kv-heads {kv}: must divide --heads {} (each key/value head serves heads / \
+                 kv-heads query heads)",
+                s.heads
             );
         }
         if !s.head_dim.is_multiple_of(2) {
@@ -98,13 +113,17 @@ impl Config {
     }
 
     fn dims(&self) -> BlockDims {
-        let s = &self.shape;
-        BlockDims {
-            batch: s.batch as u64,
-            seq: s.seq as u64,
-            hidden: s.hidden as u64,
-            mlp: s.mlp as u64,
-        }
+        dims(&self.shape)
+    }
+}
+
+fn dims(s: &BlockShape) -> BlockDims {
+    BlockDims {
+        batch: s.batch as u64,
+        seq: s.seq as u64,
+        hidden: s.hidden as u64,
+        kv_width: (s.kv_heads() * s.head_dim) as u64,
+        mlp: s.mlp as u64,
     }
 }
 
@@ -114,13 +133,24 @@ impl Config {
 pub fn needs(cfg: &Config) -> Vec<Need> {
     let s = &cfg.shape;
     let d = cfg.dims();
-    let inputs = (2 * d.batch * d.seq * d.hidden) * 2 + d.batch * d.hidden;
+    // x_prefill, the cache's keys and values, x_decode.
+    let inputs = d.batch * d.seq * (d.hidden + 2 * d.kv_width) + d.batch * d.hidden;
     let host = (d.params() + inputs) * (4 + 8);
     let scores = (d.batch * s.heads as u64 * d.seq * d.context(true)) * 4;
-    let activations = 4 * (d.batch * d.seq * (6 * d.hidden + 3 * d.mlp)) + 3 * scores;
+    // Decode's preallocated cache (seq + 1 positions of keys and values), and
+    // the two buffers of a row's ceiling copy (its footprint: at most the
+    // prefill's f32 bytes).
+    let cache = 2 * d.batch * d.context(true) * d.kv_width * 4;
+    let copy = block_bytes(&d, false, 4).max(block_bytes(&d, true, 4));
+    let activations =
+        4 * (d.batch * d.seq * (6 * d.hidden + 3 * d.mlp)) + 3 * scores + cache + copy;
     let what = format!(
-        "the block (--hidden {} --mlp {} --seq {} --batch {})",
-        s.hidden, s.mlp, s.seq, s.batch
+        "the block (--hidden {} --kv-heads {} --mlp {} --seq {} --batch {})",
+        s.hidden,
+        s.kv_heads(),
+        s.mlp,
+        s.seq,
+        s.batch
     );
     vec![Need {
         what,
@@ -152,7 +182,6 @@ pub fn run(
         s.accuracy_seq
     );
     let reference = references(weights, s).context("the f64 reference")?;
-    let copy_ceiling_gb_per_s = copy_ceiling(device, &dims, cfg.plan, telemetry)?;
     let mut phases: Vec<BlockPhase> = cfg
         .phases
         .iter()
@@ -178,15 +207,7 @@ pub fn run(
             }
         };
         for ph in &mut phases {
-            let r = measure(
-                &block,
-                ph,
-                p,
-                cfg.plan,
-                telemetry,
-                &reference,
-                copy_ceiling_gb_per_s,
-            );
+            let r = measure(&block, ph, p, cfg.plan, telemetry, &reference);
             ph.rows.push(match r {
                 Ok((m, y)) => {
                     if p == Precision::F32 {
@@ -219,7 +240,9 @@ pub fn run(
         iters: cfg.plan.iters,
         seed: cfg.seed,
         params: dims.params(),
-        copy_ceiling_gb_per_s,
+        time_source: Some(clock(device)),
+        cache_bytes: crate::device::largest_cache(device)?.map(|c| c.bytes),
+        copy_ceiling_gb_per_s: None,
         phases,
         fused,
     };
@@ -249,16 +272,21 @@ fn references(w: &HostWeights, s: &BlockShape) -> Result<References> {
     let block = Block::new(w, s, DType::F64, &Device::Cpu)?;
     let k = s.accuracy_seq;
     let x = block.x_prefill.narrow(1, 0, k)?;
-    let (cos, sin) = block.rope_tables(0, k, DType::F64)?;
-    let aux = model::Aux {
-        cos,
-        sin,
-        mask: Some(block.causal_mask(k, DType::F64)?),
-    };
-    let prefill = flat(&block.forward(&x, Phase::Prefill, &aux, Kernels::Composed)?)?;
-    let aux = block.aux(Phase::Decode, DType::F64)?;
-    let decode = flat(&block.forward(&block.x_decode, Phase::Decode, &aux, Kernels::Composed)?)?;
-    Ok(References { prefill, decode })
+    let aux = block.aux(Phase::Prefill, k, DType::F64)?;
+    let prefill = flat(&block.forward(&x, Phase::Prefill, &aux, None, Kernels::Composed)?)?;
+    let aux = block.aux(Phase::Decode, 1, DType::F64)?;
+    let mut cache = block.decode_cache()?;
+    let decode = block.forward(
+        &block.x_decode,
+        Phase::Decode,
+        &aux,
+        Some(&mut cache),
+        Kernels::Composed,
+    )?;
+    Ok(References {
+        prefill,
+        decode: flat(&decode)?,
+    })
 }
 
 fn flat(t: &Tensor) -> Result<Vec<f64>> {
@@ -268,18 +296,31 @@ fn flat(t: &Tensor) -> Result<Vec<f64>> {
         .to_vec1::<f64>()?)
 }
 
-/// A plain copy on the device of decode's bytes (at least 32 MiB, at most
-/// 1 GiB): the ceiling decode's bandwidth is held against.
+/// The clock a block run's times and rates come from on `device`: the one
+/// [`crate::schema::Timed::rate_ms`] picks, CUDA events on a GPU (the device's
+/// own time for the work), the wall clock on the CPU.
+fn clock(device: &Device) -> TimeSource {
+    if device.is_cuda() {
+        TimeSource::GpuMedianMs
+    } else {
+        TimeSource::MedianMs
+    }
+}
+
+/// A plain device copy of the same footprint as a row that moves `bytes`:
+/// two buffers of bytes / 2, one read, one written, so the copy moves the
+/// row's bytes and sits in the same level of the memory hierarchy (cache or
+/// DRAM) as the row does. Returns the bytes moved and GB/s by the run's clock.
 fn copy_ceiling(
     device: &Device,
-    dims: &BlockDims,
+    bytes: u64,
     plan: Plan,
     telemetry: &Telemetry,
-) -> Result<Option<f64>> {
-    let bytes = block_bytes(dims, true, 4).clamp(32 << 20, 1 << 30);
-    let (_, _, timed) = crate::bench::memory::ceiling(device, bytes, plan, telemetry)?;
-    let (ms, _) = timed.rate_ms();
-    Ok(Some(gb_per_s(copy_traffic(bytes).bytes_moved(), ms)))
+) -> Result<(u64, f64)> {
+    let half = (bytes / 2).max(1);
+    let (_, _, timed) = crate::bench::memory::ceiling(device, half, plan, telemetry)?;
+    let moved = copy_traffic(half).bytes_moved();
+    Ok((moved, gb_per_s(moved, timed.rate_ms().0)))
 }
 
 fn measure(
@@ -289,19 +330,23 @@ fn measure(
     plan: Plan,
     telemetry: &Telemetry,
     reference: &References,
-    ceiling: Option<f64>,
 ) -> Result<(BlockMeasured, Tensor)> {
     let phase = ph.phase;
     let dtype = p.dtype();
-    let device = block.x_prefill.device();
-    let aux = block.aux(phase, dtype)?;
+    let device = block.device();
     let x = block.input(phase);
+    let aux = block.aux(phase, x.dim(1)?, dtype)?;
+    // Decode's preallocated cache, made off the clock; each call rewinds it.
+    let mut cache = match phase {
+        Phase::Prefill => None,
+        Phase::Decode => Some(block.decode_cache()?),
+    };
     let meter = MemoryMeter::for_device(device)?;
     let base = meter.used_bytes()?;
     meter.reset_peak()?;
     let label = format!("{} {p}", phase.name());
     let end_to_end = telemetry.time(device, plan, &label, || {
-        block.forward(x, phase, &aux, Kernels::Fused)
+        block.forward(x, phase, &aux, cache.as_mut(), Kernels::Fused)
     })?;
     let peak_bytes = match (base, meter.peak_bytes()?) {
         (Some(base), Some(peak)) => Some(peak.saturating_sub(base)),
@@ -309,7 +354,7 @@ fn measure(
     };
 
     // Accuracy from one more, untimed, call: the tokens the reference has.
-    let y = block.forward(x, phase, &aux, Kernels::Fused)?;
+    let y = block.forward(x, phase, &aux, cache.as_mut(), Kernels::Fused)?;
     let (checked, want) = match phase {
         Phase::Prefill => (
             y.narrow(1, 0, block.shape.accuracy_seq)?,
@@ -331,20 +376,18 @@ fn measure(
     };
     let parts_sum_ms = part_ms(|_| true);
     let (ms, _) = end_to_end.rate_ms();
-    let dims = BlockDims {
-        batch: block.shape.batch as u64,
-        seq: block.shape.seq as u64,
-        hidden: block.shape.hidden as u64,
-        mlp: block.shape.mlp as u64,
-    };
+    let dims = dims(&block.shape);
     let bytes_min = block_bytes(&dims, phase == Phase::Decode, dtype.size_in_bytes() as u64);
     let gb = gb_per_s(bytes_min, ms);
+    let (copy_bytes, ceiling) = copy_ceiling(device, bytes_min, plan, telemetry)?;
     let measured = BlockMeasured {
         bytes_min,
         tokens_per_s: ph.tokens as f64 / (ms * 1e-3),
         gflop_per_s: ph.flops / (ms * 1e-3) / 1e9,
         gb_per_s: gb,
-        pct_of_copy_ceiling: ceiling.map(|c| 100.0 * gb / c),
+        copy_bytes: Some(copy_bytes),
+        copy_ceiling_gb_per_s: Some(ceiling),
+        pct_of_copy_ceiling: Some(100.0 * gb / ceiling),
         peak_bytes,
         matmul_share: part_ms(OpClass::is_matmul) / parts_sum_ms,
         parts_sum_ms,

@@ -1,115 +1,116 @@
-//! The decoder block itself, built from candle-nn: RMSNorm, Q/K/V/O
-//! projections (`Linear`), rotary embedding (non-interleaved, as Llama's), causal
-//! attention (Q K^T / sqrt(d), softmax, times V), residual adds, RMSNorm, and a
-//! SwiGLU MLP (down(silu(gate(x)) * up(x))). [`HostWeights`] are made once from a
-//! seed on the host in f32 and are what `--save-weights` writes (safetensors,
-//! the names of [`HostWeights::named`]); a [`Block`] is them in one dtype on one
-//! device. The forward pass runs with candle-nn's fused kernels, or with the
-//! same math from primitive ops (the f64 reference).
+//! One decoder layer of the kind every current LLM stacks, built from
+//! candle-nn, and reusable beyond the benchmark: RMSNorm, Q/K/V/O projections
+//! (`Linear`), rotary embedding (non-interleaved, as Llama's Hugging Face
+//! code), causal attention (Q K^T / sqrt(d), softmax, times V), a residual add,
+//! RMSNorm, a SwiGLU MLP (down(silu(gate(x)) * up(x))) and a residual add.
+//!
+//! Attention is grouped-query (GQA; Ainslie et al., "GQA: Training Generalized
+//! Multi-Query Transformer Models from Multi-Head Checkpoints", 2023):
+//! `kv_heads` key/value heads, each shared by `heads / kv_heads` consecutive
+//! query heads (query head i reads key/value head i / groups, as Llama's
+//! `repeat_kv`); `kv_heads == heads` is plain multi-head attention. The keys
+//! and values are not repeated: the queries of a group are laid out as one
+//! taller matrix against their one key/value head, so every K/V byte is read
+//! once.
+//!
+//! A [`Layer`] is its weights in one dtype on one device; [`Layer::forward`]
+//! runs a prefill (no cache, or appending to one) or a decode step against a
+//! [`KvCache`], a preallocated buffer the new keys and values are written into
+//! (`slice_set`), so a step reads the cache where it lies instead of copying it
+//! (as `Tensor::cat` would, every step). [`Rope`] holds the rotary tables for a
+//! range of positions, made once, off any clock. The forward pass runs with
+//! candle-nn's fused kernels, or with the same math from primitive ops
+//! ([`Kernels::Composed`]: the f64 reference the fused kernels are held against).
 
-use anyhow::{Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use candle_core::{DType, Device, Tensor, D};
 use candle_nn::{Linear, Module};
-use rand::{rngs::StdRng, Rng, SeedableRng};
 
-use crate::schema::{BlockShape, Phase};
+use crate::schema::BlockShape;
 
-/// Weights and inputs of one block in f32 on the host.
-pub struct HostWeights {
-    tensors: Vec<(&'static str, Tensor)>,
+/// A layer's sizes and constants.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LayerConfig {
+    pub hidden: usize,
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads; they divide `heads` (equal: multi-head attention).
+    pub kv_heads: usize,
+    /// hidden / heads.
+    pub head_dim: usize,
+    /// The MLP's inner width.
+    pub mlp: usize,
+    /// RMSNorm's epsilon (Llama: 1e-5 or 1e-6).
+    pub rms_eps: f64,
+    /// Rotary embedding's base (Llama-2: 10 000; Llama-3: 500 000).
+    pub rope_theta: f64,
 }
 
-/// Standard-normal samples (Box-Muller over a seeded `StdRng`): the same
-/// numbers for the same seed on every machine, never zeros.
-fn normal(rng: &mut StdRng, n: usize, scale: f32) -> Vec<f32> {
-    (0..n)
-        .map(|_| {
-            let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
-            let u2: f64 = rng.random();
-            let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
-            z as f32 * scale
-        })
-        .collect()
-}
-
-impl HostWeights {
-    /// Random weights and inputs for `s`, from `seed`: projections scaled by
-    /// 1/sqrt(fan-in) (so activations keep their size through the block), the
-    /// norms' scales near 1, inputs and the decode KV cache standard normal.
-    pub fn random(s: &BlockShape, seed: u64) -> Result<Self> {
-        let mut rng = StdRng::seed_from_u64(seed);
-        let (b, t, h, m) = (s.batch, s.seq, s.hidden, s.mlp);
-        let (heads, d) = (s.heads, s.head_dim);
-        let mut make = |shape: &[usize], scale: f32, offset: f32| -> Result<Tensor> {
-            let n = shape.iter().product();
-            let v: Vec<f32> = normal(&mut rng, n, scale)
-                .into_iter()
-                .map(|x| x + offset)
-                .collect();
-            Ok(Tensor::from_vec(v, shape, &Device::Cpu)?)
-        };
-        let wh = 1.0 / (h as f32).sqrt();
-        let wm = 1.0 / (m as f32).sqrt();
-        let tensors = vec![
-            ("x_prefill", make(&[b, t, h], 1.0, 0.0)?),
-            ("x_decode", make(&[b, 1, h], 1.0, 0.0)?),
-            ("k_cache", make(&[b, heads, t, d], 1.0, 0.0)?),
-            ("v_cache", make(&[b, heads, t, d], 1.0, 0.0)?),
-            ("attn_norm", make(&[h], 0.1, 1.0)?),
-            ("wq", make(&[h, h], wh, 0.0)?),
-            ("wk", make(&[h, h], wh, 0.0)?),
-            ("wv", make(&[h, h], wh, 0.0)?),
-            ("wo", make(&[h, h], wh, 0.0)?),
-            ("mlp_norm", make(&[h], 0.1, 1.0)?),
-            ("w_gate", make(&[m, h], wh, 0.0)?),
-            ("w_up", make(&[m, h], wh, 0.0)?),
-            ("w_down", make(&[h, m], wm, 0.0)?),
-        ];
-        Ok(Self { tensors })
+impl LayerConfig {
+    /// Width of K and V: kv_heads x head_dim (hidden without GQA).
+    pub fn kv_width(&self) -> usize {
+        self.kv_heads * self.head_dim
     }
 
-    /// The tensors by name, as `--save-weights` writes them. Linear weights are
-    /// (out, in), as `candle_nn::Linear` and `torch.nn.Linear` hold them.
-    pub fn named(&self) -> impl Iterator<Item = (&'static str, &Tensor)> {
-        self.tensors.iter().map(|(n, t)| (*n, t))
+    /// Query heads per key/value head.
+    pub fn groups(&self) -> usize {
+        self.heads / self.kv_heads
     }
 
-    fn get(&self, name: &str) -> Result<&Tensor> {
-        self.named()
-            .find(|(n, _)| *n == name)
-            .map(|(_, t)| t)
-            .with_context(|| format!("no weight {name}"))
+    /// Refuses sizes the layer cannot have.
+    pub fn check(&self) -> Result<()> {
+        ensure!(
+            self.heads > 0 && self.head_dim * self.heads == self.hidden,
+            "heads {} x head_dim {} is not hidden {}",
+            self.heads,
+            self.head_dim,
+            self.hidden
+        );
+        ensure!(
+            self.kv_heads > 0 && self.heads.is_multiple_of(self.kv_heads),
+            "kv_heads {} must divide heads {}",
+            self.kv_heads,
+            self.heads
+        );
+        ensure!(
+            self.head_dim.is_multiple_of(2),
+            "head_dim {}: rotary embedding needs an even head size",
+            self.head_dim
+        );
+        Ok(())
     }
 
-    /// The weights and inputs as a safetensors file's bytes.
-    pub fn safetensors(&self) -> Result<Vec<u8>> {
-        to_safetensors(self.named())
+    /// Each weight's name and shape, in the order a layer's file holds them.
+    /// Linear weights are (out, in), as `candle_nn::Linear` and
+    /// `torch.nn.Linear` hold them.
+    pub fn weight_shapes(&self) -> [(&'static str, Vec<usize>); 9] {
+        let (h, kv, m) = (self.hidden, self.kv_width(), self.mlp);
+        [
+            ("attn_norm", vec![h]),
+            ("wq", vec![h, h]),
+            ("wk", vec![kv, h]),
+            ("wv", vec![kv, h]),
+            ("wo", vec![h, h]),
+            ("mlp_norm", vec![h]),
+            ("w_gate", vec![m, h]),
+            ("w_up", vec![m, h]),
+            ("w_down", vec![h, m]),
+        ]
     }
 }
 
-/// Named tensors as a safetensors file's bytes.
-pub fn to_safetensors<'a, 'b>(
-    tensors: impl IntoIterator<Item = (&'a str, &'b Tensor)>,
-) -> Result<Vec<u8>> {
-    safetensors::tensor::serialize(tensors, None).context("writing safetensors")
-}
-
-/// The block in one dtype on one device, with its inputs.
-pub struct Block {
-    pub shape: BlockShape,
-    attn_norm: Tensor,
-    mlp_norm: Tensor,
-    wq: Linear,
-    wk: Linear,
-    wv: Linear,
-    wo: Linear,
-    gate: Linear,
-    up: Linear,
-    down: Linear,
-    pub x_prefill: Tensor,
-    pub x_decode: Tensor,
-    k_cache: Tensor,
-    v_cache: Tensor,
+impl From<&BlockShape> for LayerConfig {
+    fn from(s: &BlockShape) -> Self {
+        Self {
+            hidden: s.hidden,
+            heads: s.heads,
+            kv_heads: s.kv_heads(),
+            head_dim: s.head_dim,
+            mlp: s.mlp,
+            rms_eps: s.rms_eps,
+            rope_theta: s.rope_theta,
+        }
+    }
 }
 
 /// Which kernels a forward pass uses.
@@ -123,27 +124,58 @@ pub enum Kernels {
     Composed,
 }
 
-impl Block {
-    pub fn new(w: &HostWeights, s: &BlockShape, dtype: DType, device: &Device) -> Result<Self> {
-        let on =
-            |name: &str| -> Result<Tensor> { Ok(w.get(name)?.to_dtype(dtype)?.to_device(device)?) };
-        let linear = |name: &str| -> Result<Linear> { Ok(Linear::new(on(name)?, None)) };
+/// One decoder layer's weights in one dtype on one device.
+pub struct Layer {
+    cfg: LayerConfig,
+    attn_norm: Tensor,
+    mlp_norm: Tensor,
+    wq: Linear,
+    wk: Linear,
+    wv: Linear,
+    wo: Linear,
+    gate: Linear,
+    up: Linear,
+    down: Linear,
+}
+
+impl Layer {
+    /// The layer from `weight(name)`, for the names of
+    /// [`LayerConfig::weight_shapes`], each checked against its shape. The
+    /// tensors are used as given: cast and move them first.
+    pub fn new(cfg: &LayerConfig, mut weight: impl FnMut(&str) -> Result<Tensor>) -> Result<Self> {
+        cfg.check()?;
+        let mut take = |name: &str, shape: &[usize]| -> Result<Tensor> {
+            let t = weight(name).with_context(|| format!("weight {name}"))?;
+            if t.dims() != shape {
+                bail!(
+                    "weight {name} has shape {:?}, the layer needs {shape:?}",
+                    t.dims()
+                );
+            }
+            Ok(t)
+        };
+        let [an, q, k, v, o, mn, g, u, d] = cfg.weight_shapes();
+        let mut linear = |(name, shape): (&str, Vec<usize>)| -> Result<Linear> {
+            Ok(Linear::new(take(name, &shape)?, None))
+        };
+        let (wq, wk, wv, wo) = (linear(q)?, linear(k)?, linear(v)?, linear(o)?);
+        let (gate, up, down) = (linear(g)?, linear(u)?, linear(d)?);
         Ok(Self {
-            shape: s.clone(),
-            attn_norm: on("attn_norm")?,
-            mlp_norm: on("mlp_norm")?,
-            wq: linear("wq")?,
-            wk: linear("wk")?,
-            wv: linear("wv")?,
-            wo: linear("wo")?,
-            gate: linear("w_gate")?,
-            up: linear("w_up")?,
-            down: linear("w_down")?,
-            x_prefill: on("x_prefill")?,
-            x_decode: on("x_decode")?,
-            k_cache: on("k_cache")?,
-            v_cache: on("v_cache")?,
+            cfg: cfg.clone(),
+            attn_norm: take(an.0, &an.1)?,
+            mlp_norm: take(mn.0, &mn.1)?,
+            wq,
+            wk,
+            wv,
+            wo,
+            gate,
+            up,
+            down,
         })
+    }
+
+    pub fn config(&self) -> &LayerConfig {
+        &self.cfg
     }
 
     /// The seven projections, in order: Q, K, V, O, gate, up, down.
@@ -158,19 +190,100 @@ impl Block {
         (&self.attn_norm, &self.mlp_norm)
     }
 
-    /// The phase's input.
-    pub fn input(&self, phase: Phase) -> &Tensor {
-        match phase {
-            Phase::Prefill => &self.x_prefill,
-            Phase::Decode => &self.x_decode,
-        }
+    /// One call on `x` (batch, tokens, hidden) at the positions `rope` holds.
+    /// Without a cache the tokens attend to each other under `mask`; with one,
+    /// their keys and values are written into it after what it holds and they
+    /// attend to all of it (`mask`: tokens x cached-plus-new keys, or `None` for
+    /// one token, which sees every key). The cached keys are used as stored,
+    /// already rotated at their positions.
+    pub fn forward(
+        &self,
+        x: &Tensor,
+        rope: &Rope,
+        mask: Option<&Tensor>,
+        cache: Option<&mut KvCache>,
+        k: Kernels,
+    ) -> Result<Tensor> {
+        // The fused kernels need a contiguous input (a no-op when it is one).
+        let x = &x.contiguous()?;
+        let (b, t, h) = x.dims3()?;
+        let c = &self.cfg;
+        let (heads, kv_heads, d) = (c.heads, c.kv_heads, c.head_dim);
+        let eps = c.rms_eps as f32;
+        let norm = |x: &Tensor, w: &Tensor| -> Result<Tensor> {
+            Ok(match k {
+                Kernels::Fused => candle_nn::ops::rms_norm(x, w, eps)?,
+                Kernels::Composed => candle_nn::ops::rms_norm_slow(x, w, eps)?,
+            })
+        };
+        let heads_of = |y: Tensor, n: usize| -> Result<Tensor> {
+            Ok(y.reshape((b, t, n, d))?.transpose(1, 2)?.contiguous()?)
+        };
+        let xn = norm(x, &self.attn_norm)?;
+        let q = rope.apply(&heads_of(self.wq.forward(&xn)?, heads)?, k)?;
+        let keys = rope.apply(&heads_of(self.wk.forward(&xn)?, kv_heads)?, k)?;
+        let values = heads_of(self.wv.forward(&xn)?, kv_heads)?;
+        let (keys, values) = match cache {
+            Some(cache) => cache.append(&keys, &values)?,
+            None => (keys, values),
+        };
+        let attn = attention(&q, &keys, &values, mask, c, k)?;
+        let attn = attn.transpose(1, 2)?.contiguous()?.reshape((b, t, h))?;
+        let h1 = (x + self.wo.forward(&attn)?)?;
+        let hn = norm(&h1, &self.mlp_norm)?;
+        let act = (candle_nn::ops::silu(&self.gate.forward(&hn)?)? * self.up.forward(&hn)?)?;
+        Ok((&h1 + self.down.forward(&act)?)?)
     }
+}
 
-    /// cos and sin tables (positions x head_dim / 2) for `len` positions from
-    /// `start`, frequencies theta^(-2i/d) (RoFormer; Llama's base 10000).
-    pub fn rope_tables(&self, start: usize, len: usize, dtype: DType) -> Result<(Tensor, Tensor)> {
-        let d = self.shape.head_dim;
-        let theta = self.shape.rope_theta;
+/// softmax(Q K^T / sqrt(d) + mask) V for `q` (batch, heads, t, d) against
+/// `keys` and `values` (batch, kv_heads, keys, d), grouped: the `groups`
+/// query heads of one key/value head are one (groups x t) x d matrix (a
+/// reshape of `q`, no copy), so K and V are read as they lie. Returns
+/// (batch, heads, t, d).
+pub fn attention(
+    q: &Tensor,
+    keys: &Tensor,
+    values: &Tensor,
+    mask: Option<&Tensor>,
+    c: &LayerConfig,
+    k: Kernels,
+) -> Result<Tensor> {
+    let (b, _, t, d) = q.dims4()?;
+    let n = keys.dim(2)?;
+    let grouped = q.reshape((b, c.kv_heads, c.groups() * t, d))?;
+    let scores = (grouped.matmul(&keys.t()?)? * (1.0 / (d as f64).sqrt()))?;
+    let mut scores = scores.reshape((b, c.heads, t, n))?;
+    if let Some(mask) = mask {
+        scores = scores.broadcast_add(mask)?;
+    }
+    let probs = match k {
+        Kernels::Fused => candle_nn::ops::softmax_last_dim(&scores)?,
+        Kernels::Composed => candle_nn::ops::softmax(&scores, D::Minus1)?,
+    };
+    let probs = probs.reshape((b, c.kv_heads, c.groups() * t, n))?;
+    Ok(probs.matmul(values)?.reshape((b, c.heads, t, d))?)
+}
+
+/// Rotary embedding's cos and sin tables (positions x head_dim / 2) for a
+/// range of positions.
+pub struct Rope {
+    pub cos: Tensor,
+    pub sin: Tensor,
+}
+
+impl Rope {
+    /// Tables for `len` positions from `start`, frequencies theta^(-2i/d)
+    /// (RoFormer, Su et al. 2021), computed in f64, then cast to `dtype`.
+    pub fn new(
+        head_dim: usize,
+        theta: f64,
+        start: usize,
+        len: usize,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Self> {
+        let d = head_dim;
         let mut cos = Vec::with_capacity(len * d / 2);
         let mut sin = Vec::with_capacity(len * d / 2);
         for pos in start..start + len {
@@ -180,90 +293,109 @@ impl Block {
                 sin.push(angle.sin());
             }
         }
-        let device = self.x_prefill.device();
         let table = |v: Vec<f64>| -> Result<Tensor> {
             Ok(Tensor::from_vec(v, (len, d / 2), &Device::Cpu)?
                 .to_dtype(dtype)?
                 .to_device(device)?)
         };
-        Ok((table(cos)?, table(sin)?))
+        Ok(Self {
+            cos: table(cos)?,
+            sin: table(sin)?,
+        })
     }
 
-    /// The causal mask for `t` queries over `t` keys: 0 on and below the
-    /// diagonal, -inf above.
-    pub fn causal_mask(&self, t: usize, dtype: DType) -> Result<Tensor> {
-        let v: Vec<f32> = (0..t)
-            .flat_map(|i| (0..t).map(move |j| if j > i { f32::NEG_INFINITY } else { 0.0 }))
-            .collect();
-        Ok(Tensor::from_vec(v, (t, t), &Device::Cpu)?
-            .to_dtype(dtype)?
-            .to_device(self.x_prefill.device())?)
-    }
-
-    /// One block call on `x` (batch, tokens, hidden): prefill attends causally
-    /// within `x`; decode appends `x`'s keys and values to the cache and attends
-    /// to all of it. `aux` holds the rope tables and mask, made off the clock.
-    pub fn forward(&self, x: &Tensor, phase: Phase, aux: &Aux, k: Kernels) -> Result<Tensor> {
-        let (b, t, h) = x.dims3()?;
-        let (heads, d) = (self.shape.heads, self.shape.head_dim);
-        let eps = self.shape.rms_eps as f32;
-        let norm = |x: &Tensor, w: &Tensor| -> Result<Tensor> {
-            Ok(match k {
-                Kernels::Fused => candle_nn::ops::rms_norm(x, w, eps)?,
-                Kernels::Composed => candle_nn::ops::rms_norm_slow(x, w, eps)?,
-            })
-        };
-        let heads_of = |y: Tensor| -> Result<Tensor> {
-            Ok(y.reshape((b, t, heads, d))?.transpose(1, 2)?.contiguous()?)
-        };
-        let rope = |y: &Tensor| -> Result<Tensor> {
-            Ok(match k {
-                Kernels::Fused => candle_nn::rotary_emb::rope(y, &aux.cos, &aux.sin)?,
-                Kernels::Composed => candle_nn::rotary_emb::rope_slow(y, &aux.cos, &aux.sin)?,
-            })
-        };
-        let xn = norm(x, &self.attn_norm)?;
-        let q = rope(&heads_of(self.wq.forward(&xn)?)?)?;
-        let mut keys = rope(&heads_of(self.wk.forward(&xn)?)?)?;
-        let mut values = heads_of(self.wv.forward(&xn)?)?;
-        if phase == Phase::Decode {
-            keys = Tensor::cat(&[&self.k_cache, &keys], 2)?;
-            values = Tensor::cat(&[&self.v_cache, &values], 2)?;
-        }
-        let mut scores = (q.matmul(&keys.t()?)? * (1.0 / (d as f64).sqrt()))?;
-        if let Some(mask) = &aux.mask {
-            scores = scores.broadcast_add(mask)?;
-        }
-        let probs = match k {
-            Kernels::Fused => candle_nn::ops::softmax_last_dim(&scores)?,
-            Kernels::Composed => candle_nn::ops::softmax(&scores, D::Minus1)?,
-        };
-        let attn = probs
-            .matmul(&values)?
-            .transpose(1, 2)?
-            .contiguous()?
-            .reshape((b, t, h))?;
-        let h1 = (x + self.wo.forward(&attn)?)?;
-        let hn = norm(&h1, &self.mlp_norm)?;
-        let act = (candle_nn::ops::silu(&self.gate.forward(&hn)?)? * self.up.forward(&hn)?)?;
-        Ok((&h1 + self.down.forward(&act)?)?)
-    }
-
-    /// What a forward pass of `phase` needs beyond the weights, made once.
-    pub fn aux(&self, phase: Phase, dtype: DType) -> Result<Aux> {
-        let t = self.input(phase).dim(1)?;
-        let (start, mask) = match phase {
-            Phase::Prefill => (0, Some(self.causal_mask(t, dtype)?)),
-            Phase::Decode => (self.shape.seq, None),
-        };
-        let (cos, sin) = self.rope_tables(start, t, dtype)?;
-        Ok(Aux { cos, sin, mask })
+    /// `x` (batch, heads, tokens, head_dim) rotated, non-interleaved: the
+    /// first and second halves of each head are the pairs.
+    pub fn apply(&self, x: &Tensor, k: Kernels) -> Result<Tensor> {
+        Ok(match k {
+            Kernels::Fused => candle_nn::rotary_emb::rope(x, &self.cos, &self.sin)?,
+            Kernels::Composed => candle_nn::rotary_emb::rope_slow(x, &self.cos, &self.sin)?,
+        })
     }
 }
 
-/// The rope tables for a phase's positions and, in prefill, the causal mask.
-pub struct Aux {
-    pub cos: Tensor,
-    pub sin: Tensor,
-    pub mask: Option<Tensor>,
+/// The causal mask for `t` new tokens after `past` cached ones: t x (past +
+/// t), 0 where a query may look (keys up to its own position), -inf after.
+pub fn causal_mask(t: usize, past: usize, dtype: DType, device: &Device) -> Result<Tensor> {
+    let n = past + t;
+    let v: Vec<f32> = (0..t)
+        .flat_map(|i| (0..n).map(move |j| if j > past + i { f32::NEG_INFINITY } else { 0.0 }))
+        .collect();
+    Ok(Tensor::from_vec(v, (t, n), &Device::Cpu)?
+        .to_dtype(dtype)?
+        .to_device(device)?)
 }
+
+/// A preallocated key/value cache: two (batch, kv_heads, capacity, head_dim)
+/// buffers and how many positions they hold. [`KvCache::append`] writes new
+/// keys and values in place (`slice_set`) and hands back views of what is
+/// held; nothing already cached is copied. (`candle_nn::kv_cache::KvCache`
+/// works the same way but cannot be rewound, which a benchmark timing one
+/// decode step many times needs: [`KvCache::truncate`].)
+pub struct KvCache {
+    k: Tensor,
+    v: Tensor,
+    len: usize,
+}
+
+impl KvCache {
+    /// An empty cache of `capacity` positions.
+    pub fn new(
+        batch: usize,
+        kv_heads: usize,
+        capacity: usize,
+        head_dim: usize,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Self> {
+        let shape = (batch, kv_heads, capacity, head_dim);
+        Ok(Self {
+            k: Tensor::zeros(shape, dtype, device)?,
+            v: Tensor::zeros(shape, dtype, device)?,
+            len: 0,
+        })
+    }
+
+    /// Positions held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.k.dims()[2]
+    }
+
+    /// Writes `k` and `v` (batch, kv_heads, tokens, head_dim) after what is
+    /// held and returns views of everything held now (no copy: the views are
+    /// strided when the cache is not full).
+    pub fn append(&mut self, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
+        let t = k.dim(2)?;
+        ensure!(
+            self.len + t <= self.capacity(),
+            "the KV cache holds {} positions: {} more do not fit after {}",
+            self.capacity(),
+            t,
+            self.len
+        );
+        self.k.slice_set(&k.contiguous()?, 2, self.len)?;
+        self.v.slice_set(&v.contiguous()?, 2, self.len)?;
+        self.len += t;
+        Ok((
+            self.k.narrow(2, 0, self.len)?,
+            self.v.narrow(2, 0, self.len)?,
+        ))
+    }
+
+    /// Forgets every position from `len` on (their bytes stay until
+    /// overwritten).
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+}
+
+#[cfg(test)]
+mod tests;

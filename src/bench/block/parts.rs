@@ -6,18 +6,48 @@ use anyhow::Result;
 use candle_core::{DType, Tensor, D};
 use candle_nn::Module;
 
-use super::model::{Aux, Block};
+use super::model::Kernels;
+use super::weights::{Aux, Block};
 use crate::bench::formulas::{rms_norm_bytes, rope_bytes, softmax_bytes};
 use crate::clock::Plan;
 use crate::precision::Precision;
 use crate::schema::{BlockPart, FusedOp, FusedRow, OpClass, Phase, Timed};
 use crate::telemetry::Telemetry;
 
-/// Random tensors of the shapes the block's ops see in `phase`, on its device.
+/// Random tensors of the shapes the block's ops see in `phase`, on its
+/// device, one per role (the same-work rule, docs/block.md): within one timed
+/// part, two calls read one tensor only where the block's two calls do (Q, K
+/// and V project one normed x; gate and up one normed h1), so a part touches
+/// the bytes the block's calls would and no call finds its input warm from
+/// the call before it. Each is its own allocation (never a view or a shallow
+/// clone), made before the part's clock starts; PyTorch's parts follow the
+/// same rule (pytorch/blockparts.py).
 struct Shapes {
+    /// The layer's input, the attention's output, h1 and the two projection
+    /// outputs the residuals add: (batch, tokens, hidden) each.
     x: Tensor,
+    xn: Tensor,
+    attn: Tensor,
+    h1: Tensor,
+    hn: Tensor,
+    o: Tensor,
+    down: Tensor,
+    /// The projections' outputs, before they are laid out by head.
+    q_proj: Tensor,
+    k_proj: Tensor,
+    v_proj: Tensor,
+    /// (batch, tokens, mlp): down's input, gate's and up's outputs.
     act: Tensor,
+    gate: Tensor,
+    up: Tensor,
+    /// By head: queries (batch, heads, tokens, d); the new keys and values
+    /// (batch, kv_heads, tokens, d).
     q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    /// What attention reads: every key and value (batch, kv_heads, context,
+    /// d; in decode the preallocated cache, the new token's written at `seq`)
+    /// and the scores (batch, heads, tokens, context).
     keys: Tensor,
     values: Tensor,
     scores: Tensor,
@@ -26,25 +56,41 @@ struct Shapes {
 impl Shapes {
     fn new(block: &Block, phase: Phase, dtype: DType) -> Result<Self> {
         let s = &block.shape;
-        let (b, heads, d) = (s.batch, s.heads, s.head_dim);
+        let (b, heads, kv, d) = (s.batch, s.heads, s.kv_heads(), s.head_dim);
         let t = block.input(phase).dim(1)?;
         let c = if phase == Phase::Decode { s.seq + 1 } else { t };
-        let device = block.x_prefill.device();
+        let (h, m, kvw) = (s.hidden, s.mlp, kv * d);
+        let device = block.device();
         let rand = |shape: &[usize]| -> Result<Tensor> {
             Ok(Tensor::randn(0f32, 1f32, shape, device)?.to_dtype(dtype)?)
         };
+        let hidden = || rand(&[b, t, h]);
         Ok(Self {
-            x: rand(&[b, t, s.hidden])?,
-            act: rand(&[b, t, s.mlp])?,
+            x: hidden()?,
+            xn: hidden()?,
+            attn: hidden()?,
+            h1: hidden()?,
+            hn: hidden()?,
+            o: hidden()?,
+            down: hidden()?,
+            q_proj: hidden()?,
+            k_proj: rand(&[b, t, kvw])?,
+            v_proj: rand(&[b, t, kvw])?,
+            act: rand(&[b, t, m])?,
+            gate: rand(&[b, t, m])?,
+            up: rand(&[b, t, m])?,
             q: rand(&[b, heads, t, d])?,
-            keys: rand(&[b, heads, c, d])?,
-            values: rand(&[b, heads, c, d])?,
+            k: rand(&[b, kv, t, d])?,
+            v: rand(&[b, kv, t, d])?,
+            keys: rand(&[b, kv, c, d])?,
+            values: rand(&[b, kv, c, d])?,
             scores: rand(&[b, heads, t, c])?,
         })
     }
 }
 
-/// Each op class of one block call of `phase`, timed alone under `plan`.
+/// Each op class of one block call of `phase`, timed alone under `plan`, on
+/// the inputs [`Shapes`] makes (the same-work rule).
 pub fn time_parts(
     block: &Block,
     phase: Phase,
@@ -53,15 +99,17 @@ pub fn time_parts(
     plan: Plan,
     telemetry: &Telemetry,
 ) -> Result<Vec<BlockPart>> {
-    let device = block.x_prefill.device();
+    let device = block.device();
     let sh = Shapes::new(block, phase, dtype)?;
     let (b, t, h) = sh.x.dims3()?;
-    let (heads, d) = (block.shape.heads, block.shape.head_dim);
-    let eps = block.shape.rms_eps as f32;
+    let cfg = block.config();
+    let (heads, kv, g, d) = (cfg.heads, cfg.kv_heads, cfg.groups(), cfg.head_dim);
+    let eps = cfg.rms_eps as f32;
     let scale = 1.0 / (d as f64).sqrt();
-    let lin = block.linears();
-    let norms = block.norms();
+    let lin = block.layer.linears();
+    let norms = block.layer.norms();
     let decode = phase == Phase::Decode;
+    let seq = block.shape.seq;
     let mut parts = Vec::new();
     let mut part = |class: OpClass, calls: usize, work: &mut dyn FnMut() -> Result<Tensor>| {
         let label = format!("{} {}", phase.name(), class.name());
@@ -74,34 +122,37 @@ pub fn time_parts(
         anyhow::Ok(())
     };
     part(OpClass::Linear, 7, &mut || {
-        for w in &lin[..6] {
-            drop(w.forward(&sh.x)?);
+        for w in &lin[..3] {
+            drop(w.forward(&sh.xn)?);
         }
+        drop(lin[3].forward(&sh.attn)?);
+        drop(lin[4].forward(&sh.hn)?);
+        drop(lin[5].forward(&sh.hn)?);
         Ok(lin[6].forward(&sh.act)?)
     })?;
+    // Grouped as the layer does it: each key/value head against its group's
+    // queries, one (groups x t) x d matrix.
     part(OpClass::AttentionMatmul, 2, &mut || {
-        drop(sh.q.matmul(&sh.keys.t()?)?);
-        Ok(sh.scores.matmul(&sh.values)?)
+        let q = sh.q.reshape((b, kv, g * t, d))?;
+        drop(q.matmul(&sh.keys.t()?)?);
+        let c = sh.scores.dim(3)?;
+        let probs = sh.scores.reshape((b, kv, g * t, c))?;
+        Ok(probs.matmul(&sh.values)?)
     })?;
     part(OpClass::Norm, 2, &mut || {
         drop(candle_nn::ops::rms_norm(&sh.x, norms.0, eps)?);
-        Ok(candle_nn::ops::rms_norm(&sh.x, norms.1, eps)?)
+        Ok(candle_nn::ops::rms_norm(&sh.h1, norms.1, eps)?)
     })?;
     part(OpClass::Softmax, 1, &mut || {
         Ok(candle_nn::ops::softmax_last_dim(&sh.scores)?)
     })?;
-    let fresh_keys = sh.q.clone();
     part(OpClass::Rotary, 2, &mut || {
-        drop(candle_nn::rotary_emb::rope(&sh.q, &aux.cos, &aux.sin)?);
-        Ok(candle_nn::rotary_emb::rope(
-            &fresh_keys,
-            &aux.cos,
-            &aux.sin,
-        )?)
+        drop(aux.rope.apply(&sh.q, Kernels::Fused)?);
+        aux.rope.apply(&sh.k, Kernels::Fused)
     })?;
     // The scale, the mask (prefill), SiLU and the gate's product, two residual
-    // adds, three tensors laid out by head and one back, and (decode) the
-    // cache's two concats.
+    // adds, three tensors laid out by head and one back, and (decode) the new
+    // key and value written into the cache.
     let calls = 1 + usize::from(!decode) + 2 + 2 + 4 + if decode { 2 } else { 0 };
     part(OpClass::Elementwise, calls, &mut || {
         let mut scores = (&sh.scores * scale)?;
@@ -109,20 +160,16 @@ pub fn time_parts(
             scores = scores.broadcast_add(mask)?;
         }
         drop(scores);
-        drop((candle_nn::ops::silu(&sh.act)? * &sh.act)?);
-        drop((&sh.x + &sh.x)?);
-        drop((&sh.x + &sh.x)?);
-        for _ in 0..3 {
-            drop(
-                sh.x.reshape((b, t, heads, d))?
-                    .transpose(1, 2)?
-                    .contiguous()?,
-            );
+        drop((candle_nn::ops::silu(&sh.gate)? * &sh.up)?);
+        drop((&sh.x + &sh.o)?);
+        drop((&sh.h1 + &sh.down)?);
+        for (y, n) in [(&sh.q_proj, heads), (&sh.k_proj, kv), (&sh.v_proj, kv)] {
+            drop(y.reshape((b, t, n, d))?.transpose(1, 2)?.contiguous()?);
         }
         let back = sh.q.transpose(1, 2)?.contiguous()?.reshape((b, t, h))?;
         if decode {
-            drop(Tensor::cat(&[&sh.keys, &sh.q], 2)?);
-            drop(Tensor::cat(&[&sh.values, &sh.q], 2)?);
+            sh.keys.slice_set(&sh.k, 2, seq)?;
+            sh.values.slice_set(&sh.v, 2, seq)?;
         }
         Ok(back)
     })?;
@@ -138,13 +185,14 @@ pub fn fused_rows(
     telemetry: &Telemetry,
 ) -> Result<Vec<FusedRow>> {
     let dtype = p.dtype();
-    let device = block.x_prefill.device();
+    let device = block.device();
     let sh = Shapes::new(block, Phase::Prefill, dtype)?;
-    let aux = block.aux(Phase::Prefill, dtype)?;
+    let aux = block.aux(Phase::Prefill, sh.x.dim(1)?, dtype)?;
+    let (cos, sin) = (&aux.rope.cos, &aux.rope.sin);
     let (b, t, h) = sh.x.dims3()?;
     let elem = dtype.size_in_bytes() as u64;
     let eps = block.shape.rms_eps as f32;
-    let w = block.norms().0;
+    let w = block.layer.norms().0;
     let mut rows = Vec::new();
     for op in FusedOp::ALL {
         let label = |how: &str| format!("{} {} {p}", op.name(), how);
@@ -180,12 +228,12 @@ pub fn fused_rows(
             ),
             FusedOp::Rope => (
                 time("fused", &mut || {
-                    Ok(candle_nn::rotary_emb::rope(&sh.q, &aux.cos, &aux.sin)?)
+                    Ok(candle_nn::rotary_emb::rope(&sh.q, cos, sin)?)
                 })?,
                 time("composed", &mut || {
-                    Ok(candle_nn::rotary_emb::rope_slow(&sh.q, &aux.cos, &aux.sin)?)
+                    Ok(candle_nn::rotary_emb::rope_slow(&sh.q, cos, sin)?)
                 })?,
-                rope_bytes(sh.q.elem_count() as u64, aux.cos.elem_count() as u64, elem),
+                rope_bytes(sh.q.elem_count() as u64, cos.elem_count() as u64, elem),
                 (
                     "candle_nn::rotary_emb::rope",
                     "candle_nn::rotary_emb::rope_slow",
@@ -197,7 +245,7 @@ pub fn fused_rows(
             precision: p,
             fused_call: calls.0.into(),
             composed_call: calls.1.into(),
-            composed_over_fused: composed.median_ms / fused.median_ms,
+            composed_over_fused: composed.rate_ms().0 / fused.rate_ms().0,
             fused,
             composed,
             fused_bytes: bytes.0,
@@ -205,4 +253,52 @@ pub fn fused_rows(
         });
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::Device;
+
+    use super::*;
+    use crate::bench::block::weights::HostWeights;
+
+    /// The same-work rule's inputs: every role is its own allocation, so no
+    /// two hold the same numbers (a view or a shallow clone of another role
+    /// would), and the key/value roles have the key/value heads.
+    #[test]
+    fn every_role_is_its_own_tensor() {
+        let shape = crate::bench::block::shape(
+            false,
+            [Some(32), Some(4), Some(2), Some(40), Some(6)],
+            1,
+            4,
+        );
+        let w = HostWeights::random(&shape, 1).unwrap();
+        let block = Block::new(&w, &shape, DType::F32, &Device::Cpu).unwrap();
+        for phase in [Phase::Prefill, Phase::Decode] {
+            let sh = Shapes::new(&block, phase, DType::F32).unwrap();
+            let roles = [
+                &sh.x, &sh.xn, &sh.attn, &sh.h1, &sh.hn, &sh.o, &sh.down, &sh.q_proj, &sh.k_proj,
+                &sh.v_proj, &sh.act, &sh.gate, &sh.up, &sh.q, &sh.k, &sh.v, &sh.keys, &sh.values,
+                &sh.scores,
+            ];
+            for (i, a) in roles.iter().enumerate() {
+                for b in &roles[i + 1..] {
+                    if a.dims() == b.dims() {
+                        let same = (*a - *b).unwrap().abs().unwrap().max_all().unwrap();
+                        assert!(
+                            same.to_scalar::<f32>().unwrap() > 0.0,
+                            "{phase:?}: {:?}",
+                            a.dims()
+                        );
+                    }
+                }
+            }
+            assert_eq!((sh.q.dim(1).unwrap(), sh.k.dim(1).unwrap()), (4, 2));
+            assert_eq!(
+                sh.keys.dims(),
+                [1, 2, if phase == Phase::Decode { 7 } else { 6 }, 8]
+            );
+        }
+    }
 }

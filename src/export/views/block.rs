@@ -1,13 +1,20 @@
 //! The block experiment shown: per phase the end-to-end rows with their
 //! speedups beside the matmul-only and Amdahl's, where the time goes by op
 //! class, fused kernels against composed ops, and the line that answers the
-//! reference lab's caveat with this run's numbers.
+//! reference lab's caveat with this run's numbers. Every figure of a table is
+//! read from one clock, the body's ([`BlockResults::clock`]: CUDA events on a
+//! GPU, the wall clock on the CPU), and its title says which; tokens/s is
+//! through one layer, and says so.
 
 use super::{num, Records, Shown};
 use crate::export::table::Table;
 use crate::precision::Precision;
-use crate::schema::{BlockPhase, BlockResults, OpClass, Phase, ResultFile};
+use crate::schema::{BlockPhase, BlockResults, OpClass, Phase, ResultFile, TimeSource, Timed};
 use crate::units::{mib, sci};
+
+/// The header tokens/s goes by wherever a block's rows are shown: a layer's
+/// rate, not a model's.
+pub const TOKENS_PER_S: &str = "tokens/s through one layer";
 
 fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map_or("-".into(), f)
@@ -17,27 +24,40 @@ fn times(v: Option<f64>) -> String {
     opt(v, |x| format!("{x:.2}x"))
 }
 
+/// A median by the table's clock.
+fn ms(t: &Timed) -> f64 {
+    t.rate_ms().0
+}
+
+/// ", times from CUDA events": what a block table's title ends with.
+pub fn clock_clause(clock: TimeSource) -> String {
+    format!(", times from {}", clock.describe())
+}
+
 /// The block's tables and notes.
 pub fn show(file: &ResultFile, r: &BlockResults) -> Shown {
     let s = &r.shape;
+    let clock = clock_clause(r.clock());
     let mut tables = Vec::new();
     for p in &r.phases {
         let title = format!(
-            "block {}: batch {} x {} tokens, hidden {}, {} heads, MLP {} on {} ({})",
+            "block {}: batch {} x {} tokens, hidden {}, {} heads ({} key/value), MLP {} on {} \
+             ({}){clock}",
             p.phase.name(),
             s.batch,
             if p.phase == Phase::Decode { 1 } else { s.seq },
             s.hidden,
             s.heads,
+            s.kv_heads(),
             s.mlp,
             file.device.label,
             file.device.name
         );
-        tables.push(rows_table(title, p, r.copy_ceiling_gb_per_s.is_some()));
-        tables.push(parts_table(p));
+        tables.push(rows_table(title, p));
+        tables.push(parts_table(p, &clock));
     }
     let mut fused = Table::new(
-        "fused kernels against the same math from primitive ops (prefill shapes)",
+        format!("fused kernels against the same math from primitive ops (prefill shapes){clock}"),
         &[
             "op",
             "precision",
@@ -52,26 +72,27 @@ pub fn show(file: &ResultFile, r: &BlockResults) -> Shown {
         fused.row([
             f.op.name().to_string(),
             f.precision.to_string(),
-            format!("{:.3}", f.fused.median_ms),
-            format!("{:.3}", f.composed.median_ms),
-            format!("{:.2}x", f.composed_over_fused),
+            format!("{:.3}", ms(&f.fused)),
+            format!("{:.3}", ms(&f.composed)),
+            format!("{:.2}x", ms(&f.composed) / ms(&f.fused)),
             format!("{:.1}", mib(f.fused_bytes)),
             format!("{:.1}", mib(f.composed_bytes)),
         ]);
     }
     tables.push(fused);
     let mut notes = vec![r.sizes_note.clone()];
+    notes.extend(ceiling_note(r));
     notes.extend(caveat(r));
     Shown { tables, notes }
 }
 
-fn rows_table(title: String, p: &BlockPhase, ceiling: bool) -> Table {
+fn rows_table(title: String, p: &BlockPhase) -> Table {
     let mut t = Table::new(
         title,
         &[
             "precision",
             "median ms",
-            "tokens/s",
+            TOKENS_PER_S,
             "GFLOP/s",
             "GB/s",
             "% copy",
@@ -94,21 +115,16 @@ fn rows_table(title: String, p: &BlockPhase, ceiling: bool) -> Table {
         };
         t.row([
             row.precision.to_string(),
-            format!("{:.3}", m.end_to_end.median_ms)
-                + super::mark(m.end_to_end.availability.as_ref()),
+            format!("{:.3}", ms(&m.end_to_end)) + super::mark(m.end_to_end.availability.as_ref()),
             format!("{:.0}", m.tokens_per_s),
             format!("{:.1}", m.gflop_per_s),
             format!("{:.1}", m.gb_per_s),
-            if ceiling {
-                opt(m.pct_of_copy_ceiling, |v| format!("{v:.0}%"))
-            } else {
-                "-".into()
-            },
+            opt(m.pct_of_copy_ceiling, |v| format!("{v:.0}%")),
             times(m.speedup_vs_fp32),
             times(m.matmul_speedup_vs_fp32),
             times(m.amdahl_speedup_vs_fp32),
             format!("{:.0}%", 100.0 * m.matmul_share),
-            format!("{:.2}", m.parts_sum_ms / m.end_to_end.median_ms),
+            format!("{:.2}", m.parts_sum_ms / ms(&m.end_to_end)),
             opt(m.peak_bytes.map(|b| b as f64), |b| {
                 format!("{:.1}", b / 1048576.0)
             }),
@@ -118,14 +134,15 @@ fn rows_table(title: String, p: &BlockPhase, ceiling: bool) -> Table {
     t
 }
 
-/// Each class's median per block call and its share of the parts' sum.
-fn parts_table(p: &BlockPhase) -> Table {
+/// Each class's median per block call and its share of the parts' sum, all
+/// by the table's clock.
+fn parts_table(p: &BlockPhase, clock: &str) -> Table {
     let mut header = vec!["precision"];
     header.extend(OpClass::ALL.iter().map(|c| c.name()));
     header.extend(["sum ms", "block ms"]);
     let mut t = Table::new(
         format!(
-            "where the time goes, {}: ms per block call (share of the sum)",
+            "where the time goes, {}: ms per block call (share of the sum){clock}",
             p.phase.name()
         ),
         &header,
@@ -137,17 +154,67 @@ fn parts_table(p: &BlockPhase) -> Table {
             cells.push(match m.parts.iter().find(|x| x.class == class) {
                 Some(x) => format!(
                     "{:.3} ({:.0}%)",
-                    x.timed.median_ms,
-                    100.0 * x.timed.median_ms / m.parts_sum_ms
+                    ms(&x.timed),
+                    100.0 * ms(&x.timed) / m.parts_sum_ms
                 ),
                 None => "-".into(),
             });
         }
         cells.push(format!("{:.3}", m.parts_sum_ms));
-        cells.push(format!("{:.3}", m.end_to_end.median_ms));
+        cells.push(format!("{:.3}", ms(&m.end_to_end)));
         t.row(cells);
     }
     t
+}
+
+/// What "% copy" is held against, and whether the bytes fit in the device's
+/// largest cache (then the layer and its copy both run from it, not DRAM).
+pub fn ceiling_note(r: &BlockResults) -> Option<String> {
+    let decode = r.phases.iter().find(|p| p.phase == Phase::Decode)?;
+    let rows: Vec<_> = decode
+        .rows
+        .iter()
+        .filter_map(|x| x.measured.as_ref())
+        .collect();
+    if rows.iter().all(|m| m.copy_bytes.is_none()) {
+        return r.copy_ceiling_gb_per_s.map(|c| {
+            format!(
+                "% copy: GB/s against one device copy of decode's f32 bytes (32 MiB to 1 GiB), \
+                 {c:.1} GB/s (a file before schema 2.3)"
+            )
+        });
+    }
+    let (lo, hi) = rows.iter().fold((u64::MAX, 0), |(lo, hi), m| {
+        (lo.min(m.bytes_min), hi.max(m.bytes_min))
+    });
+    let (lo_mib, hi_mib) = (format!("{:.1}", mib(lo)), format!("{:.1}", mib(hi)));
+    let bytes = if lo_mib == hi_mib {
+        format!("{hi_mib} MiB")
+    } else {
+        format!("{lo_mib}-{hi_mib} MiB")
+    };
+    let where_ = match r.cache_bytes {
+        Some(c) if hi <= c => format!(
+            "within the device's {:.0} MiB largest cache: the layer and its copy both run from \
+             cache, so % copy compares cache-resident with cache-resident, not with DRAM",
+            mib(c)
+        ),
+        Some(c) if lo > c => format!(
+            "beyond the device's {:.0} MiB largest cache: both stream from memory",
+            mib(c)
+        ),
+        Some(c) => format!(
+            "some rows within the device's {:.0} MiB largest cache, some beyond",
+            mib(c)
+        ),
+        None => "the device's cache size is unknown".into(),
+    };
+    Some(format!(
+        "% copy: each row's GB/s against a plain copy of the same footprint (two buffers of half \
+         the row's least bytes, one read, one written), measured in this run; decode moves \
+         {bytes} a call (a preallocated KV cache: the new token written in place, nothing cached \
+         copied), {where_}"
+    ))
 }
 
 /// The reference lab's caveat answered: per narrow precision, the matmuls'
@@ -182,20 +249,28 @@ pub fn caveat(r: &BlockResults) -> Vec<String> {
 }
 
 /// One record per phase and precision: machine, experiment, phase, precision,
-/// status, median_ms, tokens_per_s, gflop_per_s, gb_per_s, speedup_vs_fp32,
+/// status, clock (`cuda_events` or `wall_clock`: every time and rate of the
+/// record is that clock's), median_ms, tokens_per_s_through_one_layer,
+/// gflop_per_s, gb_per_s, pct_of_copy_ceiling, speedup_vs_fp32,
 /// matmul_speedup_vs_fp32, amdahl_speedup_vs_fp32, matmul_share, max_rel_err,
 /// then each op class's median ms (`part_linear_ms`, ...).
 pub fn records(machine: &str, r: &BlockResults) -> Records {
+    let clock = match r.clock() {
+        TimeSource::GpuMedianMs => "cuda_events",
+        TimeSource::MedianMs => "wall_clock",
+    };
     let mut header: Vec<String> = [
         "machine",
         "experiment",
         "phase",
         "precision",
         "status",
+        "clock",
         "median_ms",
-        "tokens_per_s",
+        "tokens_per_s_through_one_layer",
         "gflop_per_s",
         "gb_per_s",
+        "pct_of_copy_ceiling",
         "speedup_vs_fp32",
         "matmul_speedup_vs_fp32",
         "amdahl_speedup_vs_fp32",
@@ -219,10 +294,12 @@ pub fn records(machine: &str, r: &BlockResults) -> Records {
                 p.phase.name().into(),
                 row.precision.name().into(),
                 if m.is_some() { "ok" } else { "error" }.into(),
-                num(m.map(|m| m.end_to_end.median_ms)),
+                clock.into(),
+                num(m.map(|m| ms(&m.end_to_end))),
                 num(m.map(|m| m.tokens_per_s)),
                 num(m.map(|m| m.gflop_per_s)),
                 num(m.map(|m| m.gb_per_s)),
+                num(m.and_then(|m| m.pct_of_copy_ceiling)),
                 num(m.and_then(|m| m.speedup_vs_fp32)),
                 num(m.and_then(|m| m.matmul_speedup_vs_fp32)),
                 num(m.and_then(|m| m.amdahl_speedup_vs_fp32)),
@@ -231,10 +308,164 @@ pub fn records(machine: &str, r: &BlockResults) -> Records {
             ];
             for class in OpClass::ALL {
                 let part = m.and_then(|m| m.parts.iter().find(|x| x.class == class));
-                cells.push(num(part.map(|x| x.timed.median_ms)));
+                cells.push(num(part.map(|x| ms(&x.timed))));
             }
             rows.push(cells);
         }
     }
     Records { header, rows }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{BlockAccuracy, BlockMeasured, BlockPart, BlockRow, BlockShape, RowStatus};
+    use crate::telemetry::timed_at;
+
+    /// A GPU-like decode row whose clocks disagree: the block takes 3 ms by
+    /// the wall and 2 ms by CUDA events, each of its six parts 0.5 ms by the
+    /// wall and 0.25 ms by events.
+    fn gpu_result() -> BlockResults {
+        let parts = OpClass::ALL
+            .iter()
+            .map(|&class| BlockPart {
+                class,
+                calls: 1,
+                timed: timed_at(&[0.5; 3], &[0.25; 3]),
+            })
+            .collect();
+        let measured = BlockMeasured {
+            end_to_end: timed_at(&[3.0; 3], &[2.0; 3]),
+            bytes_min: 4 << 20,
+            tokens_per_s: 500.0,
+            gflop_per_s: 1.0,
+            gb_per_s: 2.1,
+            copy_bytes: Some(4 << 20),
+            copy_ceiling_gb_per_s: Some(4.2),
+            pct_of_copy_ceiling: Some(50.0),
+            peak_bytes: None,
+            parts,
+            parts_sum_ms: 1.5,
+            matmul_share: 1.0 / 3.0,
+            speedup_vs_fp32: Some(1.0),
+            matmul_speedup_vs_fp32: Some(1.0),
+            amdahl_speedup_vs_fp32: Some(1.0),
+            accuracy: BlockAccuracy {
+                tokens_checked: 1,
+                max_rel_err: 1e-7,
+                mean_rel_err: 1e-8,
+            },
+        };
+        BlockResults {
+            shape: BlockShape {
+                batch: 1,
+                seq: 8,
+                hidden: 64,
+                heads: 4,
+                kv_heads: Some(2),
+                head_dim: 16,
+                mlp: 96,
+                rms_eps: 1e-5,
+                rope_theta: 10_000.0,
+                accuracy_seq: 8,
+            },
+            sizes_note: String::new(),
+            warmup: 1,
+            iters: 3,
+            seed: 1,
+            params: 0,
+            time_source: Some(TimeSource::GpuMedianMs),
+            cache_bytes: Some(50 << 20),
+            copy_ceiling_gb_per_s: None,
+            phases: vec![BlockPhase {
+                phase: Phase::Decode,
+                tokens: 1,
+                context: 9,
+                flops: 2e6,
+                rows: vec![BlockRow {
+                    precision: Precision::F32,
+                    status: RowStatus::Ok,
+                    error: None,
+                    measured: Some(measured),
+                }],
+            }],
+            fused: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn every_figure_of_a_table_is_one_clock_s_and_the_title_says_which() {
+        let r = gpu_result();
+        let clock = clock_clause(r.clock());
+        let rows = rows_table(format!("decode{clock}"), &r.phases[0]).to_string();
+        assert!(rows.contains("decode, times from CUDA events"), "{rows}");
+        assert!(rows.contains(TOKENS_PER_S), "{rows}");
+        // The block's event median, and the parts' event sum over it.
+        assert!(rows.contains("2.000") && !rows.contains("3.000"), "{rows}");
+        assert!(rows.contains("0.75") && !rows.contains("0.50"), "{rows}");
+        let parts = parts_table(&r.phases[0], &clock).to_string();
+        assert!(parts.contains("times from CUDA events"), "{parts}");
+        assert!(
+            parts.contains("0.250 (17%)") && parts.contains("2.000"),
+            "{parts}"
+        );
+        assert!(
+            !parts.contains("0.500") && !parts.contains("3.000"),
+            "{parts}"
+        );
+        // The CSV says its clock and gives its medians.
+        let rec = records("m", &r);
+        let col = |name: &str| rec.header.iter().position(|h| h == name).unwrap();
+        assert_eq!(rec.rows[0][col("clock")], "cuda_events");
+        assert_eq!(rec.rows[0][col("median_ms")], "2.0");
+        assert_eq!(rec.rows[0][col("part_linear_ms")], "0.25");
+        assert_eq!(rec.rows[0][col("tokens_per_s_through_one_layer")], "500.0");
+        // A file before 2.3 has no clock recorded: its rows' events say it.
+        let mut old = r.clone();
+        old.time_source = None;
+        assert_eq!(old.clock(), TimeSource::GpuMedianMs);
+        old.phases[0].rows[0].measured.as_mut().unwrap().end_to_end = timed_at(&[3.0], &[]);
+        assert_eq!(old.clock(), TimeSource::MedianMs);
+    }
+
+    #[test]
+    fn a_body_as_schema_2_2_wrote_it_still_reads_and_shows() {
+        let mut v = serde_json::to_value(gpu_result()).unwrap();
+        let body = v.as_object_mut().unwrap();
+        for key in ["time_source", "cache_bytes"] {
+            body.remove(key);
+        }
+        body.insert("copy_ceiling_gb_per_s".into(), serde_json::json!(3.5));
+        body["shape"].as_object_mut().unwrap().remove("kv_heads");
+        body["shape"]["heads"] = serde_json::json!(4);
+        let row = &mut body["phases"][0]["rows"][0]["measured"];
+        for key in ["copy_bytes", "copy_ceiling_gb_per_s"] {
+            row.as_object_mut().unwrap().remove(key);
+        }
+        let old: BlockResults = serde_json::from_value(v).unwrap();
+        assert_eq!(old.shape.kv_heads(), 4);
+        assert_eq!(old.clock(), TimeSource::GpuMedianMs);
+        let note = ceiling_note(&old).unwrap();
+        assert!(
+            note.contains("3.5 GB/s (a file before schema 2.3)"),
+            "{note}"
+        );
+        // A 2.3 body leaves the old one-for-all ceiling out.
+        let new = serde_json::to_value(gpu_result()).unwrap();
+        assert!(new.get("copy_ceiling_gb_per_s").is_none());
+    }
+
+    #[test]
+    fn the_ceiling_note_says_where_the_bytes_sit() {
+        let mut r = gpu_result();
+        let note = ceiling_note(&r).unwrap();
+        assert!(note.contains("decode moves 4.0 MiB"), "{note}");
+        assert!(
+            note.contains("within the device's 50 MiB largest cache"),
+            "{note}"
+        );
+        r.cache_bytes = Some(1 << 20);
+        let note = ceiling_note(&r).unwrap();
+        assert!(note.contains("beyond the device's 1 MiB"), "{note}");
+    }
 }

@@ -116,7 +116,9 @@ impl Comparison {
             ci.as_str(),
             "verdict",
         ];
-        let title = format!("{} vs {}", self.b_name, self.a_name);
+        // A first, as the columns (A's median, then B's) and the legend below
+        // (A = ..., then B = ...) have it.
+        let title = format!("A = {} vs B = {}", self.a_name, self.b_name);
         let mut table = Table::new(if md { escape(&title) } else { title }, &header);
         for row in &self.rows {
             let cells: Vec<String> = match row {
@@ -232,11 +234,26 @@ mod tests {
             assert!(text.contains(want), "{want} missing in\n{text}");
         }
         let md = c.render(Format::Md);
-        assert!(md.starts_with("### b\\|c.json vs a.json\n"), "{md}");
+        assert!(md.starts_with("### A = a.json vs B = b\\|c.json\n"), "{md}");
         let table: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
         assert_eq!(table.len(), 3, "header, rule, one row:\n{md}");
         assert!(table[1].starts_with("|--"), "{md}");
         assert!(render_method(Format::Table).contains("±5%"));
+        // Title, columns and legend name A first and B second, as B/A reads.
+        let lines: Vec<&str> = text.lines().collect();
+        let at = |l: &str, s: &str| l.find(s).unwrap_or_else(|| panic!("{s} missing in {l}"));
+        let title = lines[0];
+        assert!(
+            at(title, "A = a.json") < at(title, "B = b|c.json"),
+            "{title}"
+        );
+        let header = lines.iter().find(|l| l.contains("median ms")).unwrap();
+        assert!(
+            at(header, "A median ms") < at(header, "B median ms"),
+            "{header}"
+        );
+        let legend = |p: &str| lines.iter().position(|l| l.starts_with(p)).unwrap();
+        assert!(legend("A = a.json") < legend("B = b|c.json"), "{text}");
         assert!(!Comparison::new("a", &a, "a", &a)
             .render(Format::Table)
             .contains("different devices"));

@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use super::{figure, link, rate, row, Built, Source};
 use crate::export::svg::{roofline_svg, time_bars_svg, BarSeries, RooflineDot};
-use crate::export::views::sweep;
+use crate::export::views::{block::TOKENS_PER_S, sweep};
 use crate::schema::{BlockResults, Body, OpClass, SweepResults};
 
 /// Speedups: every `cpu_vs_gpu` file, and every matmul file that timed fp32 on
@@ -257,30 +257,35 @@ pub(super) fn block(built: &mut Built, files: &[&Source]) -> Result<()> {
     out.push_str(
         "A decoder block (RMSNorm, Q/K/V/O, rotary, causal attention, SwiGLU MLP) end to end: how \
          much of the matmuls' precision speedup survives in the whole block, beside Amdahl's \
-         prediction from the parts (README, \"block\").\n\n",
+         prediction from the parts (docs/block.md). Every time and rate of a table is one clock's \
+         (CUDA events on a GPU, the wall clock on the CPU), and tokens/s is through one layer, \
+         not a model.\n\n",
     );
     for (s, b) in blocks {
         let f = s.facts();
         let sh = &b.shape;
         let out = &mut built.readme;
         out.push_str(&format!(
-            "### {} on {}: hidden {}, {} heads, MLP {}, {} tokens\n\nFrom {} ({}, commit {}, {}).\n\n",
+            "### {} on {}: hidden {}, {} heads ({} key/value), MLP {}, {} tokens\n\nFrom {} ({}, \
+             commit {}, {}); times from {}.\n\n",
             f.framework,
             s.machine,
             sh.hidden,
             sh.heads,
+            sh.kv_heads(),
             sh.mlp,
             sh.seq,
             link(&s.file, &s.path()),
             f.device,
             f.commit,
-            f.date
+            f.date,
+            b.clock().describe()
         ));
         let header = [
             "phase",
             "precision",
             "median ms",
-            "tokens/s",
+            TOKENS_PER_S,
             "x fp32",
             "matmuls x fp32",
             "Amdahl x fp32",
@@ -314,7 +319,7 @@ pub(super) fn block(built: &mut Built, files: &[&Source]) -> Result<()> {
                     &[
                         ph.phase.name().into(),
                         r.precision.to_string(),
-                        format!("{:.3}{mark}", m.end_to_end.median_ms),
+                        format!("{:.3}{mark}", m.end_to_end.rate_ms().0),
                         format!("{:.0}", m.tokens_per_s),
                         times(m.speedup_vs_fp32),
                         times(m.matmul_speedup_vs_fp32),
@@ -325,7 +330,7 @@ pub(super) fn block(built: &mut Built, files: &[&Source]) -> Result<()> {
                 categories.push(format!("{} {}", ph.phase.name(), r.precision));
                 for (i, class) in OpClass::ALL.iter().enumerate() {
                     let part = m.parts.iter().find(|x| x.class == *class);
-                    values[i].push(part.map(|x| x.timed.median_ms));
+                    values[i].push(part.map(|x| x.timed.rate_ms().0));
                 }
             }
         }
