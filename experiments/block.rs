@@ -15,7 +15,7 @@ use candle_lab::device::select;
 use candle_lab::export::{self, output};
 use candle_lab::memory::{fits, CountingAlloc};
 use candle_lab::outcome::{finish, Completion};
-use candle_lab::schema::{Body, Phase};
+use candle_lab::schema::{Body, KernelChoice, Phase};
 use candle_lab::telemetry::{self, Telemetry};
 use clap::Parser;
 use std::path::PathBuf;
@@ -89,6 +89,12 @@ struct Args {
     #[arg(long, value_name = "FILE")]
     save_output: Option<PathBuf>,
 
+    /// Whose kernels the end-to-end rows run with: candle (candle-nn's fused
+    /// RMSNorm, softmax and rope) or lab (the suite's own RMSNorm, softmax,
+    /// SwiGLU and residual adds, `just kernels`; rope stays candle-nn's).
+    #[arg(long, default_value = "candle", value_parser = kernel_choice)]
+    kernels: KernelChoice,
+
     #[command(flatten)]
     host: HostMemoryFlag,
 }
@@ -98,6 +104,14 @@ fn phase(s: &str) -> Result<Phase, String> {
         "prefill" => Ok(Phase::Prefill),
         "decode" => Ok(Phase::Decode),
         _ => Err(format!("unknown phase '{s}': expected prefill or decode")),
+    }
+}
+
+fn kernel_choice(s: &str) -> Result<KernelChoice, String> {
+    match s.trim() {
+        "candle" => Ok(KernelChoice::Candle),
+        "lab" => Ok(KernelChoice::Lab),
+        _ => Err(format!("unknown kernels '{s}': expected candle or lab")),
     }
 }
 
@@ -143,6 +157,7 @@ fn config(args: &Args, on_cuda: bool) -> Result<(Config, String)> {
         precisions: args.dtypes.for_device(on_cuda)?,
         phases,
         seed: args.seed,
+        kernels: args.kernels,
         shape,
     };
     cfg.check()?;

@@ -9,6 +9,7 @@
 //! A new format is one file here implementing [`Format`], and its line in
 //! [`FORMATS`].
 
+pub mod chart;
 pub mod csv;
 pub mod markdown;
 pub mod output;
@@ -36,7 +37,7 @@ pub trait Format: Sync {
 }
 
 /// Every format written beside the JSON.
-pub const FORMATS: &[&dyn Format] = &[&csv::Csv, &svg::Chart];
+pub const FORMATS: &[&dyn Format] = &[&csv::Csv, &chart::Chart];
 
 /// Where one run's result goes: the JSON, and beside it each format that
 /// applies to the experiment, every path checked by [`Outputs::new`] before

@@ -1,6 +1,7 @@
 //! Charts as SVG text, from plain data: [`sweep_svg`] draws GFLOP/s against
 //! matrix size (log2 axis, one line per precision, dashed datasheet peaks),
-//! [`bars_svg`] draws one bar per precision for one or more machines, and
+//! [`bars_svg`] draws one bar per precision for one or more machines (and
+//! [`time_bars_svg`], [`percent_bars_svg`] the same in ms and in %), and
 //! [`roofline_svg`] draws achieved GFLOP/s against arithmetic intensity under
 //! the measured memory and compute ceilings. Pure
 //! functions: data in, an SVG string out; the caller writes the file. The SVG
@@ -481,37 +482,6 @@ fn draw_error<E: std::error::Error + Send + Sync>(
     e: plotters::drawing::DrawingAreaErrorKind<E>,
 ) -> anyhow::Error {
     anyhow::anyhow!("drawing a chart: {e}")
-}
-
-/// The chart a program draws beside its JSON: the sweep's GFLOP/s against n,
-/// the kernels' % of the copy ceiling (the matmul and memory charts are drawn
-/// by `report` from every folder).
-pub struct Chart;
-
-impl crate::export::Format for Chart {
-    fn extension(&self) -> &'static str {
-        "svg"
-    }
-
-    fn applies_to(&self, experiment: &str) -> bool {
-        matches!(experiment, "sweep" | "kernels")
-    }
-
-    fn render(&self, file: &crate::schema::ResultFile) -> Result<Option<Vec<u8>>> {
-        use crate::export::views::{kernels, sweep};
-        match &file.body {
-            // No chart until a point has a measurement.
-            crate::schema::Body::Sweep(r) => {
-                let title = sweep::title(&file.device, &file.environment, r);
-                Ok(sweep::chart(&title, r).ok().map(String::into_bytes))
-            }
-            // None when no variant ran.
-            crate::schema::Body::Kernels(r) => {
-                Ok(kernels::chart(file, r).ok().map(String::into_bytes))
-            }
-            _ => Ok(None),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ pub use basics::{
 };
 pub use block::{
     BlockAccuracy, BlockMeasured, BlockPart, BlockPhase, BlockResults, BlockRow, BlockShape,
-    FusedOp, FusedRow, OpClass, Phase,
+    FusedOp, FusedRow, KernelChoice, OpClass, Phase,
 };
 pub use cpu::{same_generation, CpuIdentity};
 pub use kernels::{
