@@ -24,7 +24,7 @@ pub fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if a.elem_count() == 0 {
         return a.zeros_like();
     }
-    contiguous(a)?.apply_op2_no_bwd(&contiguous(b)?, &Add)
+    contiguous(a)?.apply_op2_no_bwd(&*contiguous(b)?, &Add)
 }
 
 struct Add;

@@ -233,11 +233,12 @@ pub(super) fn split<E: Send>(
 ) {
     let n = dst.len();
     let unit = unit.max(1);
-    let tasks = (n / min_task.max(1)).clamp(1, 2 * rayon::current_num_threads());
-    if tasks == 1 {
+    let tasks = n / min_task.max(1);
+    if tasks <= 1 {
         task(0, dst);
         return;
     }
+    let tasks = tasks.min(2 * rayon::current_num_threads());
     let units = (n / unit).div_ceil(tasks).max(1);
     let chunk = units * unit;
     dst.par_chunks_mut(chunk)

@@ -59,12 +59,13 @@ fn unsupported<T>(op: &str, dtype: DType) -> Result<T> {
     )
 }
 
-/// `x` itself when it is contiguous, else a contiguous copy of it.
-fn contiguous(x: &Tensor) -> Result<Tensor> {
+/// `x` itself when it is contiguous, else a contiguous copy of it (borrowed
+/// or owned: no reference count is touched for the common case).
+fn contiguous(x: &Tensor) -> Result<std::borrow::Cow<'_, Tensor>> {
     if x.is_contiguous() {
-        Ok(x.clone())
+        Ok(std::borrow::Cow::Borrowed(x))
     } else {
-        x.contiguous()
+        Ok(std::borrow::Cow::Owned(x.contiguous()?))
     }
 }
 

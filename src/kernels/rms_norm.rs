@@ -60,7 +60,7 @@ pub fn rms_norm_mul(x: &Tensor, w: &Tensor, eps: f32) -> Result<Tensor> {
     if x.elem_count() == 0 {
         return x.zeros_like();
     }
-    contiguous(x)?.apply_op2_no_bwd(&contiguous(w)?, &RmsNormMul { eps })
+    contiguous(x)?.apply_op2_no_bwd(&*contiguous(w)?, &RmsNormMul { eps })
 }
 
 struct RmsNorm {
@@ -174,7 +174,7 @@ fn rows<E: Elem>(x: &[E], w: Option<&[E]>, width: usize, eps: f32) -> CpuStorage
 }
 
 simd_kernel! {
-    /// The rows of `x` normalized into `y`, the weight widened once for all.
+    /// The rows of `x` normalized into `y`.
     fn rows_into<E: Elem>(
         x: &[E],
         w: Option<&[E]>,
@@ -182,21 +182,17 @@ simd_kernel! {
         width: usize,
         eps: f32,
     ) {
-        let w: Option<Vec<f32>> = w.map(|w| {
-            let mut buf = [0f32; BLOCK];
-            w.chunks(BLOCK)
-                .flat_map(|b| E::widen(b, &mut buf).to_vec())
-                .collect()
-        });
         for (x, y) in x.chunks_exact(width).zip(y.chunks_exact_mut(width)) {
-            row(x, w.as_deref(), y, eps);
+            row(x, w, y, eps);
         }
     }
 }
 
-/// One row: the sum of squares in [`LANES`] f32 accumulators, then the scale.
+/// One row: the sum of squares in [`LANES`] f32 accumulators, then the scale
+/// (the weight widened a block at a time beside the row: from L1, cheaper
+/// than a widened copy made once, which costs an allocation per call).
 #[inline(always)]
-fn row<E: Elem>(x: &[E], w: Option<&[f32]>, y: &mut [MaybeUninit<E>], eps: f32) {
+fn row<E: Elem>(x: &[E], w: Option<&[E]>, y: &mut [MaybeUninit<E>], eps: f32) {
     let mut buf = [0f32; BLOCK];
     let mut acc = [0f32; LANES];
     for block in x.chunks(BLOCK) {
@@ -214,7 +210,7 @@ fn row<E: Elem>(x: &[E], w: Option<&[f32]>, y: &mut [MaybeUninit<E>], eps: f32) 
     let sum: f32 = acc.iter().sum();
     let inv = 1.0 / (sum / x.len() as f32 + eps).sqrt();
 
-    let mut out = [0f32; BLOCK];
+    let (mut wbuf, mut out) = ([0f32; BLOCK], [0f32; BLOCK]);
     for (i, (block, dst)) in x.chunks(BLOCK).zip(y.chunks_mut(BLOCK)).enumerate() {
         let v = E::widen(block, &mut buf);
         let o = &mut out[..v.len()];
@@ -225,7 +221,7 @@ fn row<E: Elem>(x: &[E], w: Option<&[f32]>, y: &mut [MaybeUninit<E>], eps: f32) 
                 }
             }
             Some(w) => {
-                let w = &w[i * BLOCK..i * BLOCK + v.len()];
+                let w = E::widen(&w[i * BLOCK..i * BLOCK + v.len()], &mut wbuf);
                 for ((o, &v), &w) in o.iter_mut().zip(v).zip(w) {
                     *o = v * inv * w;
                 }

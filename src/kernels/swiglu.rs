@@ -25,7 +25,7 @@ pub fn swiglu(gate: &Tensor, up: &Tensor) -> Result<Tensor> {
     if gate.elem_count() == 0 {
         return gate.zeros_like();
     }
-    contiguous(gate)?.apply_op2_no_bwd(&contiguous(up)?, &Swiglu)
+    contiguous(gate)?.apply_op2_no_bwd(&*contiguous(up)?, &Swiglu)
 }
 
 struct Swiglu;
