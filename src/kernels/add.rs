@@ -4,8 +4,8 @@
 //! needs, at full width. Each thread adds a contiguous share of the elements a
 //! block at a time in f32 (16-bit inputs widened by F16C or a shift, the sum
 //! rounded once), writing straight into the output, which is allocated
-//! uninitialized and, when large, on huge pages (see [`super::cpu`]): no
-//! zeroing pass, 512 times fewer page faults. On a GPU 16 bytes per load and
+//! uninitialized (see [`super::cpu`]): no zeroing pass; above 64 MiB on huge
+//! pages, 512 times fewer page faults. On a GPU 16 bytes per load and
 //! store from each thread (`cuda/add.cu`).
 
 use std::mem::MaybeUninit;
@@ -79,9 +79,10 @@ impl CustomOp2 for Add {
     }
 }
 
-/// Elements worth a task of their own: an add is as cheap as a copy, so only
-/// 256 Ki elements (1 MiB of f32) pay for a hand-off.
-const MIN_TASK: usize = 256 << 10;
+/// Elements worth a task of their own: 32 Ki, so that from 64 Ki elements on
+/// (where Candle's own element-wise ops share their work too) both threads
+/// add.
+const MIN_TASK: usize = 32 << 10;
 
 fn elementwise<E: Elem>(a: &[E], b: &[E]) -> CpuStorage {
     output(a.len(), |dst| {

@@ -1,7 +1,7 @@
 //! What every CPU kernel shares: the element types seen as f32 a block at a
 //! time ([`Elem`]), the kernels compiled for the CPU's vector width
 //! (`simd_kernel!`), a fresh output written in place ([`output`]), and the
-//! work split across Candle's rayon pool ([`split`]).
+//! work split across Candle's own CPU pool ([`split`]).
 //!
 //! Four things make the CPU kernels fast, each measured by `kernels`:
 //! - **f32 in blocks.** A row is processed [`BLOCK`] elements at a time:
@@ -15,25 +15,30 @@
 //!   the x86-64 baseline's 4-lane SSE2.
 //! - **No second write.** The output is allocated uninitialized and each
 //!   element written once, by the thread that computes it (Candle's fused ops
-//!   zero it first). Outputs of 4 MiB and more are advised onto 2 MiB pages
-//!   (`MADV_HUGEPAGE`, as numpy does): a fresh allocation that large comes
-//!   straight from the kernel, and its first touch costs a page fault per
-//!   page, 512 times fewer with huge pages.
-//! - **Threads only when they pay.** A hand-off to rayon costs microseconds,
-//!   so work is split only into tasks of at least `min_task` elements (each
-//!   kernel says how many its cost per element makes worth it): a decode row
-//!   stays on the calling thread, a prefill's rows are shared.
+//!   zero it first). Outputs of 64 MiB and more are advised onto 2 MiB pages
+//!   (`MADV_HUGEPAGE`, as numpy does for large arrays): an allocation that
+//!   large comes straight from the kernel, and its first touch costs a page
+//!   fault per page, 512 times fewer with huge pages.
+//! - **Threads only when they pay.** Work is shared on Candle's own pool
+//!   (its spinning workers take a task in well under a microsecond), and only
+//!   in tasks of at least `min_task` elements (each kernel says how many its
+//!   cost per element makes worth it): a decode row stays on the calling
+//!   thread, a prefill's rows are shared.
 
 use std::mem::MaybeUninit;
 
 use candle_core::{CpuStorage, WithDType};
 use half::{bf16, f16, slice::HalfFloatSliceExt};
-use rayon::prelude::*;
 
 /// Elements handled per step: 1 KiB of f32, well inside L1.
 pub(super) const BLOCK: usize = 256;
-/// Outputs from this size on are advised onto huge pages.
-const HUGE_PAGE_OUTPUT: usize = 4 << 20;
+/// Outputs from this size on are advised onto huge pages: above glibc's
+/// largest mmap threshold (32 MiB), where every allocation is a fresh mapping
+/// whose pages fault in on first touch. Smaller ones reuse memory malloc
+/// already holds (no faults), and advising them costs: where the kernel's THP
+/// `defrag` setting is `madvise` (this suite's VMs), a fault in an advised
+/// range compacts memory on the spot (measured: an 8 MiB copy 2x slower).
+const HUGE_PAGE_OUTPUT: usize = 64 << 20;
 
 /// An element type the kernels read and write, seen as f32 a block at a time.
 pub(super) trait Elem: WithDType + Copy + Send + Sync {
@@ -221,10 +226,11 @@ fn advise_huge_pages<T>(buf: &mut [MaybeUninit<T>]) {
 
 /// Calls `task(first, chunk)` over `dst` cut into chunks of whole units
 /// (`unit` elements: a row, or 1 for element-wise ops), `first` being the
-/// chunk's first element. Work under two tasks of `min_task` elements runs on
-/// the calling thread; larger work is cut into up to two tasks per thread of
-/// Candle's rayon pool, each at least `min_task` elements, in order, so that
-/// every element is in one chunk.
+/// chunk's first element, every element in exactly one chunk. Work under two
+/// tasks of `min_task` elements runs on the calling thread; larger work is cut
+/// into up to four chunks per thread of Candle's own CPU pool (the spinning
+/// "barrier pool" Candle's element-wise ops run on, the calling thread one of
+/// its workers), which hands them out as threads come free.
 pub(super) fn split<E: Send>(
     dst: &mut [MaybeUninit<E>],
     unit: usize,
@@ -238,12 +244,26 @@ pub(super) fn split<E: Send>(
         task(0, dst);
         return;
     }
-    let tasks = tasks.min(2 * rayon::current_num_threads());
-    let units = (n / unit).div_ceil(tasks).max(1);
-    let chunk = units * unit;
-    dst.par_chunks_mut(chunk)
-        .enumerate()
-        .for_each(|(i, c)| task(i * chunk, c));
+    let pool = candle_core::utils::barrier_pool();
+    let tasks = tasks.min(4 * (pool.n_workers() + 1));
+    let chunk = (n / unit).div_ceil(tasks).max(1) * unit;
+    let chunks = n.div_ceil(chunk);
+    // The pool's closure must be Sync: the buffer travels as an address.
+    let base = dst.as_mut_ptr() as usize;
+    pool.execute_chunked(chunks, |range| {
+        for c in range {
+            let first = c * chunk;
+            let len = chunk.min(n - first);
+            // SAFETY: `execute_chunked` hands out each index of 0..chunks
+            // exactly once, so the ranges [first, first + len) are disjoint
+            // and inside `dst`, which is borrowed mutably until it returns,
+            // after every chunk is done.
+            let part = unsafe {
+                std::slice::from_raw_parts_mut((base as *mut MaybeUninit<E>).add(first), len)
+            };
+            task(first, part);
+        }
+    });
 }
 
 #[cfg(test)]

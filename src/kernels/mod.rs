@@ -18,8 +18,8 @@
 //! result is right for any layout; the kernels themselves read rows in place.
 //!
 //! The CPU code is plain Rust written so that the compiler vectorizes it (f32
-//! lanes, no branches in the inner loops), split across Candle's rayon pool by
-//! rows ([`cpu`]). The CUDA code is in `cuda/*.cu`, compiled to PTX by `nvcc`
+//! lanes, no branches in the inner loops), split by rows across Candle's own
+//! CPU pool ([`cpu`]). The CUDA code is in `cuda/*.cu`, compiled to PTX by `nvcc`
 //! in `build.rs` when the `cuda` feature is on (the build that compiles
 //! Candle's own kernels already needs nvcc), and loaded by the driver at the
 //! first call: nothing is compiled at run time, so no NVRTC library is needed

@@ -15,8 +15,8 @@ use crate::precision::Precision;
 pub struct KernelsResults {
     pub warmup: usize,
     pub iters: usize,
-    /// Threads of the CPU's compute pool (rayon's, which Candle's CPU ops and
-    /// the suite's share; PyTorch: its intra-op threads).
+    /// Threads of the CPU's compute pool (Candle's, which its CPU ops and the
+    /// suite's share; PyTorch: its intra-op threads).
     pub cpu_threads: usize,
     /// The largest cache in front of memory, when known: a case whose bytes
     /// fit in it measures the cache.
