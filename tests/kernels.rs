@@ -439,6 +439,21 @@ fn program_writes_csv_and_chart_and_refuses_bad_flags() {
     assert_eq!(lines.len(), 1 + 4 + 3, "{csv}");
     let svg = std::fs::read_to_string(dir.path().join("k.svg")).unwrap();
     assert!(svg.contains("% of the measured copy ceiling") && svg.contains("lab bf16"));
+    // compare pairs each op and case's own kernel, and the ceilings.
+    let k = json.to_str().unwrap();
+    let cmp = common::run("compare", &[k, k]);
+    let table = String::from_utf8_lossy(&cmp.stdout);
+    assert!(
+        cmp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cmp.stderr)
+    );
+    for row in [
+        "kernels softmax smollm2-decode",
+        "kernels ceiling add smollm2-decode",
+    ] {
+        assert!(table.contains(row), "{row} not in {table}");
+    }
 
     refused(
         "kernels",
