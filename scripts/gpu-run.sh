@@ -398,6 +398,8 @@ for exe in "$bin"/experiments/*; do
     if has --flush-mib; then args+=(--flush-mib 4); fi
     # block
     if has --hidden; then args+=(--hidden 64 --heads 4 --mlp 96 --seq 12); fi
+    # kernels
+    if has --large-mib; then args+=(--large-mib 1 --seq 16); fi
   fi
   if [[ $name == block ]]; then
     # The weights PyTorch's twin loads (not archived: a GPU block's are 0.8 GB).
