@@ -87,6 +87,10 @@ generate-peers *args: model _build
     "$py" pytorch/generate hf --output "$dir/transformers.json" {{args}}
     "$py" pytorch/generate side-by-side "$dir/candle.json" "$dir/twin.json" "$dir/transformers.json"
 
+# The suite's own kernels against Candle's ops, the composed forms and the copy ceiling (docs/kernels.md)
+kernels *args: _build
+    {{bin}}/kernels --results-dir results {{preset}} {{args}}
+
 # The reference benchmark: matmul and cpu_vs_gpu at 4096, 20 iters, 5 warm-up
 bench *args: _build
     {{bin}}/matmul {{bench_args}} --results-dir results {{args}}
@@ -109,6 +113,21 @@ vs-pytorch-block *args: _build
     echo "vs-pytorch-block: result files in $dir" >&2
     {{bin}}/block --output "$dir/candle.json" --save-weights "$dir/weights.safetensors" {{args}}
     "$py" pytorch/block --output "$dir/pytorch.json" --weights "$dir/weights.safetensors" {{args}}
+    {{bin}}/compare "$dir/candle.json" "$dir/pytorch.json"
+
+# The PyTorch twin of `kernels` (pytorch/kernels, same flags)
+pytorch-kernels *args:
+    "$(scripts/pytorch-env.sh)" pytorch/kernels {{args}}
+
+# Candle's kernels, then PyTorch's ops at the same settings, then `compare` on the two files
+vs-pytorch-kernels *args: _build
+    #!/usr/bin/env bash
+    set -euo pipefail
+    py=$(scripts/pytorch-env.sh)
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/vs-pytorch-kernels.XXXXXX")
+    echo "vs-pytorch-kernels: result files in $dir" >&2
+    {{bin}}/kernels --output "$dir/candle.json" {{args}}
+    "$py" pytorch/kernels --output "$dir/pytorch.json" {{args}}
     {{bin}}/compare "$dir/candle.json" "$dir/pytorch.json"
 
 # Candle's matmul, then PyTorch's at the same settings, then `compare` on the two files
@@ -137,7 +156,7 @@ results: _build
     quick="{{quick}}"
     wait_first=() wait_next=()
     if [[ -z $quick ]]; then wait_first=(--wait-for-quiet 60) wait_next=(--wait-for-quiet 10); fi
-    steps=(basics precision matmul cpu_vs_gpu memory overhead block generate report summary)
+    steps=(basics precision matmul cpu_vs_gpu memory overhead block kernels generate report summary)
     start=$EPOCHREALTIME i=0
     since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
     echo "results: programs in {{bin}}/, $("{{bin}}/basics" --version | cut -d' ' -f2-)" >&2
@@ -155,7 +174,7 @@ results: _build
           fi
           args+=(--preset results)
           if ((${#wait_first[@]})); then args+=("${wait_first[@]}"); wait_first=("${wait_next[@]}"); fi ;;
-        matmul | memory | overhead | block)
+        matmul | memory | overhead | block | kernels)
           if ((${#wait_first[@]})); then args+=("${wait_first[@]}"); wait_first=("${wait_next[@]}"); fi ;;
         cpu_vs_gpu)
           if [[ "{{features}}" != *cuda* ]]; then

@@ -13,11 +13,10 @@ use anyhow::Result;
 use candle_core::Device;
 use candle_lab::bench::block::{self, weights::HostWeights, Config};
 use candle_lab::cli::{Dtypes, RunCounts};
-use candle_lab::clock::Plan;
 use candle_lab::experiment::{self, Experiment, Session};
 use candle_lab::memory::fits::Need;
 use candle_lab::memory::CountingAlloc;
-use candle_lab::schema::{Body, Kind, Phase};
+use candle_lab::schema::{Body, KernelChoice, Kind, Phase};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
@@ -83,6 +82,20 @@ struct Flags {
     /// twin's check that both blocks compute the same.
     #[arg(long, value_name = "FILE")]
     save_output: Option<PathBuf>,
+
+    /// Whose kernels the end-to-end rows run with: candle (candle-nn's fused
+    /// RMSNorm, softmax and rope) or lab (the suite's own RMSNorm, softmax,
+    /// SwiGLU and residual adds, `just kernels`; rope stays candle-nn's).
+    #[arg(long, default_value = "candle", value_parser = kernel_choice)]
+    kernels: KernelChoice,
+}
+
+fn kernel_choice(s: &str) -> Result<KernelChoice, String> {
+    match s.trim() {
+        "candle" => Ok(KernelChoice::Candle),
+        "lab" => Ok(KernelChoice::Lab),
+        _ => Err(format!("unknown kernels '{s}': expected candle or lab")),
+    }
 }
 
 fn phase(s: &str) -> Result<Phase, String> {
@@ -176,35 +189,17 @@ fn block_config(args: &Flags, on_cuda: bool) -> Result<(Config, String)> {
             phases.push(p);
         }
     }
-    let default = if on_cuda {
-        Plan {
-            warmup: 3,
-            iters: 20,
-        }
-    } else {
-        Plan {
-            warmup: 2,
-            iters: 10,
-        }
-    };
     let cfg = Config {
-        plan: args.counts.plan(default),
+        plan: args.counts.plan(block::default_plan(on_cuda)),
         precisions: args.dtypes.for_device(on_cuda)?,
         phases,
         seed: args.seed,
+        kernels: args.kernels,
         shape,
     };
     cfg.check()?;
-    let note = if sizes.iter().all(Option::is_none) && !on_cuda {
-        "CPU sizes: a Llama-7B-like layer narrowed 8 times (hidden 512, 8 heads, MLP 1376) over \
-         128 tokens, so a 2-core run takes seconds; on a GPU the defaults are the full layer \
-         (4096, 32, 11008, 2048); --hidden --heads --kv-heads --mlp --seq set others"
-    } else if sizes.iter().all(Option::is_none) {
-        "GPU sizes: a Llama-7B-like layer (hidden 4096, 32 heads, MLP 11008) over 2048 tokens"
-    } else {
-        "sizes from the flags"
-    };
-    Ok((cfg, note.into()))
+    let note = block::sizes_note(on_cuda, sizes.iter().all(Option::is_none));
+    Ok((cfg, note))
 }
 
 fn main() -> std::process::ExitCode {

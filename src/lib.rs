@@ -5,7 +5,8 @@
 //! ([`schema`]); the program hands the result to [`export`], which writes the
 //! JSON (and CSV, SVG) and prints tables. The tools in `tools/` read result
 //! files back through [`read`] (compare, summary, report). CUDA-only code is the
-//! leaf [`cuda`]; [`telemetry`] reads the GPU's state around timed rows.
+//! leaf [`cuda`]; [`telemetry`] reads the GPU's state around timed rows;
+//! [`kernels`] holds the suite's own CustomOps (a leaf too).
 
 pub mod availability;
 /// A line on standard error (progress, notes, the error line) that a failed
@@ -31,6 +32,7 @@ pub mod error;
 pub mod experiment;
 pub mod export;
 pub mod formulas;
+pub mod kernels;
 pub mod memory;
 pub mod outcome;
 pub mod peaks;

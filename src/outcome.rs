@@ -81,6 +81,18 @@ impl Completion {
                     failed(row.status, row.measured.is_some()),
                 )
             })),
+            Body::Kernels(r) => Self::of_names(r.rows.iter().flat_map(|row| {
+                row.variants.iter().map(move |v| {
+                    let name = format!(
+                        "{} {} {} {}",
+                        row.op.name(),
+                        row.case,
+                        row.precision,
+                        v.implementation.name()
+                    );
+                    (name, failed(v.status, v.measured.is_some()))
+                })
+            })),
             Body::Basics(_) | Body::Precision(_) | Body::Memory(_) | Body::Overhead(_) => {
                 Self::Complete
             }

@@ -222,8 +222,48 @@ fn saved_outputs_are_the_fp32_tokens_checked() {
     assert_eq!(y.len(), 2);
 }
 
+/// `--kernels lab`: the end-to-end rows run the suite's kernels, the file
+/// says so, and the outputs agree with the f64 run as candle-nn's do.
+fn lab_kernels(device: &str) {
+    let mut args = vec!["--device", device, "--kernels", "lab", "--kv-heads", "2"];
+    args.extend(TINY);
+    let (json, out) = run_result("block", &args);
+    let b = &json["block"];
+    assert_eq!(b["kernels"], "lab");
+    for p in b["phases"].as_array().unwrap() {
+        for r in p["rows"].as_array().unwrap() {
+            assert_eq!(r["status"], "ok", "{r}");
+            let err = f(&r["measured"]["accuracy"]["max_rel_err"]);
+            let bound = if r["precision"] == "fp32" { 1e-4 } else { 0.1 };
+            assert!(err < bound, "{} {}: {err}", p["phase"], r["precision"]);
+        }
+    }
+    assert!(String::from_utf8_lossy(&out.stdout).contains("lab kernels"));
+    let (json, _) = run_result(
+        "block",
+        &args[..2].iter().chain(&TINY).copied().collect::<Vec<_>>(),
+    );
+    assert_eq!(json["block"]["kernels"], "candle");
+}
+
+#[test]
+fn lab_kernels_cpu() {
+    lab_kernels("cpu");
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn lab_kernels_cuda() {
+    lab_kernels("cuda");
+}
+
 #[test]
 fn bad_shapes_are_refused_before_any_work() {
+    refused(
+        "block",
+        &["--device", "cpu", "--kernels", "fast"],
+        "unknown kernels 'fast': expected candle or lab",
+    );
     refused(
         "block",
         &["--device", "cpu", "--hidden", "64", "--heads", "5"],

@@ -8,6 +8,7 @@ pub mod cpu_vs_gpu;
 pub mod decoder;
 mod gemm_mode;
 pub mod generate;
+pub mod kernels;
 pub mod matmul;
 pub mod memory;
 pub mod overhead;

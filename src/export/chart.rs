@@ -1,4 +1,4 @@
-//! The chart a program draws beside its JSON (`sweep.svg`), as a [`Format`]:
+//! The chart a program draws beside its JSON (`sweep.svg`, `kernels.svg`), as a [`Format`]:
 //! which experiments have one, and its drawing, are each experiment's view's
 //! ([`views::has_chart`], [`views::chart`]); `svg` only draws. (The matmul and
 //! memory charts of `results/README.md` are drawn by `report`.)

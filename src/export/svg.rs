@@ -1,6 +1,7 @@
 //! Charts as SVG text, from plain data: [`sweep_svg`] draws GFLOP/s against
 //! matrix size (log2 axis, one line per precision, dashed datasheet peaks),
-//! [`bars_svg`] draws one bar per precision for one or more machines, and
+//! [`bars_svg`] draws one bar per precision for one or more machines (and
+//! [`time_bars_svg`], [`percent_bars_svg`] the same in ms and in %), and
 //! [`roofline_svg`] draws achieved GFLOP/s against arithmetic intensity under
 //! the measured memory and compute ceilings. Pure
 //! functions: data in, an SVG string out; the caller writes the file. The SVG
@@ -304,11 +305,22 @@ pub fn time_bars_svg(title: &str, categories: &[String], series: &[BarSeries]) -
     bars(title, categories, series, BarAxis::Milliseconds)
 }
 
+/// The same bars as a percentage (the kernels' share of the copy ceiling),
+/// one group per op, one bar per implementation and precision.
+pub fn percent_bars_svg(
+    title: &str,
+    categories: &[String],
+    series: &[BarSeries],
+) -> Result<String> {
+    bars(title, categories, series, BarAxis::Percent)
+}
+
 /// What a bar chart's y axis holds.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum BarAxis {
     Throughput,
     Milliseconds,
+    Percent,
 }
 
 fn bars(title: &str, categories: &[String], series: &[BarSeries], axis: BarAxis) -> Result<String> {
@@ -334,12 +346,17 @@ fn bars(title: &str, categories: &[String], series: &[BarSeries], axis: BarAxis)
     let (div, unit) = match axis {
         BarAxis::Throughput => throughput_unit(y_hi),
         BarAxis::Milliseconds => (1.0, "ms"),
+        BarAxis::Percent => (1.0, "%"),
     };
     let (x_desc, y_desc) = match axis {
         BarAxis::Throughput => ("precision".to_string(), format!("throughput ({unit})")),
         BarAxis::Milliseconds => (
             "phase and precision".to_string(),
             "time per call (ms)".to_string(),
+        ),
+        BarAxis::Percent => (
+            "op".to_string(),
+            "% of the measured copy ceiling".to_string(),
         ),
     };
     // Small times need their decimals on the axis.

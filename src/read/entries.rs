@@ -171,6 +171,39 @@ pub fn entries(file: &ResultFile) -> Vec<Entry> {
                 })
             })
             .collect(),
+        // Each op and case its own experiment: a file's own implementation (the
+        // suite's kernel, or PyTorch's op in the twin's file) and its copy
+        // ceiling, so that Candle's and PyTorch's files pair row by row.
+        Body::Kernels(k) => {
+            let device_name = match file.device.kind {
+                DeviceKind::Cpu => cpu_name.clone(),
+                DeviceKind::Cuda => file.device.name.clone(),
+            };
+            let mut out = Vec::new();
+            for row in &k.rows {
+                let own = row.variants.iter().find_map(|v| match v.implementation {
+                    schema::Implementation::Lab | schema::Implementation::Pytorch => {
+                        v.measured.as_ref().map(|m| ("", &m.timed))
+                    }
+                    _ => None,
+                });
+                let ceiling = Some(("ceiling ", &row.ceiling.timed));
+                for (what, t) in own.into_iter().chain(ceiling) {
+                    out.push(Entry {
+                        experiment: format!("kernels {what}{} {}", row.op.name(), row.case),
+                        size: row.elements,
+                        precision: row.precision.name().to_string(),
+                        device_kind: file.device.kind.as_str().to_string(),
+                        device_name: device_name.clone(),
+                        framework: framework.clone(),
+                        median_ms: t.median_ms,
+                        samples_ms: Some(t.samples_wall_ms.clone()).filter(|s| !s.is_empty()),
+                        contended: contended(t.availability.as_ref()),
+                    });
+                }
+            }
+            out
+        }
         Body::Basics(_) | Body::Precision(_) | Body::Memory(_) | Body::Overhead(_) => Vec::new(),
     }
 }

@@ -22,6 +22,7 @@ use crate::read::load::{self, Loaded};
 use crate::schema::{Kind, ResultFile};
 
 mod generate;
+mod kernels;
 mod sections;
 
 /// One JSON file under a machine folder.
@@ -203,6 +204,7 @@ pub fn build(sources: &[Source]) -> Result<Built> {
             Kind::Memory => sections::roofline(&mut built, &files)?,
             Kind::Block => sections::block(&mut built, &files)?,
             Kind::Generate => generate::generate(&mut built, &files),
+            Kind::Kernels => kernels::kernels(&mut built, &files)?,
             // The tables a run prints, one machine after another.
             Kind::Overhead => sections::tables(&mut built.readme, kind, &files),
             // Facts of Candle and of the formats, the same on every machine:

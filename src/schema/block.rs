@@ -40,9 +40,35 @@ pub struct BlockResults {
     /// ([`BlockMeasured::copy_ceiling_gb_per_s`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copy_ceiling_gb_per_s: Option<f64>,
+    /// Whose kernels the end-to-end rows ran with (`--kernels`; 2.3, absent
+    /// before: candle-nn's). The parts and the fused rows are candle-nn's
+    /// either way.
+    #[serde(default)]
+    pub kernels: KernelChoice,
     pub phases: Vec<BlockPhase>,
     /// Candle's fused kernels against the same math from primitive ops.
     pub fused: Vec<FusedRow>,
+}
+
+/// Whose kernels a block runs with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelChoice {
+    /// candle-nn's fused RMSNorm, softmax and rope, Candle's SwiGLU and adds.
+    #[default]
+    Candle,
+    /// The suite's own (`candle_lab::kernels`): RMSNorm with its weight,
+    /// softmax, SwiGLU's gate and the residual adds; rope is candle-nn's.
+    Lab,
+}
+
+impl KernelChoice {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Candle => "candle",
+            Self::Lab => "lab",
+        }
+    }
 }
 
 /// The block's sizes.

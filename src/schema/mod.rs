@@ -21,6 +21,7 @@ mod block;
 mod cpu;
 mod cpu_vs_gpu;
 mod generate;
+mod kernels;
 mod matmul;
 mod memory;
 mod overhead;
@@ -47,13 +48,17 @@ pub use basics::{
 };
 pub use block::{
     BlockAccuracy, BlockMeasured, BlockPart, BlockPhase, BlockResults, BlockRow, BlockShape,
-    FusedOp, FusedRow, OpClass, Phase,
+    FusedOp, FusedRow, KernelChoice, OpClass, Phase,
 };
 pub use cpu::{same_generation, CpuIdentity};
 pub use cpu_vs_gpu::CpuVsGpuResults;
 pub use generate::{
     Answer, GenerateMeasured, GenerateResults, GenerateRow, ModelInfo, ModelPath, PromptInfo,
     StoredType, TokenOpClass, TokenPart, VsFp32, WeightSource,
+};
+pub use kernels::{
+    Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow, KernelVariant,
+    KernelsResults, VariantMeasured,
 };
 pub use matmul::{fill_vs_fp32, Accuracy, MatmulResults, Measured, Row, RowStatus};
 pub use memory::{
@@ -76,7 +81,8 @@ pub use sweep::{SweepPoint, SweepResults};
 /// "unsupported" (a mode the GPU's library refused), `overhead`'s
 /// `jit_cache`, the block's key/value heads (grouped-query attention), the
 /// clock its tables read (`time_source`), the device's largest cache, and each
-/// row's own copy ceiling of the row's footprint.
+/// row's own copy ceiling of the row's footprint, the kernels a block ran
+/// with, and the `kernels` and `generate` bodies.
 pub const SCHEMA_VERSION: &str = "2.3";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
@@ -124,6 +130,7 @@ pub enum Body {
     Sweep(SweepResults),
     Block(BlockResults),
     Generate(GenerateResults),
+    Kernels(KernelsResults),
 }
 
 impl Body {
@@ -306,6 +313,7 @@ impl Body {
             Self::Sweep(s) => s.validate(),
             Self::Block(b) => b.validate(),
             Self::Generate(g) => g.validate(),
+            Self::Kernels(k) => k.validate(),
         }
     }
 }

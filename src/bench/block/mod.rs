@@ -25,8 +25,8 @@ use crate::memory::fits::Need;
 use crate::memory::MemoryMeter;
 use crate::precision::Precision;
 use crate::schema::{
-    BlockAccuracy, BlockMeasured, BlockPhase, BlockResults, BlockRow, BlockShape, OpClass, Phase,
-    RowStatus, TimeSource,
+    BlockAccuracy, BlockMeasured, BlockPhase, BlockResults, BlockRow, BlockShape, KernelChoice,
+    OpClass, Phase, RowStatus, TimeSource,
 };
 use crate::stats::relative_errors;
 use crate::telemetry::Telemetry;
@@ -41,6 +41,8 @@ pub struct Config {
     pub precisions: Vec<Precision>,
     pub phases: Vec<Phase>,
     pub seed: u64,
+    /// Whose kernels the end-to-end rows run with.
+    pub kernels: KernelChoice,
 }
 
 /// A Llama-7B-like layer on a GPU: hidden 4096, 32 heads, MLP 11008, 2048 tokens.
@@ -48,6 +50,39 @@ pub const GPU_SHAPE: (usize, usize, usize, usize) = (4096, 32, 11008, 2048);
 /// On the CPU an eighth of its width (hidden 512, 8 heads, MLP 1376) over 128
 /// tokens: seconds on 2 cores rather than minutes.
 pub const CPU_SHAPE: (usize, usize, usize, usize) = (512, 8, 1376, 128);
+
+/// Runs per row unless --iters and --warmup say otherwise: 20 timed after 3
+/// warm-up on a GPU; 10 after 2 on the CPU, where a layer takes longer.
+pub fn default_plan(on_cuda: bool) -> Plan {
+    if on_cuda {
+        Plan {
+            warmup: 3,
+            iters: 20,
+        }
+    } else {
+        Plan {
+            warmup: 2,
+            iters: 10,
+        }
+    }
+}
+
+/// Where the shape came from, for the tables' notes: the device's defaults
+/// (`defaults`: no size flag given) or the flags.
+pub fn sizes_note(on_cuda: bool, defaults: bool) -> String {
+    match (defaults, on_cuda) {
+        (true, false) => "CPU sizes: a Llama-7B-like layer narrowed 8 times (hidden 512, 8 heads, \
+             MLP 1376) over 128 tokens, so a 2-core run takes seconds; on a GPU the defaults are \
+             the full layer (4096, 32, 11008, 2048); --hidden --heads --kv-heads --mlp --seq set \
+             others"
+            .into(),
+        (true, true) => {
+            "GPU sizes: a Llama-7B-like layer (hidden 4096, 32 heads, MLP 11008) over 2048 tokens"
+                .into()
+        }
+        (false, _) => "sizes from the flags".into(),
+    }
+}
 
 /// The shape from its flags (`[hidden, heads, kv_heads, mlp, seq]`), `None`
 /// taking the device's default (key/value heads: as many as query heads).
@@ -207,7 +242,11 @@ pub fn run(
             }
         };
         for ph in &mut phases {
-            let r = measure(&block, ph, p, cfg.plan, telemetry, &reference);
+            let kernels = match cfg.kernels {
+                KernelChoice::Candle => Kernels::Fused,
+                KernelChoice::Lab => Kernels::Lab,
+            };
+            let r = measure(&block, ph, p, kernels, cfg.plan, telemetry, &reference);
             ph.rows.push(match r {
                 Ok((m, y)) => {
                     if p == Precision::F32 {
@@ -243,6 +282,7 @@ pub fn run(
         time_source: Some(clock(device)),
         cache_bytes: crate::device::largest_cache(device)?.map(|c| c.bytes),
         copy_ceiling_gb_per_s: None,
+        kernels: cfg.kernels,
         phases,
         fused,
     };
@@ -323,10 +363,12 @@ fn copy_ceiling(
     Ok((moved, gb_per_s(moved, timed.rate_ms().0)))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn measure(
     block: &Block,
     ph: &BlockPhase,
     p: Precision,
+    kernels: Kernels,
     plan: Plan,
     telemetry: &Telemetry,
     reference: &References,
@@ -346,7 +388,7 @@ fn measure(
     meter.reset_peak()?;
     let label = format!("{} {p}", phase.name());
     let end_to_end = telemetry.time(device, plan, &label, || {
-        block.forward(x, phase, &aux, cache.as_mut(), Kernels::Fused)
+        block.forward(x, phase, &aux, cache.as_mut(), kernels)
     })?;
     let peak_bytes = match (base, meter.peak_bytes()?) {
         (Some(base), Some(peak)) => Some(peak.saturating_sub(base)),
@@ -354,7 +396,7 @@ fn measure(
     };
 
     // Accuracy from one more, untimed, call: the tokens the reference has.
-    let y = block.forward(x, phase, &aux, cache.as_mut(), Kernels::Fused)?;
+    let y = block.forward(x, phase, &aux, cache.as_mut(), kernels)?;
     let (checked, want) = match phase {
         Phase::Prefill => (
             y.narrow(1, 0, block.shape.accuracy_seq)?,

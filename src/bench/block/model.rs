@@ -19,8 +19,9 @@
 //! (`slice_set`), so a step reads the cache where it lies instead of copying it
 //! (as `Tensor::cat` would, every step). [`Rope`] holds the rotary tables for a
 //! range of positions, made once, off any clock. The forward pass runs with
-//! candle-nn's fused kernels, or with the same math from primitive ops
-//! ([`Kernels::Composed`]: the f64 reference the fused kernels are held against).
+//! candle-nn's fused kernels, with the suite's own ([`Kernels::Lab`]), or with
+//! the same math from primitive ops ([`Kernels::Composed`]: the f64 reference
+//! the fused kernels are held against).
 
 use anyhow::{bail, ensure, Context, Result};
 use candle_core::{DType, Device, Tensor, D};
@@ -117,11 +118,51 @@ impl From<&BlockShape> for LayerConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kernels {
     /// candle-nn's fused `rms_norm`, `softmax_last_dim` and `rope`: what the
-    /// block is timed with.
+    /// block is timed with by default (`--kernels candle`).
     Fused,
     /// The same math from primitive ops (`rms_norm_slow`, `softmax`,
     /// `rope_slow`): the f64 reference, which the fused kernels are checked against.
     Composed,
+    /// The suite's own kernels (`crate::kernels`, `--kernels lab`): RMSNorm
+    /// fused with its weight, softmax, SwiGLU's gate in one pass, and the
+    /// residual adds; rope stays candle-nn's fused one (the suite has none).
+    Lab,
+}
+
+impl Kernels {
+    /// RMSNorm of `x` with weight `w`.
+    fn rms_norm(self, x: &Tensor, w: &Tensor, eps: f32) -> Result<Tensor> {
+        Ok(match self {
+            Self::Fused => candle_nn::ops::rms_norm(x, w, eps)?,
+            Self::Composed => candle_nn::ops::rms_norm_slow(x, w, eps)?,
+            Self::Lab => crate::kernels::rms_norm_mul(x, w, eps)?,
+        })
+    }
+
+    /// Softmax over the last dimension.
+    fn softmax(self, x: &Tensor) -> Result<Tensor> {
+        Ok(match self {
+            Self::Fused => candle_nn::ops::softmax_last_dim(x)?,
+            Self::Composed => candle_nn::ops::softmax(x, D::Minus1)?,
+            Self::Lab => crate::kernels::softmax_last_dim(x)?,
+        })
+    }
+
+    /// silu(gate) * up.
+    fn swiglu(self, gate: &Tensor, up: &Tensor) -> Result<Tensor> {
+        Ok(match self {
+            Self::Lab => crate::kernels::swiglu(gate, up)?,
+            _ => (candle_nn::ops::silu(gate)? * up)?,
+        })
+    }
+
+    /// a + b, of one shape (the residual adds).
+    fn add(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        Ok(match self {
+            Self::Lab => crate::kernels::add(a, b)?,
+            _ => (a + b)?,
+        })
+    }
 }
 
 /// One decoder layer's weights in one dtype on one device.
@@ -210,12 +251,7 @@ impl Layer {
         let c = &self.cfg;
         let (heads, kv_heads, d) = (c.heads, c.kv_heads, c.head_dim);
         let eps = c.rms_eps as f32;
-        let norm = |x: &Tensor, w: &Tensor| -> Result<Tensor> {
-            Ok(match k {
-                Kernels::Fused => candle_nn::ops::rms_norm(x, w, eps)?,
-                Kernels::Composed => candle_nn::ops::rms_norm_slow(x, w, eps)?,
-            })
-        };
+        let norm = |x: &Tensor, w: &Tensor| k.rms_norm(x, w, eps);
         let heads_of = |y: Tensor, n: usize| -> Result<Tensor> {
             Ok(y.reshape((b, t, n, d))?.transpose(1, 2)?.contiguous()?)
         };
@@ -229,10 +265,10 @@ impl Layer {
         };
         let attn = attention(&q, &keys, &values, mask, c, k)?;
         let attn = attn.transpose(1, 2)?.contiguous()?.reshape((b, t, h))?;
-        let h1 = (x + self.wo.forward(&attn)?)?;
+        let h1 = k.add(x, &self.wo.forward(&attn)?)?;
         let hn = norm(&h1, &self.mlp_norm)?;
-        let act = (candle_nn::ops::silu(&self.gate.forward(&hn)?)? * self.up.forward(&hn)?)?;
-        Ok((&h1 + self.down.forward(&act)?)?)
+        let act = k.swiglu(&self.gate.forward(&hn)?, &self.up.forward(&hn)?)?;
+        k.add(&h1, &self.down.forward(&act)?)
     }
 }
 
@@ -257,10 +293,7 @@ pub fn attention(
     if let Some(mask) = mask {
         scores = scores.broadcast_add(mask)?;
     }
-    let probs = match k {
-        Kernels::Fused => candle_nn::ops::softmax_last_dim(&scores)?,
-        Kernels::Composed => candle_nn::ops::softmax(&scores, D::Minus1)?,
-    };
+    let probs = k.softmax(&scores)?;
     let probs = probs.reshape((b, c.kv_heads, c.groups() * t, n))?;
     Ok(probs.matmul(values)?.reshape((b, c.heads, t, d))?)
 }
@@ -308,7 +341,7 @@ impl Rope {
     /// first and second halves of each head are the pairs.
     pub fn apply(&self, x: &Tensor, k: Kernels) -> Result<Tensor> {
         Ok(match k {
-            Kernels::Fused => candle_nn::rotary_emb::rope(x, &self.cos, &self.sin)?,
+            Kernels::Fused | Kernels::Lab => candle_nn::rotary_emb::rope(x, &self.cos, &self.sin)?,
             Kernels::Composed => candle_nn::rotary_emb::rope_slow(x, &self.cos, &self.sin)?,
         })
     }

@@ -42,7 +42,7 @@ pub fn show(file: &ResultFile, r: &BlockResults) -> Shown {
     for p in &r.phases {
         let title = format!(
             "block {}: batch {} x {} tokens, hidden {}, {} heads ({} key/value), MLP {} on {} \
-             ({}){clock}",
+             ({}), {} kernels{clock}",
             p.phase.name(),
             s.batch,
             if p.phase == Phase::Decode { 1 } else { s.seq },
@@ -51,7 +51,8 @@ pub fn show(file: &ResultFile, r: &BlockResults) -> Shown {
             s.kv_heads(),
             s.mlp,
             file.device.label,
-            file.device.name
+            file.device.name,
+            r.kernels.name()
         );
         tables.push(rows_table(title, p));
         tables.push(parts_table(p, &clock));
@@ -377,6 +378,7 @@ mod tests {
             time_source: Some(TimeSource::GpuMedianMs),
             cache_bytes: Some(50 << 20),
             copy_ceiling_gb_per_s: None,
+            kernels: Default::default(),
             phases: vec![BlockPhase {
                 phase: Phase::Decode,
                 tokens: 1,

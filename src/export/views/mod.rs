@@ -7,6 +7,7 @@ pub mod basics;
 pub mod block;
 pub mod cpu_vs_gpu;
 pub mod generate;
+pub mod kernels;
 pub mod matmul;
 pub mod memory;
 pub mod overhead;
@@ -143,6 +144,24 @@ pub fn availabilities(file: &ResultFile) -> Vec<(String, &Availability)> {
                 }
             }
         }
+        Body::Kernels(r) => {
+            for row in &r.rows {
+                let name =
+                    |what: &str| format!("{} {} {} {what}", row.op.name(), row.case, row.precision);
+                push(
+                    &mut out,
+                    name("ceiling"),
+                    row.ceiling.timed.availability.as_ref(),
+                );
+                for v in &row.variants {
+                    let a = v
+                        .measured
+                        .as_ref()
+                        .and_then(|m| m.timed.availability.as_ref());
+                    push(&mut out, name(v.implementation.name()), a);
+                }
+            }
+        }
         Body::Overhead(r) => {
             for l in &r.launch {
                 push(
@@ -192,6 +211,7 @@ pub fn show(file: &ResultFile) -> Shown {
         Body::Overhead(r) => overhead::show(file, r),
         Body::Block(r) => block::show(file, r),
         Body::Generate(r) => generate::show(file, r),
+        Body::Kernels(r) => kernels::show(file, r),
     }
 }
 
@@ -207,14 +227,15 @@ pub fn has_records(kind: Kind) -> bool {
         | Kind::Memory
         | Kind::Overhead
         | Kind::Block
-        | Kind::Generate => true,
+        | Kind::Generate
+        | Kind::Kernels => true,
     }
 }
 
 /// Whether results of `kind` have a chart beside the JSON ([`chart`]).
 pub fn has_chart(kind: Kind) -> bool {
     match kind {
-        Kind::Sweep => true,
+        Kind::Sweep | Kind::Kernels => true,
         Kind::Basics
         | Kind::Precision
         | Kind::Matmul
@@ -234,6 +255,8 @@ pub fn chart(file: &ResultFile) -> Option<String> {
             let title = sweep::title(&file.device, &file.environment, r);
             sweep::chart(&title, r).ok()
         }
+        // None when no variant ran.
+        Body::Kernels(r) => kernels::chart(file, r).ok(),
         _ => None,
     }
 }
@@ -260,6 +283,7 @@ pub fn records(file: &ResultFile) -> Option<Records> {
         Body::Overhead(r) => Some(overhead::records(&m, r)),
         Body::Block(r) => Some(block::records(&m, r)),
         Body::Generate(r) => Some(generate::records(&m, r)),
+        Body::Kernels(r) => Some(kernels::records(&m, r)),
     }
 }
 

@@ -366,7 +366,7 @@ pub(super) fn block(built: &mut Built, files: &[&Source]) -> Result<()> {
 
 impl Source {
     /// The typed result file, when this is one.
-    fn result(&self) -> Option<&crate::schema::ResultFile> {
+    pub(super) fn result(&self) -> Option<&crate::schema::ResultFile> {
         match &self.content {
             super::Content::Result(f) => Some(f),
             _ => None,

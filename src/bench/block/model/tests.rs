@@ -2,7 +2,8 @@
 //! attention against multi-head attention with each key/value head's weights
 //! repeated for its group (what GQA is, by definition: Ainslie et al. 2023),
 //! a decode step against a preallocated cache against the last token of a
-//! prefill one token longer, and the fused kernels against the composed ones.
+//! prefill one token longer, and the fused kernels (candle-nn's and the
+//! suite's own) against the composed ones.
 //! The device-generic bodies run on the CPU here and on CUDA with the feature.
 
 use std::collections::HashMap;
@@ -183,6 +184,53 @@ fn fused_kernels_compute_the_composed_math(device: &Device) {
         );
         assert!(diff < 1e-4, "{heads}/{kv_heads}: {diff}");
     }
+}
+
+/// `--kernels lab` computes what `--kernels candle` does: a prefill and a
+/// decode step against the cache, in f32 and bf16 (one rounding of the
+/// layer's output, ~2^-8 of values of order 1, plus bf16 rounding inside).
+fn lab_kernels_compute_what_candles_do(device: &Device) {
+    let cfg = config(4, 2);
+    let w = weights(&cfg, 5);
+    for (dtype, bound) in [(DType::F32, 1e-5), (DType::BF16, 0.1)] {
+        let l = layer(&cfg, &w, dtype, device);
+        let (b, t) = (2, 9);
+        let x = uniform(&[b, t + 1, 32], 4)
+            .to_dtype(dtype)
+            .unwrap()
+            .to_device(device)
+            .unwrap();
+        let diff = max_diff(
+            &prefill(&l, &x, Kernels::Lab),
+            &prefill(&l, &x, Kernels::Fused),
+        );
+        assert!(diff < bound, "prefill {dtype:?}: {diff}");
+        let step = |k: Kernels| {
+            let mut cache =
+                KvCache::new(b, cfg.kv_heads, t + 1, cfg.head_dim, dtype, device).unwrap();
+            let rope = Rope::new(cfg.head_dim, cfg.rope_theta, 0, t, dtype, device).unwrap();
+            let mask = causal_mask(t, 0, dtype, device).unwrap();
+            let head = x.narrow(1, 0, t).unwrap();
+            l.forward(&head, &rope, Some(&mask), Some(&mut cache), k)
+                .unwrap();
+            let rope = Rope::new(cfg.head_dim, cfg.rope_theta, t, 1, dtype, device).unwrap();
+            let last = x.narrow(1, t, 1).unwrap();
+            l.forward(&last, &rope, None, Some(&mut cache), k).unwrap()
+        };
+        let diff = max_diff(&step(Kernels::Lab), &step(Kernels::Fused));
+        assert!(diff < bound, "decode {dtype:?}: {diff}");
+    }
+}
+
+#[test]
+fn lab_kernels_compute_what_candles_do_cpu() {
+    lab_kernels_compute_what_candles_do(&Device::Cpu);
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn lab_kernels_compute_what_candles_do_cuda() {
+    lab_kernels_compute_what_candles_do(&Device::new_cuda(0).unwrap());
 }
 
 #[test]

@@ -1,0 +1,149 @@
+//! Kernels: can we do better than Candle, and how? The suite's own kernels
+//! (`candle_lab::kernels`: RMSNorm, RMSNorm fused with its weight, softmax,
+//! SwiGLU, copy, add; CustomOps with CPU and CUDA code) beside Candle's op,
+//! the same math from primitive ops, and a copy of the same bytes measured in
+//! the same run, per op, shape (the block's, SmolLM2-135M's, a large
+//! memory-bound one) and precision. The measurement is
+//! `candle_lab::bench::kernels`; docs/kernels.md says how to read it.
+
+use anyhow::{bail, Result};
+use candle_core::Device;
+use candle_lab::bench::kernels::{
+    self, cases, default_large_mib, default_plan, Config, CASE_NAMES,
+};
+use candle_lab::cli::RunCounts;
+use candle_lab::experiment::{self, Experiment, Session};
+use candle_lab::memory::fits::Need;
+use candle_lab::memory::CountingAlloc;
+use candle_lab::precision::Precision;
+use candle_lab::schema::{Body, KernelOp, Kind};
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+/// The suite's own kernels against Candle's ops, the composed forms and the
+/// copy ceiling, per op, shape and precision.
+#[derive(clap::Args, Debug)]
+struct Flags {
+    /// Runs per variant (defaults: 10 timed and 2 warm-up on the CPU, 30 and 5
+    /// on a GPU).
+    #[command(flatten)]
+    counts: RunCounts,
+
+    /// Precisions, comma-separated: fp32, fp16, bf16 (f32, f16 also accepted).
+    #[arg(long, value_delimiter = ',', default_value = "fp32,fp16,bf16", value_parser = precision)]
+    dtypes: Vec<Precision>,
+
+    /// Ops, comma-separated: rms_norm, rms_norm_mul, softmax, swiglu, copy, add.
+    #[arg(long, value_delimiter = ',', default_value = "rms_norm,rms_norm_mul,softmax,swiglu,copy,add",
+          value_parser = KernelOp::parse)]
+    ops: Vec<KernelOp>,
+
+    /// Shapes, comma-separated: block-prefill, block-decode, smollm2-prefill,
+    /// smollm2-decode, large.
+    #[arg(long, value_delimiter = ',',
+          default_value = "block-prefill,block-decode,smollm2-prefill,smollm2-decode,large",
+          value_parser = case_name)]
+    cases: Vec<String>,
+
+    /// Tokens of the prefill cases, and the KV cache's length in decode
+    /// (default: the block's, 128 on the CPU and 2048 on a GPU).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    seq: Option<u64>,
+
+    /// Size of one f32 tensor of the large case, in MiB (default: 16 on the
+    /// CPU, 1024 on a GPU); 4096 columns.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    large_mib: Option<u64>,
+}
+
+fn precision(s: &str) -> Result<Precision, String> {
+    match s.parse::<Precision>()? {
+        p @ (Precision::F32 | Precision::F16 | Precision::Bf16) => Ok(p),
+        p => Err(format!("'{p}': the kernels run fp32, fp16 and bf16")),
+    }
+}
+
+fn case_name(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if CASE_NAMES.contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "unknown case '{s}': expected one of {}",
+            CASE_NAMES.join(", ")
+        ))
+    }
+}
+
+/// `items` in the order given, each once.
+fn unique<T: PartialEq + Clone>(items: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for x in items {
+        if !out.contains(x) {
+            out.push(x.clone());
+        }
+    }
+    out
+}
+
+/// What the flags ask for, with the device's defaults where a flag is absent.
+fn config(args: &Flags, on_cuda: bool) -> Result<Config> {
+    let large_mib = args.large_mib.unwrap_or_else(|| default_large_mib(on_cuda));
+    let seq = args.seq.map(|n| n as usize);
+    let cfg = Config {
+        ops: unique(&args.ops),
+        precisions: unique(&args.dtypes),
+        cases: cases(on_cuda, &unique(&args.cases), seq, large_mib),
+        plan: args.counts.plan(default_plan(on_cuda)),
+    };
+    if cfg.cases.is_empty() || cfg.ops.is_empty() || cfg.precisions.is_empty() {
+        bail!("nothing to run: --ops, --cases and --dtypes each need one value");
+    }
+    Ok(cfg)
+}
+
+struct Kernels;
+
+impl Experiment for Kernels {
+    const KIND: Kind = Kind::Kernels;
+    const ABOUT: &'static str = "The suite's own kernels against Candle's ops, the composed \
+        forms and a copy of the same bytes, per op, shape and precision.";
+    const SMALL: &'static [&'static str] = &[
+        "--seq",
+        "16",
+        "--large-mib",
+        "1",
+        "--iters",
+        "3",
+        "--warmup",
+        "1",
+    ];
+    type Flags = Flags;
+    type Config = Config;
+
+    fn config(f: &Flags, on_cuda: bool) -> Result<Config> {
+        config(f, on_cuda)
+    }
+
+    fn needs(cfg: &Config, _: &Device) -> Result<Vec<Need>> {
+        Ok(kernels::needs(cfg))
+    }
+
+    fn run(cfg: &Config, s: &Session) -> Result<Body> {
+        candle_lab::note!(
+            "kernels: {} ops x {} cases x {} precisions, warmup {}, iters {}, on {}",
+            cfg.ops.len(),
+            cfg.cases.len(),
+            cfg.precisions.len(),
+            cfg.plan.warmup,
+            cfg.plan.iters,
+            s.info.label
+        );
+        Ok(Body::Kernels(kernels::run(&s.device, cfg, s.telemetry())?))
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    experiment::main::<Kernels>()
+}

@@ -1,0 +1,1 @@
+"""The PyTorch twin of `kernels` (run: python pytorch/kernels)."""

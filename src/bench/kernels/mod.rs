@@ -1,0 +1,450 @@
+//! The `kernels` experiment's core: the suite's own kernels
+//! ([`crate::kernels`]) beside Candle's op and the same math from primitive
+//! ops, per op, shape and precision, each against the copy ceiling for the
+//! bytes the op must move, measured in the same run.
+//!
+//! Per row (op x case x precision): random inputs made off the clock; a plain
+//! copy of the row's bytes between two preallocated buffers (`memcpy` on the
+//! CPU, `cuMemcpyDtoD` on a GPU: `bench::memory`'s ceiling), so that a shape
+//! that fits in a cache is held against the cache's speed and a large one
+//! against memory's; then each implementation timed by the clock's usual
+//! rules, its GB/s the row's least bytes (inputs read once, output written
+//! once, as `memory` counts them) over its median, its speed against Candle's,
+//! and its output's first rows against an f64 computation on the host. An
+//! implementation that fails (out of memory, an op Candle lacks on a device)
+//! is that variant's error; the others run.
+
+mod ops;
+
+use anyhow::{Context, Result};
+use candle_core::{DType, Device, Tensor};
+
+use crate::clock::Plan;
+use crate::formulas::gb_per_s;
+use crate::memory::fits::Need;
+use crate::precision::Precision;
+use crate::schema::{
+    Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow, KernelVariant,
+    KernelsResults, RowStatus, VariantMeasured,
+};
+use crate::telemetry::Telemetry;
+pub use ops::{call, implementations, traffic, EPS};
+
+/// What a `kernels` run asks for, from the program's flags.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub ops: Vec<KernelOp>,
+    pub precisions: Vec<Precision>,
+    pub cases: Vec<KernelCase>,
+    pub plan: Plan,
+}
+
+/// Columns of the large case's tensors (one MiB of f32 is 64 rows), as `memory`'s.
+pub const LARGE_COLS: usize = 4096;
+/// Rows of each output whose accuracy is checked against f64.
+const ACCURACY_ROWS: usize = 4;
+
+/// The case names `--cases` takes, in the default order.
+pub const CASE_NAMES: [&str; 5] = [
+    "block-prefill",
+    "block-decode",
+    "smollm2-prefill",
+    "smollm2-decode",
+    "large",
+];
+
+/// Defaults that keep a 2-core CPU run near 20 s: 2 warm-up and 10 timed runs
+/// per variant; on a GPU, where a call takes microseconds, 5 and 30.
+pub fn default_plan(on_cuda: bool) -> Plan {
+    if on_cuda {
+        Plan {
+            warmup: 5,
+            iters: 30,
+        }
+    } else {
+        Plan {
+            warmup: 2,
+            iters: 10,
+        }
+    }
+}
+
+/// The large case's tensor size at f32 in MiB: 16 on the CPU (seconds for
+/// Candle's slowest 16-bit forms), 1024 on a GPU (far beyond its L2).
+pub fn default_large_mib(on_cuda: bool) -> u64 {
+    if on_cuda {
+        1024
+    } else {
+        16
+    }
+}
+
+/// The cases `names` asks for (each of [`CASE_NAMES`]), with the prefill's
+/// tokens (`seq`: the block's default when `None`) and the large case's size.
+/// The block's sizes are `bench::block`'s defaults for the device; SmolLM2-135M's
+/// are its config's (hidden 576, 9 heads and 3 KV heads, MLP 1536).
+pub fn cases(
+    on_cuda: bool,
+    names: &[String],
+    seq: Option<usize>,
+    large_mib: u64,
+) -> Vec<KernelCase> {
+    let (hidden, heads, mlp, default_seq) = if on_cuda {
+        crate::bench::block::GPU_SHAPE
+    } else {
+        crate::bench::block::CPU_SHAPE
+    };
+    let seq = seq.unwrap_or(default_seq);
+    let case = |name: &str, source: String, tokens, hidden, heads, mlp, context| KernelCase {
+        name: name.into(),
+        source,
+        tokens,
+        hidden,
+        heads,
+        mlp,
+        context,
+    };
+    let block = format!(
+        "the block experiment's layer (hidden {hidden}, {heads} heads, MLP {mlp}), {seq} tokens"
+    );
+    let smol = format!("SmolLM2-135M (hidden 576, 9 heads, 3 KV heads, MLP 1536), {seq} tokens");
+    let rows = (large_mib as usize * (1 << 20) / 4 / LARGE_COLS).max(1);
+    let large = format!("{large_mib} MiB per f32 tensor ({rows} x {LARGE_COLS}): memory-bound");
+    names
+        .iter()
+        .filter_map(|n| match n.as_str() {
+            "block-prefill" => Some(case(n, block.clone(), seq, hidden, heads, mlp, seq)),
+            "block-decode" => Some(case(n, block.clone(), 1, hidden, heads, mlp, seq + 1)),
+            "smollm2-prefill" => Some(case(n, smol.clone(), seq, 576, 9, 1536, seq)),
+            "smollm2-decode" => Some(case(n, smol.clone(), 1, 576, 9, 1536, seq + 1)),
+            "large" => Some(case(
+                n,
+                large.clone(),
+                rows,
+                LARGE_COLS,
+                1,
+                LARGE_COLS,
+                LARGE_COLS,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What must fit: the largest op's inputs and the composed form's f32
+/// intermediates (up to eight tensor-sized buffers at once), and the
+/// ceiling's two buffers; on the host too for the f64 check of a few rows.
+pub fn needs(cfg: &Config) -> Vec<Need> {
+    cfg.cases
+        .iter()
+        .map(|case| {
+            let elems = cfg
+                .ops
+                .iter()
+                .map(|op| op.shape(case).iter().product::<usize>() as u64)
+                .max()
+                .unwrap_or(0);
+            Need {
+                what: format!("the {} case ({elems} elements per tensor)", case.name),
+                host_bytes: 0,
+                device_bytes: elems * 4 * 10,
+            }
+        })
+        .collect()
+}
+
+/// Runs every row of `cfg` on `device`.
+pub fn run(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<KernelsResults> {
+    let mut rows = Vec::new();
+    for &op in &cfg.ops {
+        for case in &cfg.cases {
+            for &p in &cfg.precisions {
+                let row = measure_row(device, cfg.plan, telemetry, op, case, p)
+                    .with_context(|| format!("{} {} {p}", op.name(), case.name))?;
+                rows.push(row);
+            }
+        }
+    }
+    Ok(KernelsResults {
+        warmup: cfg.plan.warmup,
+        iters: cfg.plan.iters,
+        cpu_threads: candle_core::utils::get_num_threads(),
+        cache_bytes: crate::device::largest_cache(device)?.map(|c| c.bytes),
+        telemetry: telemetry.source(),
+        cases: cfg.cases.clone(),
+        rows,
+    })
+}
+
+fn measure_row(
+    device: &Device,
+    plan: Plan,
+    telemetry: &Telemetry,
+    op: KernelOp,
+    case: &KernelCase,
+    p: Precision,
+) -> Result<KernelRow> {
+    let dtype = p.dtype();
+    let shape = op.shape(case);
+    let width = *shape.last().unwrap_or(&1);
+    let n: usize = shape.iter().product();
+    let (bytes_read, bytes_written) =
+        traffic(op, n as u64, width as u64, dtype.size_in_bytes() as u64);
+    let bytes_moved = bytes_read + bytes_written;
+
+    let inputs = ops::Inputs::new(op, &shape, dtype, device)?;
+    let ones = Tensor::ones(width, dtype, device)?;
+    let reference = Reference::new(op, &inputs, width)?;
+    let copied = (bytes_moved / 2).max(1);
+    let (_, call_name, timed) = crate::bench::memory::ceiling(device, copied, plan, telemetry)?;
+    let (ms, time_source) = timed.rate_ms();
+    let ceiling = KernelCeiling {
+        call: call_name.into(),
+        bytes_copied: copied,
+        time_ms: ms,
+        time_source,
+        gb_per_s: gb_per_s(2 * copied, ms),
+        timed,
+    };
+
+    let mut variants = Vec::new();
+    for &imp in implementations(op) {
+        let label = format!("{} {} {p} {}", op.name(), case.name, imp.name());
+        let measured = (|| -> Result<VariantMeasured> {
+            let timed = telemetry.time(device, plan, &label, || {
+                Ok(ops::run(op, imp, &inputs, &ones)?)
+            })?;
+            let out = ops::run(op, imp, &inputs, &ones)?;
+            let (time_ms, time_source) = timed.rate_ms();
+            let rate = gb_per_s(bytes_moved, time_ms);
+            Ok(VariantMeasured {
+                time_ms,
+                time_source,
+                gb_per_s: rate,
+                pct_of_ceiling: 100.0 * rate / ceiling.gb_per_s,
+                speedup_vs_candle: None,
+                accuracy: reference.check(&out)?,
+                timed,
+            })
+        })();
+        variants.push(match measured {
+            Ok(m) => KernelVariant {
+                implementation: imp,
+                call: call(op, imp).into(),
+                status: RowStatus::Ok,
+                error: None,
+                measured: Some(m),
+            },
+            Err(e) => {
+                let why = crate::error::error_line(&e);
+                crate::note!("{label}: failed, recorded with its error ({why})");
+                KernelVariant {
+                    implementation: imp,
+                    call: call(op, imp).into(),
+                    status: RowStatus::Error,
+                    error: Some(why),
+                    measured: None,
+                }
+            }
+        });
+    }
+    fill_speedups(&mut variants);
+    Ok(KernelRow {
+        op,
+        case: case.name.clone(),
+        precision: p,
+        shape,
+        elements: n as u64,
+        bytes_read,
+        bytes_written,
+        bytes_moved,
+        ceiling,
+        variants,
+    })
+}
+
+/// Each measured variant's speed against Candle's: Candle's time over its own.
+pub fn fill_speedups(variants: &mut [KernelVariant]) {
+    let candle = variants
+        .iter()
+        .find(|v| v.implementation == Implementation::Candle)
+        .and_then(|v| v.measured.as_ref())
+        .map(|m| m.time_ms);
+    for m in variants.iter_mut().filter_map(|v| v.measured.as_mut()) {
+        m.speedup_vs_candle = candle.map(|c| c / m.time_ms);
+    }
+}
+
+/// The f64 result of the op over the first [`ACCURACY_ROWS`] rows of its
+/// inputs, computed on the host from the values the device holds.
+struct Reference {
+    rows: usize,
+    width: usize,
+    want: Vec<f64>,
+}
+
+impl Reference {
+    fn new(op: KernelOp, i: &ops::Inputs, width: usize) -> Result<Self> {
+        let rows = (i.x.elem_count() / width.max(1)).min(ACCURACY_ROWS);
+        let first = |t: &Tensor| -> Result<Vec<f64>> {
+            let flat = t.flatten_all()?;
+            let k = (rows * width).min(flat.elem_count());
+            host_f64(&flat.narrow(0, 0, k)?)
+        };
+        let (x, w) = (first(&i.x)?, host_f64(&i.w)?);
+        let y = if matches!(op, KernelOp::Swiglu | KernelOp::Add) {
+            first(&i.y)?
+        } else {
+            Vec::new()
+        };
+        Ok(Self {
+            rows,
+            width,
+            want: ops::reference(op, &x, &y, &w, width),
+        })
+    }
+
+    fn check(&self, out: &Tensor) -> Result<KernelAccuracy> {
+        let got = host_f64(&out.flatten_all()?.narrow(0, 0, self.rows * self.width)?)?;
+        let (max_rel_err, mean_rel_err) = normwise_errors(&got, &self.want);
+        Ok(KernelAccuracy {
+            elements_checked: got.len(),
+            max_rel_err,
+            mean_rel_err,
+        })
+    }
+}
+
+/// max |got - want| / max |want| and mean |got - want| / mean |want|: errors
+/// as a share of the output's size, norm-wise (Higham, "Accuracy and Stability
+/// of Numerical Algorithms", 2002, sec. 1.2), so that a softmax, whose mass
+/// sits in a few entries, is judged as a normal row is. 0 for an all-zero
+/// output computed exactly.
+pub fn normwise_errors(got: &[f64], want: &[f64]) -> (f64, f64) {
+    let largest = want.iter().fold(0.0f64, |m, w| m.max(w.abs()));
+    let size = want.iter().map(|w| w.abs()).sum::<f64>();
+    let diffs: Vec<f64> = got.iter().zip(want).map(|(g, w)| (g - w).abs()).collect();
+    let worst = diffs.iter().copied().fold(0.0, f64::max);
+    let total: f64 = diffs.iter().sum();
+    let ratio = |e: f64, of: f64| if e == 0.0 { 0.0 } else { e / of };
+    (ratio(worst, largest), ratio(total, size))
+}
+
+fn host_f64(t: &Tensor) -> Result<Vec<f64>> {
+    Ok(t.to_dtype(DType::F64)?
+        .to_device(&Device::Cpu)?
+        .flatten_all()?
+        .to_vec1::<f64>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiny() -> Config {
+        let names: Vec<String> = ["block-decode", "large"].map(String::from).into();
+        Config {
+            ops: KernelOp::ALL.to_vec(),
+            precisions: vec![Precision::F32, Precision::Bf16],
+            cases: cases(false, &names, Some(8), 1),
+            plan: Plan {
+                warmup: 1,
+                iters: 2,
+            },
+        }
+    }
+
+    #[test]
+    fn errors_are_norm_wise() {
+        let (max, mean) = normwise_errors(&[1.0, 0.0, 2.1], &[1.0, 0.1, 2.0]);
+        assert!((max - 0.05).abs() < 1e-12 && (mean - 0.2 / 3.1).abs() < 1e-12);
+        assert_eq!(normwise_errors(&[0.0], &[0.0]), (0.0, 0.0));
+    }
+
+    #[test]
+    fn cases_take_the_block_and_smollm2_sizes() {
+        let names: Vec<String> = CASE_NAMES.map(String::from).into();
+        let c = cases(false, &names, None, 32);
+        let dims: Vec<_> = c
+            .iter()
+            .map(|c| {
+                (
+                    c.name.as_str(),
+                    c.tokens,
+                    c.hidden,
+                    c.heads,
+                    c.mlp,
+                    c.context,
+                )
+            })
+            .collect();
+        assert_eq!(
+            dims,
+            [
+                ("block-prefill", 128, 512, 8, 1376, 128),
+                ("block-decode", 1, 512, 8, 1376, 129),
+                ("smollm2-prefill", 128, 576, 9, 1536, 128),
+                ("smollm2-decode", 1, 576, 9, 1536, 129),
+                ("large", 2048, 4096, 1, 4096, 4096),
+            ]
+        );
+        assert_eq!(KernelOp::Softmax.shape(&c[3]), [9, 1, 129]);
+        assert_eq!(KernelOp::Swiglu.shape(&c[2]), [128, 1536]);
+        let gpu = cases(true, &names[..1], None, 1024);
+        assert_eq!((gpu[0].tokens, gpu[0].hidden), (2048, 4096));
+    }
+
+    fn kernels_run(device: &Device) {
+        let cfg = tiny();
+        let r = run(device, &cfg, &Telemetry::open(device)).unwrap();
+        assert_eq!(r.rows.len(), 6 * 2 * 2);
+        for row in &r.rows {
+            assert_eq!(row.bytes_moved, row.bytes_read + row.bytes_written);
+            assert_eq!(row.ceiling.bytes_copied, row.bytes_moved / 2);
+            let names: Vec<_> = row.variants.iter().map(|v| v.implementation).collect();
+            assert_eq!(names, implementations(row.op), "{:?}", row.op);
+            let candle = row.measured(Implementation::Candle).unwrap();
+            assert_eq!(candle.speedup_vs_candle, Some(1.0));
+            for v in &row.variants {
+                let m = v.measured.as_ref().unwrap();
+                let rate = row.bytes_moved as f64 / (m.time_ms * 1e-3) / 1e9;
+                assert!((m.gb_per_s - rate).abs() <= 1e-9 * rate);
+                assert!((m.pct_of_ceiling - 100.0 * rate / row.ceiling.gb_per_s).abs() < 1e-9);
+                assert_eq!(m.timed.samples_wall_ms.len(), 2);
+                // The first 4 rows are checked.
+                let width = *row.shape.last().unwrap();
+                let want = (4 * width).min(row.elements as usize);
+                assert_eq!(m.accuracy.elements_checked, want);
+                // Half an ulp of the largest output, norm-wise. Candle's
+                // 16-bit kernels round their intermediates too (its softmax
+                // sums in the dtype): looser. tests/kernels.rs holds each
+                // element to its own bound; here the record is checked.
+                let bound = match (row.precision, v.implementation) {
+                    (Precision::F32, _) => 1e-5,
+                    (Precision::F16, Implementation::Lab) => 1e-3,
+                    (_, Implementation::Lab) => 5e-3,
+                    _ => 0.5,
+                };
+                assert!(
+                    m.accuracy.max_rel_err < bound,
+                    "{} {} {:?}: {}",
+                    row.op.name(),
+                    row.case,
+                    v.implementation,
+                    m.accuracy.max_rel_err
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn kernels_run_cpu() {
+        kernels_run(&Device::Cpu);
+    }
+
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn kernels_run_cuda() {
+        kernels_run(&Device::new_cuda(0).unwrap());
+    }
+}

@@ -1,0 +1,337 @@
+//! The kernels experiment shown: per op a table of every case and precision
+//! (the suite's kernel, Candle's op, the composed form and the copy ceiling
+//! for the op's bytes, side by side), notes that hold the run to its targets
+//! (85% of the ceiling on the large case, never slower than Candle's op) and
+//! say how far each miss is, long-format CSV records, and the chart of % of
+//! the ceiling per kernel.
+
+use anyhow::Result;
+
+use super::{num, Records, Shown};
+use crate::export::svg::{percent_bars_svg, BarSeries};
+use crate::export::table::Table;
+use crate::precision::Precision;
+use crate::schema::{
+    Implementation, KernelOp, KernelRow, KernelsResults, ResultFile, VariantMeasured,
+};
+use crate::units::mib;
+
+/// The share of the copy ceiling a memory-bound kernel is held to on the
+/// large case (issue 25's target).
+pub const TARGET_PCT: f64 = 85.0;
+/// The case the ceiling target applies to.
+pub const LARGE: &str = "large";
+
+fn ms(m: Option<&VariantMeasured>) -> String {
+    m.map_or("-".into(), |m| {
+        format!("{:.4}", m.time_ms) + super::mark(m.timed.availability.as_ref())
+    })
+}
+
+fn pct(m: Option<&VariantMeasured>) -> String {
+    m.map_or("-".into(), |m| format!("{:.0}%", m.pct_of_ceiling))
+}
+
+/// The kernels' tables and notes.
+pub fn show(file: &ResultFile, r: &KernelsResults) -> Shown {
+    let pytorch = r
+        .rows
+        .iter()
+        .any(|row| row.measured(Implementation::Pytorch).is_some());
+    let who = if pytorch { "pytorch" } else { "lab" };
+    let (own_ms, own_gb, own_pct, own_vs) = (
+        format!("{who} ms"),
+        format!("{who} GB/s"),
+        format!("{who} % ceiling"),
+        format!("{who} vs candle"),
+    );
+    let mut tables = Vec::new();
+    for op in KernelOp::ALL {
+        let rows: Vec<&KernelRow> = r.rows.iter().filter(|x| x.op == op).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let mut t = Table::new(
+            format!(
+                "{}: {}, the composed form, and a copy of the same bytes on {} (time from {})",
+                op.name(),
+                if pytorch {
+                    "PyTorch's op"
+                } else {
+                    "the suite's kernel, Candle's op"
+                },
+                file.device.label,
+                time_from(rows[0])
+            ),
+            &[
+                "case",
+                "dtype",
+                "shape",
+                "MiB moved",
+                "ceiling GB/s",
+                &own_ms,
+                "candle ms",
+                "composed ms",
+                &own_gb,
+                &own_pct,
+                "candle % ceiling",
+                &own_vs,
+            ],
+        );
+        t.align_left(&[0, 1, 2]);
+        for row in rows {
+            let lab = row.measured(Implementation::Lab);
+            let candle = row.measured(Implementation::Candle);
+            let own = own(row);
+            t.row([
+                row.case.clone(),
+                row.precision.to_string(),
+                shape(&row.shape),
+                format!("{:.2}", mib(row.bytes_moved)),
+                format!("{:.1}", row.ceiling.gb_per_s),
+                ms(own),
+                ms(candle),
+                ms(row.measured(Implementation::Composed)),
+                own.map_or("-".into(), |m| format!("{:.1}", m.gb_per_s)),
+                pct(own),
+                pct(candle),
+                lab.and_then(|m| m.speedup_vs_candle)
+                    .map_or("-".into(), |s| format!("{s:.2}x")),
+            ]);
+        }
+        tables.push(t);
+    }
+    Shown {
+        tables,
+        notes: notes(r),
+    }
+}
+
+/// The row's own implementation: the suite's kernel in Candle's file,
+/// PyTorch's op in the twin's.
+fn own(row: &KernelRow) -> Option<&VariantMeasured> {
+    row.measured(Implementation::Lab)
+        .or_else(|| row.measured(Implementation::Pytorch))
+}
+
+fn time_from(row: &KernelRow) -> &'static str {
+    match row.ceiling.time_source {
+        crate::schema::TimeSource::GpuMedianMs => "CUDA events",
+        crate::schema::TimeSource::MedianMs => "the wall clock",
+    }
+}
+
+fn shape(dims: &[usize]) -> String {
+    let s: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+    s.join("x")
+}
+
+/// What the tables cannot say by themselves: the targets, met or missed and by
+/// how much, failed variants, and a large case that fits in the cache.
+pub fn notes(r: &KernelsResults) -> Vec<String> {
+    let mut notes = Vec::new();
+    let large: Vec<&KernelRow> = r.rows.iter().filter(|x| x.case == LARGE).collect();
+    let short: Vec<String> = large
+        .iter()
+        .filter_map(|row| {
+            let m = row.measured(Implementation::Lab)?;
+            (m.pct_of_ceiling < TARGET_PCT).then(|| {
+                format!(
+                    "{} {} {:.0}% ({:.0} points short)",
+                    row.op.name(),
+                    row.precision,
+                    m.pct_of_ceiling,
+                    TARGET_PCT - m.pct_of_ceiling
+                )
+            })
+        })
+        .collect();
+    let measured_large = large
+        .iter()
+        .filter(|row| row.measured(Implementation::Lab).is_some())
+        .count();
+    if measured_large > 0 {
+        notes.push(if short.is_empty() {
+            format!(
+                "target met: every lab kernel reaches {TARGET_PCT:.0}% of the copy ceiling on the \
+                 large case"
+            )
+        } else {
+            format!(
+                "target ({TARGET_PCT:.0}% of the copy ceiling on the large case) missed by {} of \
+                 {measured_large}: {}",
+                short.len(),
+                short.join(", ")
+            )
+        });
+    }
+    let slower: Vec<String> = r
+        .rows
+        .iter()
+        .filter_map(|row| {
+            let s = row.measured(Implementation::Lab)?.speedup_vs_candle?;
+            (s < 1.0).then(|| format!("{} {} {} ({s:.2}x)", row.op.name(), row.case, row.precision))
+        })
+        .collect();
+    let compared = r
+        .rows
+        .iter()
+        .filter(|row| {
+            row.measured(Implementation::Lab)
+                .and_then(|m| m.speedup_vs_candle)
+                .is_some()
+        })
+        .count();
+    if compared > 0 {
+        notes.push(if slower.is_empty() {
+            format!("target met: no lab kernel is slower than Candle's op ({compared} rows)")
+        } else {
+            format!(
+                "target (never slower than Candle's op) missed on {} of {compared} rows: {}",
+                slower.len(),
+                slower.join(", ")
+            )
+        });
+    }
+    for row in &r.rows {
+        for v in row.variants.iter().filter(|v| v.measured.is_none()) {
+            notes.push(format!(
+                "{} {} {} {}: failed ({})",
+                row.op.name(),
+                row.case,
+                row.precision,
+                v.implementation.name(),
+                v.error.as_deref().unwrap_or("no error recorded")
+            ));
+        }
+    }
+    let biggest = large.iter().map(|r| r.bytes_moved).max();
+    if let (Some(cache), Some(bytes)) = (r.cache_bytes, biggest) {
+        if bytes <= cache {
+            notes.push(format!(
+                "note: the large case's {:.0} MiB fit in the {:.0} MiB cache: its rates are partly \
+                 the cache's (the ceiling, measured at the same size, is too)",
+                mib(bytes),
+                mib(cache)
+            ));
+        }
+    }
+    notes
+}
+
+/// Every variant and every ceiling in long format: machine, experiment, op,
+/// case, precision, implementation ("ceiling" for the copy), shape,
+/// bytes_moved, time_ms, time_source, gb_per_s, pct_of_ceiling,
+/// speedup_vs_candle, max_rel_err.
+pub fn records(machine: &str, r: &KernelsResults) -> Records {
+    let header = [
+        "machine",
+        "experiment",
+        "op",
+        "case",
+        "precision",
+        "implementation",
+        "shape",
+        "bytes_moved",
+        "time_ms",
+        "time_source",
+        "gb_per_s",
+        "pct_of_ceiling",
+        "speedup_vs_candle",
+        "max_rel_err",
+    ];
+    let mut rows = Vec::new();
+    for row in &r.rows {
+        let start = |implementation: &str| {
+            vec![
+                machine.to_string(),
+                "kernels".into(),
+                row.op.name().into(),
+                row.case.clone(),
+                row.precision.to_string(),
+                implementation.to_string(),
+                shape(&row.shape),
+                row.bytes_moved.to_string(),
+            ]
+        };
+        let c = &row.ceiling;
+        let mut ceiling = start("ceiling");
+        ceiling.extend([
+            num(Some(c.time_ms)),
+            format!("{:?}", c.time_source),
+            num(Some(c.gb_per_s)),
+            num(Some(100.0)),
+            String::new(),
+            String::new(),
+        ]);
+        rows.push(ceiling);
+        for v in &row.variants {
+            let mut rec = start(v.implementation.name());
+            let m = v.measured.as_ref();
+            rec.extend([
+                num(m.map(|m| m.time_ms)),
+                m.map_or(String::new(), |m| format!("{:?}", m.time_source)),
+                num(m.map(|m| m.gb_per_s)),
+                num(m.map(|m| m.pct_of_ceiling)),
+                num(m.and_then(|m| m.speedup_vs_candle)),
+                num(m.map(|m| m.accuracy.max_rel_err)),
+            ]);
+            rows.push(rec);
+        }
+    }
+    Records::new(&header, rows)
+}
+
+/// The chart beside the JSON: % of the copy ceiling per op at the large case
+/// (or, without one, the case that moves the most bytes), one bar per
+/// implementation and precision.
+pub fn chart(file: &ResultFile, r: &KernelsResults) -> Result<String> {
+    let case = if r.rows.iter().any(|x| x.case == LARGE) {
+        LARGE.to_string()
+    } else {
+        r.rows
+            .iter()
+            .max_by_key(|x| x.bytes_moved)
+            .map(|x| x.case.clone())
+            .unwrap_or_default()
+    };
+    let rows: Vec<&KernelRow> = r.rows.iter().filter(|x| x.case == case).collect();
+    let ops: Vec<KernelOp> = KernelOp::ALL
+        .into_iter()
+        .filter(|op| rows.iter().any(|x| x.op == *op))
+        .collect();
+    let mut precisions: Vec<Precision> = Vec::new();
+    for row in &rows {
+        if !precisions.contains(&row.precision) {
+            precisions.push(row.precision);
+        }
+    }
+    let mut series = Vec::new();
+    for imp in [
+        Implementation::Lab,
+        Implementation::Pytorch,
+        Implementation::Candle,
+    ] {
+        for &p in &precisions {
+            let values: Vec<Option<f64>> = ops
+                .iter()
+                .map(|&op| {
+                    let row = rows.iter().find(|x| x.op == op && x.precision == p)?;
+                    Some(row.measured(imp)?.pct_of_ceiling)
+                })
+                .collect();
+            if values.iter().any(Option::is_some) {
+                series.push(BarSeries {
+                    label: format!("{} {p}", imp.name()),
+                    values,
+                });
+            }
+        }
+    }
+    let categories: Vec<String> = ops.iter().map(|op| op.name().to_string()).collect();
+    let title = format!(
+        "% of the copy ceiling at the {case} case, {} ({}); target {TARGET_PCT:.0}%",
+        file.device.name, file.environment.framework
+    );
+    percent_bars_svg(&title, &categories, &series)
+}

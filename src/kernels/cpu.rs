@@ -1,0 +1,360 @@
+//! What every CPU kernel shares: the element types seen as f32 a block at a
+//! time ([`Elem`]), the kernels compiled for the CPU's vector width
+//! (`simd_kernel!`), a fresh output written in place ([`output`]), and the
+//! work split across Candle's own CPU pool ([`split`]).
+//!
+//! Four things make the CPU kernels fast, each measured by `kernels`:
+//! - **f32 in blocks.** A row is processed [`BLOCK`] elements at a time:
+//!   16-bit values are widened into a small f32 buffer that stays in L1 (F16C
+//!   instructions for f16, through `half`'s slice conversions; a shift for
+//!   bf16), the math runs in plain f32 loops the compiler vectorizes, and the
+//!   result is rounded once on the way out. Candle's CPU ops convert element
+//!   by element with scalar code and keep 16-bit intermediates.
+//! - **Compiled for the CPU in hand.** The loops run inside a function built
+//!   for AVX-512 or AVX2 when the CPU has it (checked at run time), not for
+//!   the x86-64 baseline's 4-lane SSE2.
+//! - **No second write.** The output is allocated uninitialized and each
+//!   element written once, by the thread that computes it (Candle's fused ops
+//!   zero it first). Outputs of 64 MiB and more are advised onto 2 MiB pages
+//!   (`MADV_HUGEPAGE`, as numpy does for large arrays): an allocation that
+//!   large comes straight from the kernel, and its first touch costs a page
+//!   fault per page, 512 times fewer with huge pages.
+//! - **Threads only when they pay.** Work is shared on Candle's own pool
+//!   (its spinning workers take a task in well under a microsecond), and only
+//!   in tasks of at least `min_task` elements (each kernel says how many its
+//!   cost per element makes worth it): a decode row stays on the calling
+//!   thread, a prefill's rows are shared.
+
+use std::mem::MaybeUninit;
+
+use candle_core::{CpuStorage, WithDType};
+use half::{bf16, f16, slice::HalfFloatSliceExt};
+
+/// Elements handled per step: 1 KiB of f32, well inside L1.
+pub(super) const BLOCK: usize = 256;
+/// Outputs from this size on are advised onto huge pages: above glibc's
+/// largest mmap threshold (32 MiB), where every allocation is a fresh mapping
+/// whose pages fault in on first touch. Smaller ones reuse memory malloc
+/// already holds (no faults), and advising them costs: where the kernel's THP
+/// `defrag` setting is `madvise` (this suite's VMs), a fault in an advised
+/// range compacts memory on the spot (measured: an 8 MiB copy 2x slower).
+const HUGE_PAGE_OUTPUT: usize = 64 << 20;
+
+/// An element type the kernels read and write, seen as f32 a block at a time.
+pub(super) trait Elem: WithDType + Copy + Send + Sync {
+    /// `src` (at most [`BLOCK`] long) as f32: itself for f32, else widened
+    /// into `buf` (exactly: f16 and bf16 values are all f32 values).
+    fn widen<'a>(src: &'a [Self], buf: &'a mut [f32; BLOCK]) -> &'a [f32];
+    /// Writes `src` rounded to this type (to nearest, ties to even) into
+    /// `dst`, of the same length: every element.
+    fn narrow(src: &[f32], dst: &mut [MaybeUninit<Self>]);
+
+    /// Writes f(a_i, b_i) into `dst` (all three the same length), computed in
+    /// f32 a block at a time; f32 itself in one pass, straight into `dst`.
+    #[inline(always)]
+    fn map2(a: &[Self], b: &[Self], dst: &mut [MaybeUninit<Self>], f: impl Fn(f32, f32) -> f32) {
+        let (mut ab, mut bb, mut out) = ([0f32; BLOCK], [0f32; BLOCK], [0f32; BLOCK]);
+        let blocks = a
+            .chunks(BLOCK)
+            .zip(b.chunks(BLOCK))
+            .zip(dst.chunks_mut(BLOCK));
+        for ((a, b), dst) in blocks {
+            let (a, b) = (Self::widen(a, &mut ab), Self::widen(b, &mut bb));
+            let o = &mut out[..a.len()];
+            for ((o, &a), &b) in o.iter_mut().zip(a).zip(b) {
+                *o = f(a, b);
+            }
+            Self::narrow(o, dst);
+        }
+    }
+}
+
+impl Elem for f32 {
+    #[inline(always)]
+    fn widen<'a>(src: &'a [f32], _: &'a mut [f32; BLOCK]) -> &'a [f32] {
+        src
+    }
+
+    #[inline(always)]
+    fn narrow(src: &[f32], dst: &mut [MaybeUninit<f32>]) {
+        dst.write_copy_of_slice(src);
+    }
+
+    #[inline(always)]
+    fn map2(a: &[f32], b: &[f32], dst: &mut [MaybeUninit<f32>], f: impl Fn(f32, f32) -> f32) {
+        for ((d, &a), &b) in dst.iter_mut().zip(a).zip(b) {
+            d.write(f(a, b));
+        }
+    }
+}
+
+impl Elem for f16 {
+    #[inline(always)]
+    fn widen<'a>(src: &'a [f16], buf: &'a mut [f32; BLOCK]) -> &'a [f32] {
+        let buf = &mut buf[..src.len()];
+        src.convert_to_f32_slice(buf);
+        buf
+    }
+
+    #[inline(always)]
+    fn narrow(src: &[f32], dst: &mut [MaybeUninit<f16>]) {
+        let mut tmp = [f16::ZERO; BLOCK];
+        let tmp = &mut tmp[..src.len()];
+        tmp.convert_from_f32_slice(src);
+        dst.write_copy_of_slice(tmp);
+    }
+}
+
+impl Elem for bf16 {
+    #[inline(always)]
+    fn widen<'a>(src: &'a [bf16], buf: &'a mut [f32; BLOCK]) -> &'a [f32] {
+        let buf = &mut buf[..src.len()];
+        // bf16 is the top half of an f32: widening is a shift (NaN stays NaN).
+        for (b, s) in buf.iter_mut().zip(src) {
+            *b = f32::from_bits(u32::from(s.to_bits()) << 16);
+        }
+        buf
+    }
+
+    #[inline(always)]
+    fn narrow(src: &[f32], dst: &mut [MaybeUninit<bf16>]) {
+        for (d, &x) in dst.iter_mut().zip(src) {
+            d.write(bf16_round(x));
+        }
+    }
+}
+
+/// `x` rounded to the nearest bf16, ties to even (what `half::bf16::from_f32`
+/// gives), without branches so that the loop around it vectorizes: add just
+/// under half a unit of the last kept bit, plus that bit, and truncate. NaN
+/// keeps its sign and top mantissa bits and is made quiet.
+#[inline(always)]
+fn bf16_round(x: f32) -> bf16 {
+    let b = x.to_bits();
+    let rounded = b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16;
+    let quiet_nan = (b >> 16) | 0x40;
+    bf16::from_bits(if x.is_nan() { quiet_nan } else { rounded } as u16)
+}
+
+/// Defines a kernel function three times: as written, compiled for AVX2, and
+/// compiled for AVX-512, with the widest one this CPU has called (std caches
+/// the check). The body and the `#[inline(always)]` loops it calls are
+/// inlined into each, so the same code runs with the CPU's full vector width
+/// (8 f32 lanes with AVX2; AVX-512's wider registers and masks), and as the
+/// crate is built (SSE2 on x86-64) elsewhere. (A closure passed to a
+/// `#[target_feature]` function is not reliably inlined into it, so the body
+/// is a function of its own.)
+macro_rules! simd_kernel {
+    ($(#[$doc:meta])* fn $name:ident<E: Elem>($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
+        $(#[$doc])*
+        fn $name<E: Elem>($($arg: $ty),*) {
+            #[inline(always)]
+            fn body<E: Elem>($($arg: $ty),*) $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f")]
+                fn avx512<E: Elem>($($arg: $ty),*) {
+                    body::<E>($($arg),*)
+                }
+                #[target_feature(enable = "avx2")]
+                fn avx2<E: Elem>($($arg: $ty),*) {
+                    body::<E>($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: this CPU has AVX-512F, the feature `avx512` is built with.
+                    return unsafe { avx512::<E>($($arg),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: this CPU has AVX2, the feature `avx2` is built with.
+                    return unsafe { avx2::<E>($($arg),*) };
+                }
+            }
+            body::<E>($($arg),*)
+        }
+    };
+}
+pub(super) use simd_kernel;
+
+/// A new tensor's storage of `n` elements, every one written by `fill`, which
+/// is handed the uninitialized buffer.
+///
+/// `fill` must write each of the `n` elements: the kernels do so through
+/// [`split`], whose chunks cover the buffer, and loops that write every
+/// element of their chunk.
+pub(super) fn output<E: Elem>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<E>])) -> CpuStorage {
+    let mut v: Vec<E> = Vec::with_capacity(n);
+    let buf = &mut v.spare_capacity_mut()[..n];
+    advise_huge_pages(buf);
+    fill(buf);
+    // SAFETY: the first n elements were allocated above and `fill` wrote each
+    // of them (its contract); f32, f16 and bf16 have no invalid bit patterns.
+    unsafe { v.set_len(n) };
+    E::to_cpu_storage_owned(v)
+}
+
+/// Asks the kernel to back the 2 MiB-aligned part of a large buffer with huge
+/// pages before it is first touched. Only advice: if it is refused (no
+/// transparent huge pages), the buffer works the same with small pages.
+fn advise_huge_pages<T>(buf: &mut [MaybeUninit<T>]) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = std::mem::size_of_val(buf);
+        if bytes < HUGE_PAGE_OUTPUT {
+            return;
+        }
+        let start = buf.as_mut_ptr() as usize;
+        let first = start.next_multiple_of(HUGE);
+        let end = (start + bytes) / HUGE * HUGE;
+        if end > first {
+            // SAFETY: [first, end) lies inside `buf`, which this call borrows
+            // mutably; MADV_HUGEPAGE changes how its pages are backed, never
+            // what they hold.
+            // Refused (no THP in this kernel): small pages, same result.
+            let _ = unsafe {
+                rustix::mm::madvise(
+                    first as *mut std::ffi::c_void,
+                    end - first,
+                    rustix::mm::Advice::LinuxHugepage,
+                )
+            };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (buf, HUGE_PAGE_OUTPUT);
+}
+
+/// Calls `task(first, chunk)` over `dst` cut into chunks of whole units
+/// (`unit` elements: a row, or 1 for element-wise ops), `first` being the
+/// chunk's first element, every element in exactly one chunk. Work under two
+/// tasks of `min_task` elements runs on the calling thread; larger work is cut
+/// into up to four chunks per thread of Candle's own CPU pool (the spinning
+/// "barrier pool" Candle's element-wise ops run on, the calling thread one of
+/// its workers), which hands them out as threads come free.
+pub(super) fn split<E: Send>(
+    dst: &mut [MaybeUninit<E>],
+    unit: usize,
+    min_task: usize,
+    task: impl Fn(usize, &mut [MaybeUninit<E>]) + Sync,
+) {
+    let n = dst.len();
+    let unit = unit.max(1);
+    let tasks = n / min_task.max(1);
+    if tasks <= 1 {
+        task(0, dst);
+        return;
+    }
+    let pool = candle_core::utils::barrier_pool();
+    let tasks = tasks.min(4 * (pool.n_workers() + 1));
+    let chunk = (n / unit).div_ceil(tasks).max(1) * unit;
+    let chunks = n.div_ceil(chunk);
+    // The pool's closure must be Sync: the buffer travels as an address.
+    let base = dst.as_mut_ptr() as usize;
+    pool.execute_chunked(chunks, |range| {
+        for c in range {
+            let first = c * chunk;
+            let len = chunk.min(n - first);
+            // SAFETY: `execute_chunked` hands out each index of 0..chunks
+            // exactly once, so the ranges [first, first + len) are disjoint
+            // and inside `dst`, which is borrowed mutably until it returns,
+            // after every chunk is done.
+            let part = unsafe {
+                std::slice::from_raw_parts_mut((base as *mut MaybeUninit<E>).add(first), len)
+            };
+            task(first, part);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bf16_rounding_matches_half_bit_for_bit() {
+        let mut probes = vec![
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+            1e-40,
+            // Ties: exactly between two bf16 values, even below and odd below.
+            f32::from_bits(0x3f80_8000),
+            f32::from_bits(0x3f81_8000),
+        ];
+        let mut x = 1.0f32;
+        for _ in 0..20_000 {
+            x = (x * 1.000_37 + 0.013).rem_euclid(1e6) - 3e5;
+            probes.extend([x, x * 1e-30]);
+        }
+        for v in probes {
+            assert_eq!(
+                bf16_round(v).to_bits(),
+                bf16::from_f32(v).to_bits(),
+                "{v:e}"
+            );
+        }
+        assert!(bf16_round(f32::NAN).is_nan() && bf16_round(-f32::NAN).is_nan());
+        for h in 0..=u16::MAX {
+            let b = bf16::from_bits(h);
+            let mut buf = [0f32; BLOCK];
+            let wide = bf16::widen(&[b], &mut buf)[0];
+            assert!(wide.to_bits() == b.to_f32().to_bits() || (wide.is_nan() && b.is_nan()));
+        }
+    }
+
+    #[test]
+    fn split_covers_every_element_once_in_whole_units() {
+        let cases = [
+            (0, 1),
+            (7, 7),
+            (1 << 20, 1),
+            (576 * 2000, 576),
+            (3 * 577, 577),
+        ];
+        for (n, unit) in cases {
+            let mut dst = vec![MaybeUninit::<u32>::uninit(); n];
+            let seen = std::sync::Mutex::new(Vec::new());
+            split(&mut dst, unit, 1 << 15, |first, chunk| {
+                assert_eq!(first % unit, 0);
+                assert_eq!(chunk.len() % unit, 0, "chunk of {} at {first}", chunk.len());
+                for (i, d) in chunk.iter_mut().enumerate() {
+                    d.write((first + i) as u32);
+                }
+                seen.lock().unwrap().push((first, chunk.len()));
+            });
+            let mut seen = seen.into_inner().unwrap();
+            seen.sort();
+            let mut next = 0;
+            for (first, len) in seen {
+                assert_eq!(first, next);
+                next += len;
+            }
+            assert_eq!(next, n);
+        }
+    }
+
+    simd_kernel! {
+        /// Doubles `x` into `y`: a kernel as the others are written.
+        fn double<E: Elem>(x: &[E], y: &mut [MaybeUninit<E>]) {
+            let (mut buf, mut out) = ([0f32; BLOCK], [0f32; BLOCK]);
+            let v = E::widen(x, &mut buf);
+            for (o, &v) in out.iter_mut().zip(v) {
+                *o = 2.0 * v;
+            }
+            E::narrow(&out[..v.len()], y);
+        }
+    }
+
+    #[test]
+    fn simd_kernels_run_on_any_cpu() {
+        let x = [bf16::from_f32(1.5), bf16::from_f32(-3.0)];
+        let mut y = [MaybeUninit::uninit(); 2];
+        double(&x, &mut y);
+        // SAFETY: `double` wrote both.
+        let y = y.map(|v| unsafe { v.assume_init() }.to_f32());
+        assert_eq!(y, [3.0, -6.0]);
+    }
+}

@@ -1,0 +1,110 @@
+//! The suite's own kernels, written the way Candle means custom kernels to be
+//! written: each is a `candle_core::CustomOp1`/`CustomOp2` with a `cpu_fwd` and,
+//! with the `cuda` feature, a `cuda_fwd`, applied with `apply_op*_no_bwd`, so
+//! they take and return ordinary Candle tensors. One file per kernel, each
+//! opening with the idea that makes it fast:
+//!
+//! - [`rms_norm`] and [`rms_norm_mul`] (the norm fused with its weight, what
+//!   `candle_nn::ops::rms_norm` computes),
+//! - [`softmax_last_dim`] (online max and sum),
+//! - [`swiglu`] (`silu(gate) * up` in one pass),
+//! - [`copy`] and [`add`] (element-wise, at the copy ceiling on the CPU).
+//!
+//! fp32, fp16 and bf16, always accumulated and computed in f32 (16-bit values
+//! are widened on load and rounded once on store). Another dtype, a rank the
+//! op has no last dimension for, or shapes that disagree are one
+//! `candle_core::Error` from the op, never a panic. A non-contiguous input is
+//! made contiguous first (one copy, the same as Candle's own ops need), so the
+//! result is right for any layout; the kernels themselves read rows in place.
+//!
+//! The CPU code is plain Rust written so that the compiler vectorizes it (f32
+//! lanes, no branches in the inner loops), split by rows across Candle's own
+//! CPU pool ([`cpu`]). The CUDA code is in `cuda/*.cu`, compiled to PTX by `nvcc`
+//! in `build.rs` when the `cuda` feature is on (the build that compiles
+//! Candle's own kernels already needs nvcc), and loaded by the driver at the
+//! first call: nothing is compiled at run time, so no NVRTC library is needed
+//! on the GPU machine ([`launch`]). This module imports nothing of the suite's.
+
+mod add;
+mod copy;
+mod cpu;
+mod exp;
+#[cfg(feature = "cuda")]
+mod launch;
+mod rms_norm;
+mod softmax;
+mod swiglu;
+
+use candle_core::{bail, DType, Layout, Result, Tensor};
+
+pub use add::add;
+pub use copy::copy;
+pub use rms_norm::{rms_norm, rms_norm_mul};
+pub use softmax::softmax_last_dim;
+pub use swiglu::swiglu;
+
+/// Refuses a dtype the kernels have no code for, naming the op.
+fn check_dtype(op: &str, dtype: DType) -> Result<()> {
+    match dtype {
+        DType::F32 | DType::F16 | DType::BF16 => Ok(()),
+        other => unsupported(op, other),
+    }
+}
+
+/// The error for a dtype the kernels have no code for.
+fn unsupported<T>(op: &str, dtype: DType) -> Result<T> {
+    bail!(
+        "lab {op}: dtype {} is not supported (f32, f16 and bf16 are)",
+        dtype.as_str()
+    )
+}
+
+/// `x` itself when it is contiguous, else a contiguous copy of it (borrowed
+/// or owned: no reference count is touched for the common case).
+fn contiguous(x: &Tensor) -> Result<std::borrow::Cow<'_, Tensor>> {
+    if x.is_contiguous() {
+        Ok(std::borrow::Cow::Borrowed(x))
+    } else {
+        Ok(std::borrow::Cow::Owned(x.contiguous()?))
+    }
+}
+
+/// The rows of a tensor and their width: everything before the last
+/// dimension, and the last dimension. A scalar has no last dimension.
+fn rows_of(op: &str, x: &Tensor) -> Result<(usize, usize)> {
+    let dims = x.dims();
+    let Some(&width) = dims.last() else {
+        bail!("lab {op}: needs a tensor of rank 1 or more, got a scalar");
+    };
+    Ok((dims[..dims.len() - 1].iter().product(), width))
+}
+
+/// The element range a layout that the wrapper made contiguous covers; an
+/// error rather than a panic if it is not (the ops are private, so it never
+/// is, but a wrong layout must not read the wrong memory).
+fn span(op: &str, l: &Layout) -> Result<(usize, usize)> {
+    match l.contiguous_offsets() {
+        Some(span) => Ok(span),
+        None => bail!("lab {op}: input is not contiguous (call .contiguous() first)"),
+    }
+}
+
+/// Refuses two tensors of different shapes or dtypes, for the binary
+/// element-wise ops.
+fn check_same(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.dims() != b.dims() {
+        bail!(
+            "lab {op}: shapes {:?} and {:?} differ (no broadcasting)",
+            a.dims(),
+            b.dims()
+        );
+    }
+    if a.dtype() != b.dtype() {
+        bail!(
+            "lab {op}: dtypes {} and {} differ",
+            a.dtype().as_str(),
+            b.dtype().as_str()
+        );
+    }
+    check_dtype(op, a.dtype())
+}

@@ -1,0 +1,260 @@
+//! The body of `kernels`: the suite's own kernels (`src/kernels`) beside
+//! Candle's op, the same math from primitive ops, and the measured copy
+//! ceiling for the bytes each op must move, per op, shape and precision. The
+//! PyTorch twin (`pytorch/kernels`) writes the same body with its own op in
+//! place of ours and Candle's, so `compare` pairs the two files row by row.
+
+use anyhow::{bail, Result};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{RowStatus, TelemetrySource, TimeSource, Timed};
+use crate::precision::Precision;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct KernelsResults {
+    pub warmup: usize,
+    pub iters: usize,
+    /// Threads of the CPU's compute pool (Candle's, which its CPU ops and the
+    /// suite's share; PyTorch: its intra-op threads).
+    pub cpu_threads: usize,
+    /// The largest cache in front of memory, when known: a case whose bytes
+    /// fit in it measures the cache.
+    pub cache_bytes: Option<u64>,
+    pub telemetry: TelemetrySource,
+    pub cases: Vec<KernelCase>,
+    /// One row per op, case and precision, in that order of loops (op outermost).
+    pub rows: Vec<KernelRow>,
+}
+
+/// A shape the ops run at: a model's sizes in one phase. Each op takes its
+/// tensors from it ([`KernelOp::shape`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct KernelCase {
+    /// "block prefill", "smollm2-135m decode", "large".
+    pub name: String,
+    /// Where the sizes come from.
+    pub source: String,
+    /// Rows of the token-wise ops: tokens of one call.
+    pub tokens: usize,
+    pub hidden: usize,
+    pub heads: usize,
+    /// The MLP's inner width (SwiGLU's tensors are tokens x mlp).
+    pub mlp: usize,
+    /// Keys a query attends to (softmax's rows are heads x tokens of this width).
+    pub context: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelOp {
+    /// x / sqrt(mean(x^2) + eps) over the last dimension.
+    RmsNorm,
+    /// The same times a weight per column, in one kernel (a Llama layer's norm).
+    RmsNormMul,
+    /// Softmax over the last dimension (attention's scores).
+    Softmax,
+    /// silu(gate) * up (a Llama MLP's gate).
+    Swiglu,
+    /// A contiguous copy into a new tensor.
+    Copy,
+    /// a + b (a residual add).
+    Add,
+}
+
+impl KernelOp {
+    pub const ALL: [KernelOp; 6] = [
+        Self::RmsNorm,
+        Self::RmsNormMul,
+        Self::Softmax,
+        Self::Swiglu,
+        Self::Copy,
+        Self::Add,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::RmsNorm => "rms_norm",
+            Self::RmsNormMul => "rms_norm_mul",
+            Self::Softmax => "softmax",
+            Self::Swiglu => "swiglu",
+            Self::Copy => "copy",
+            Self::Add => "add",
+        }
+    }
+
+    /// The op named `s` (its [`Self::name`]).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        Self::ALL
+            .into_iter()
+            .find(|op| op.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|op| op.name()).collect();
+                format!("unknown op '{s}': expected one of {}", names.join(", "))
+            })
+    }
+
+    /// The shape of the op's (first) input at `case`: tokens x hidden for the
+    /// norms, the copy and the add; heads x tokens x context for softmax;
+    /// tokens x mlp for SwiGLU.
+    pub fn shape(self, case: &KernelCase) -> Vec<usize> {
+        match self {
+            Self::RmsNorm | Self::RmsNormMul | Self::Copy | Self::Add => {
+                vec![case.tokens, case.hidden]
+            }
+            Self::Softmax => vec![case.heads, case.tokens, case.context],
+            Self::Swiglu => vec![case.tokens, case.mlp],
+        }
+    }
+}
+
+/// Who wrote the code a variant runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Implementation {
+    /// The suite's own kernel (`candle_lab::kernels`).
+    Lab,
+    /// Candle's op (candle-nn's fused kernel where there is one).
+    Candle,
+    /// The same math from primitive tensor ops, each a kernel of its own.
+    Composed,
+    /// PyTorch's op (the twin's file).
+    Pytorch,
+}
+
+impl Implementation {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Lab => "lab",
+            Self::Candle => "candle",
+            Self::Composed => "composed",
+            Self::Pytorch => "pytorch",
+        }
+    }
+}
+
+/// One op at one case and precision: what it must move, the copy ceiling for
+/// those bytes, and each implementation's time against it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct KernelRow {
+    pub op: KernelOp,
+    /// The case's name.
+    pub case: String,
+    pub precision: Precision,
+    /// The (first) input's shape.
+    pub shape: Vec<usize>,
+    /// Elements of the output.
+    pub elements: u64,
+    /// The least the op can move: every input element read once, every output
+    /// element written once (STREAM's counting, as `memory`'s rows).
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// bytes_read + bytes_written.
+    pub bytes_moved: u64,
+    pub ceiling: KernelCeiling,
+    pub variants: Vec<KernelVariant>,
+}
+
+/// A plain copy between two preallocated buffers that moves the row's bytes
+/// (bytes_moved / 2 read, as many written), measured in the same run: what
+/// this device can move at this size (the cache's speed where it fits).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct KernelCeiling {
+    /// What ran ("dst.copy_from_slice(&src)", "cuMemcpyDtoDAsync(dst, src)").
+    pub call: String,
+    pub bytes_copied: u64,
+    /// The median the rate divides by.
+    pub time_ms: f64,
+    pub time_source: TimeSource,
+    /// 2 x bytes_copied / time_ms, in 10^9 bytes per second.
+    pub gb_per_s: f64,
+    #[serde(flatten)]
+    pub timed: Timed,
+}
+
+/// One implementation of the op, measured or failed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct KernelVariant {
+    pub implementation: Implementation,
+    /// What ran ("candle_lab::kernels::rms_norm_mul", "candle_nn::ops::rms_norm").
+    pub call: String,
+    pub status: RowStatus,
+    pub error: Option<String>,
+    pub measured: Option<VariantMeasured>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VariantMeasured {
+    /// The median rates divide by.
+    pub time_ms: f64,
+    pub time_source: TimeSource,
+    /// The row's bytes_moved / time_ms, in 10^9 bytes per second (what the op
+    /// must move, whatever this implementation moves beyond it).
+    pub gb_per_s: f64,
+    /// gb_per_s as a percentage of the row's ceiling.
+    pub pct_of_ceiling: f64,
+    /// Candle's op's time over this one's (above 1: faster than Candle's);
+    /// null without a measured Candle variant.
+    pub speedup_vs_candle: Option<f64>,
+    pub accuracy: KernelAccuracy,
+    #[serde(flatten)]
+    pub timed: Timed,
+}
+
+/// The output against an f64 computation of the same op from the same
+/// (rounded) inputs, on the first rows, norm-wise: errors as a share of the
+/// output's size, so that a softmax (its mass in a few entries) is judged as
+/// a normal row is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct KernelAccuracy {
+    pub elements_checked: usize,
+    /// max |got - want| / max |want|.
+    pub max_rel_err: f64,
+    /// mean |got - want| / mean |want|.
+    pub mean_rel_err: f64,
+}
+
+impl KernelsResults {
+    pub(super) fn validate(&self) -> Result<()> {
+        for row in &self.rows {
+            if !self.cases.iter().any(|c| c.name == row.case) {
+                bail!(
+                    "kernels: row {} names no case '{}'",
+                    row.op.name(),
+                    row.case
+                );
+            }
+            if row.bytes_moved != row.bytes_read + row.bytes_written {
+                bail!(
+                    "kernels {} {}: bytes_moved is not read + written",
+                    row.op.name(),
+                    row.case
+                );
+            }
+            for v in &row.variants {
+                match (v.status, &v.measured, &v.error) {
+                    (RowStatus::Ok, Some(_), None) | (RowStatus::Error, None, Some(_)) => {}
+                    _ => bail!(
+                        "kernels {} {} {}: status {:?} disagrees with its measurements and error",
+                        row.op.name(),
+                        row.case,
+                        v.implementation.name(),
+                        v.status
+                    ),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl KernelRow {
+    /// The measured variant of `implementation`, if it ran.
+    pub fn measured(&self, implementation: Implementation) -> Option<&VariantMeasured> {
+        self.variants
+            .iter()
+            .find(|v| v.implementation == implementation)
+            .and_then(|v| v.measured.as_ref())
+    }
+}
