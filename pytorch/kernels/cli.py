@@ -128,8 +128,8 @@ def needs(cfg: Config) -> int:
 
 
 def plan_lines(torch, args) -> list[str]:
-    from dryrun import device_plan
-    from results import check_would_write
+    from common.dryrun import device_plan
+    from common.results import check_would_write
 
     on_gpu, device_line = device_plan(torch, args.device)
     cfg = config(args, on_gpu)
@@ -147,12 +147,12 @@ def plan_lines(torch, args) -> list[str]:
 
 
 def experiment(torch, args) -> tuple[list[str], int]:
-    from devices import select_device
-    from environment import environment
+    from common.devices import select_device
+    from common.environment import environment
     from kernels.run import run_kernels, table_lines
-    from memory import check_need
-    from results import check_writable, command_line, envelope, json_text, write_json_atomic
-    from timing import Clock
+    from common.memory import check_need
+    from common.results import check_writable, command_line, envelope, json_text, write_json_atomic
+    from common.timing import Clock
 
     device, info = select_device(torch, args.device)
     cfg = config(args, device.type == "cuda")
