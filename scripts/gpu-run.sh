@@ -501,6 +501,22 @@ if [[ -x $bin/tools/compare && -n $torch_py ]] && { ((rehearse)) || [[ -f $work/
   step compare-block 60 --informational "$bin/tools/compare" "$work/block.json" "$work/pytorch-block.json" "${dry[@]}"
 fi
 
+# The PyTorch twin of the kernels (its ops on the same cases and precisions), then the two compared.
+if [[ -f $bin/pytorch/kernels/__main__.py && -x $bin/experiments/kernels ]]; then
+  if [[ -n $torch_py ]]; then
+    kernels_args=()
+    [[ $mode == cpu ]] && kernels_args=(--cases block-prefill,block-decode,smollm2-decode --seq 16 --iters 3 --warmup 1)
+    skip_host "$torch_py" "$bin/pytorch/kernels"
+    step pytorch-kernels "$t_python" "$torch_py" "$bin/pytorch/kernels" --device "$device" \
+      "${kernels_args[@]}" "${host[@]}" --output "$work/pytorch-kernels.json" "${dry[@]}"
+  else
+    record pytorch-kernels - 0 "skipped: no python with torch (not counted)" python3 pytorch/kernels
+  fi
+fi
+if [[ -x $bin/tools/compare && -n $torch_py ]] && { ((rehearse)) || [[ -f $work/pytorch-kernels.json && -f $work/kernels.json ]]; }; then
+  step compare-kernels 60 --informational "$bin/tools/compare" "$work/kernels.json" "$work/pytorch-kernels.json" "${dry[@]}"
+fi
+
 # 4. The packed test harnesses, one test at a time (they share one GPU); the CLI
 # tests find the programs through CANDLE_LAB_BIN_DIR.
 export CANDLE_LAB_BIN_DIR="$bin/experiments" CANDLE_LAB_TOOLS_DIR="$bin/tools"

@@ -53,6 +53,7 @@ after() {
 assert_compares_follow() {
   [[ $(after "$1" "$2") == compare ]] || fail "compare does not run right after $2 but after $(grep -B1 '^| compare |' "$1" | head -n 1)"
   [[ $(after "$1" pytorch-block) == compare-block ]] || fail "compare-block does not run right after pytorch-block"
+  [[ $(after "$1" pytorch-kernels) == compare-kernels ]] || fail "compare-kernels does not run right after pytorch-kernels"
 }
 
 # assert_files DIR: a run's OUT_DIR holds exactly its three files.
@@ -147,6 +148,8 @@ cpu_tests() {
   grep -q '^| compare | 0 |' "$tmp/run/summary.md" || fail "no passing compare step"
   grep -q '^| pytorch-block | 0 |' "$tmp/run/summary.md" || fail "no passing PyTorch block step"
   grep -q '^| compare-block | 0 |' "$tmp/run/summary.md" || fail "no passing compare-block step"
+  grep -q '^| pytorch-kernels | 0 |' "$tmp/run/summary.md" || fail "no passing PyTorch kernels step"
+  grep -q '^| compare-kernels | 0 |' "$tmp/run/summary.md" || fail "no passing compare-kernels step"
   assert_compares_follow "$tmp/run/summary.md" pytorch-matmul-192
   # The block's rows in summary.md hold their figures (median ms, GFLOP/s, peak MiB).
   local figures='[0-9]+\.[0-9]+ \| [0-9]+\.[0-9]+ \| [0-9]+\.[0-9]+ \| ok \|$' phase
@@ -327,7 +330,7 @@ rehearsal_tests() {
   grep -q '^# candle-lab rehearsal of the cuda run' "$s" || fail "summary.md does not say rehearsal"
   grep -q "^driver: $driver/lib64/libcuda.so.1 (not in the linker's cache" "$tmp/r/run.log" || fail "run.log does not say where the driver was"
   grep -q "^nvidia-smi: $driver/bin/nvidia-smi" "$tmp/r/run.log" || fail "nvidia-smi was not found in the driver folder"
-  local name steps=(nvidia-smi matmul-8192 cpu_vs_gpu-8192 pytorch-matmul-8192 pytorch-block compare compare-block)
+  local name steps=(nvidia-smi matmul-8192 cpu_vs_gpu-8192 pytorch-matmul-8192 pytorch-block compare compare-block pytorch-kernels compare-kernels)
   for name in $(tar -tJf $bundle | sed -n 's|^\./experiments/||p'); do steps+=("$name"); done
   for name in $(tar -tJf $bundle | sed -n 's|^\./tests/||p'); do steps+=("test-$name"); done
   for name in "${steps[@]}"; do
@@ -346,6 +349,13 @@ rehearsal_tests() {
   grep -q '^tiny_block_cuda: test' "$logs/results/logs/test-block.log" || fail "the CUDA block test is not packed"
   grep -q '^error::tests::candles_cublas_refusal_is_unsupported: test' "$logs/results/logs/test-candle_lab.log" ||
     fail "the CUDA test of cuBLAS's refusal is not packed"
+  grep -q '_cuda: test' "$logs/results/logs/test-kernels.log" || fail "the CUDA kernels tests are not packed"
+  grep -q 'cuda.*: test' "$logs/results/logs/test-generate.log" || fail "the CUDA generate test is not packed"
+  # Each experiment's GPU-call preset, as its plan shows it: the block with the
+  # suite's kernels timed beside candle-nn's, generate at a Llama-3.2-1B's shape.
+  grep -q '^=== block .*--preset gpu-call' "$tmp/r/run.log" || fail "block was not given its gpu-call preset"
+  grep -q 'Both' "$logs/results/logs/block.log" || fail "the GPU call's block does not time both kernel sets"
+  grep -q 'llama-3.2-1b\|Llama-3.2-1B' "$logs/results/logs/generate.log" || fail "the GPU call's generate is not at the 1B shape"
   pass "the rehearsal: ${#steps[@]} steps accepted their arguments; the driver found in a folder on neither path"
 
   # The GPU machine's memory grows on demand (issue 22, defect 1): every step

@@ -60,6 +60,9 @@ pub enum KernelChoice {
     /// The suite's own (`candle_lab::kernels`): RMSNorm with its weight,
     /// softmax, SwiGLU's gate and the residual adds; rope is candle-nn's.
     Lab,
+    /// Candle's for the rows, and each row's call timed again with the
+    /// suite's right after it, in the same run ([`BlockMeasured::lab_end_to_end`]).
+    Both,
 }
 
 impl KernelChoice {
@@ -67,6 +70,7 @@ impl KernelChoice {
         match self {
             Self::Candle => "candle",
             Self::Lab => "lab",
+            Self::Both => "both",
         }
     }
 }
@@ -148,6 +152,15 @@ pub struct BlockRow {
 pub struct BlockMeasured {
     /// One block call, end to end.
     pub end_to_end: Timed,
+    /// With `--kernels both`: the same call end to end with the suite's own
+    /// kernels, timed right after `end_to_end` on the same inputs (2.3; null
+    /// otherwise).
+    #[serde(default)]
+    pub lab_end_to_end: Option<Timed>,
+    /// `lab_end_to_end`'s median over `end_to_end`'s, by the body's clock:
+    /// under 1, the suite's kernels made the layer faster.
+    #[serde(default)]
+    pub lab_vs_candle: Option<f64>,
     /// The least one call moves: every weight once, the input and output, the
     /// keys and values written (prefill), or the cache read and the new
     /// token's written into it (decode: a preallocated cache, nothing cached

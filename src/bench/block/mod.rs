@@ -242,11 +242,7 @@ pub fn run(
             }
         };
         for ph in &mut phases {
-            let kernels = match cfg.kernels {
-                KernelChoice::Candle => Kernels::Fused,
-                KernelChoice::Lab => Kernels::Lab,
-            };
-            let r = measure(&block, ph, p, kernels, cfg.plan, telemetry, &reference);
+            let r = measure(&block, ph, p, cfg.kernels, cfg.plan, telemetry, &reference);
             ph.rows.push(match r {
                 Ok((m, y)) => {
                     if p == Precision::F32 {
@@ -368,11 +364,15 @@ fn measure(
     block: &Block,
     ph: &BlockPhase,
     p: Precision,
-    kernels: Kernels,
+    choice: KernelChoice,
     plan: Plan,
     telemetry: &Telemetry,
     reference: &References,
 ) -> Result<(BlockMeasured, Tensor)> {
+    let kernels = match choice {
+        KernelChoice::Candle | KernelChoice::Both => Kernels::Fused,
+        KernelChoice::Lab => Kernels::Lab,
+    };
     let phase = ph.phase;
     let dtype = p.dtype();
     let device = block.device();
@@ -393,6 +393,16 @@ fn measure(
     let peak_bytes = match (base, meter.peak_bytes()?) {
         (Some(base), Some(peak)) => Some(peak.saturating_sub(base)),
         _ => None,
+    };
+    // The same call with the suite's kernels, right after, on the same inputs:
+    // the two measured side by side in one run.
+    let lab_end_to_end = match choice {
+        KernelChoice::Both => {
+            Some(telemetry.time(device, plan, &format!("{label} lab"), || {
+                block.forward(x, phase, &aux, cache.as_mut(), Kernels::Lab)
+            })?)
+        }
+        KernelChoice::Candle | KernelChoice::Lab => None,
     };
 
     // Accuracy from one more, untimed, call: the tokens the reference has.
@@ -434,6 +444,8 @@ fn measure(
         matmul_share: part_ms(OpClass::is_matmul) / parts_sum_ms,
         parts_sum_ms,
         parts,
+        lab_vs_candle: lab_end_to_end.as_ref().map(|t| t.rate_ms().0 / ms),
+        lab_end_to_end,
         end_to_end,
         // Filled once the phase's fp32 row is known.
         speedup_vs_fp32: None,

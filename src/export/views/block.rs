@@ -9,7 +9,9 @@
 use super::{num, Records, Shown};
 use crate::export::table::Table;
 use crate::precision::Precision;
-use crate::schema::{BlockPhase, BlockResults, OpClass, Phase, ResultFile, TimeSource, Timed};
+use crate::schema::{
+    BlockPhase, BlockResults, KernelChoice, OpClass, Phase, ResultFile, TimeSource, Timed,
+};
 use crate::units::{mib, sci};
 
 /// The header tokens/s goes by wherever a block's rows are shown: a layer's
@@ -42,7 +44,7 @@ pub fn show(file: &ResultFile, r: &BlockResults) -> Shown {
     for p in &r.phases {
         let title = format!(
             "block {}: batch {} x {} tokens, hidden {}, {} heads ({} key/value), MLP {} on {} \
-             ({}), {} kernels{clock}",
+             ({}), {}{clock}",
             p.phase.name(),
             s.batch,
             if p.phase == Phase::Decode { 1 } else { s.seq },
@@ -52,7 +54,11 @@ pub fn show(file: &ResultFile, r: &BlockResults) -> Shown {
             s.mlp,
             file.device.label,
             file.device.name,
-            r.kernels.name()
+            match r.kernels {
+                KernelChoice::Candle => "candle kernels",
+                KernelChoice::Lab => "lab kernels",
+                KernelChoice::Both => "candle kernels (the suite's timed beside them: see below)",
+            }
         );
         tables.push(rows_table(title, p));
         tables.push(parts_table(p, &clock));
@@ -84,7 +90,36 @@ pub fn show(file: &ResultFile, r: &BlockResults) -> Shown {
     let mut notes = vec![r.sizes_note.clone()];
     notes.extend(ceiling_note(r));
     notes.extend(caveat(r));
+    notes.extend(kernels_line(r));
     Shown { tables, notes }
+}
+
+/// With `--kernels both`: what the suite's own kernels did to the layer, row
+/// by row (the time with them over the time with candle-nn's, measured side
+/// by side in the run, by the body's clock); `None` otherwise.
+pub fn kernels_line(r: &BlockResults) -> Option<String> {
+    let per_phase: Vec<String> = r
+        .phases
+        .iter()
+        .filter_map(|ph| {
+            let rows: Vec<String> = ph
+                .rows
+                .iter()
+                .filter_map(|row| {
+                    let x = row.measured.as_ref()?.lab_vs_candle?;
+                    Some(format!("{} {x:.2}x", row.precision))
+                })
+                .collect();
+            (!rows.is_empty()).then(|| format!("{}: {}", ph.phase.name(), rows.join(", ")))
+        })
+        .collect();
+    (!per_phase.is_empty()).then(|| {
+        format!(
+            "the suite's kernels against candle-nn's, the layer end to end (time with them over \
+             time without, timed side by side; under 1 is faster): {}",
+            per_phase.join("; ")
+        )
+    })
 }
 
 fn rows_table(title: String, p: &BlockPhase) -> Table {
@@ -277,6 +312,7 @@ pub fn records(machine: &str, r: &BlockResults) -> Records {
         "amdahl_speedup_vs_fp32",
         "matmul_share",
         "max_rel_err",
+        "lab_kernels_vs_candle",
     ]
     .map(String::from)
     .to_vec();
@@ -306,6 +342,7 @@ pub fn records(machine: &str, r: &BlockResults) -> Records {
                 num(m.and_then(|m| m.amdahl_speedup_vs_fp32)),
                 num(m.map(|m| m.matmul_share)),
                 num(m.map(|m| m.accuracy.max_rel_err)),
+                num(m.and_then(|m| m.lab_vs_candle)),
             ];
             for class in OpClass::ALL {
                 let part = m.and_then(|m| m.parts.iter().find(|x| x.class == class));
@@ -337,6 +374,8 @@ mod tests {
             .collect();
         let measured = BlockMeasured {
             end_to_end: timed_at(&[3.0; 3], &[2.0; 3]),
+            lab_end_to_end: Some(timed_at(&[2.4; 3], &[1.5; 3])),
+            lab_vs_candle: Some(0.75),
             bytes_min: 4 << 20,
             tokens_per_s: 500.0,
             gflop_per_s: 1.0,
@@ -428,6 +467,28 @@ mod tests {
         assert_eq!(old.clock(), TimeSource::GpuMedianMs);
         old.phases[0].rows[0].measured.as_mut().unwrap().end_to_end = timed_at(&[3.0], &[]);
         assert_eq!(old.clock(), TimeSource::MedianMs);
+    }
+
+    #[test]
+    fn both_kernels_give_the_layer_s_change_in_a_line_and_the_csv() {
+        let r = gpu_result();
+        let line = kernels_line(&r).unwrap();
+        assert!(line.contains("decode: fp32 0.75x"), "{line}");
+        let rec = records("m", &r);
+        let col = rec
+            .header
+            .iter()
+            .position(|h| h == "lab_kernels_vs_candle")
+            .unwrap();
+        assert_eq!(rec.rows[0][col], "0.75");
+        // A run of one kernel set says nothing of the other.
+        let mut one = r.clone();
+        one.phases[0].rows[0]
+            .measured
+            .as_mut()
+            .unwrap()
+            .lab_vs_candle = None;
+        assert_eq!(kernels_line(&one), None);
     }
 
     #[test]

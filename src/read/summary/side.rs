@@ -361,6 +361,10 @@ fn notes(files: &MachineFiles) -> Vec<String> {
                     .into_iter()
                     .map(|line| format!("The lab's caveat, measured here (block.json): {line}.")),
             );
+            notes.extend(
+                views::block::kernels_line(b)
+                    .map(|line| format!("Our own kernels, measured here (block.json): {line}.")),
+            );
         }
     }
     if let Ok(file) = &files.generate {
