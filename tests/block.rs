@@ -262,7 +262,7 @@ fn bad_shapes_are_refused_before_any_work() {
     refused(
         "block",
         &["--device", "cpu", "--kernels", "fast"],
-        "unknown kernels 'fast': expected candle or lab",
+        "unknown kernels 'fast': expected candle, lab or both",
     );
     refused(
         "block",
