@@ -1,7 +1,7 @@
 """The model, as Candle's float path computes it (src/bench/generate/float.rs on
 src/bench/block/model.rs), in eager PyTorch: the embedding row, per layer RMSNorm, Q/K/V
-projections, rotary embedding over halves, grouped-query attention against a KV cache
-(each key/value head shared by heads / kv_heads query heads), the output projection and a
+projections, rotary embedding over halves, grouped-query attention against a preallocated KV cache
+(each key/value head shared by heads / kv_heads query heads; block's cache, as Candle's), the output projection and a
 residual add, RMSNorm, a SwiGLU MLP and a residual add; then the final RMSNorm and the
 output head (the embedding when the file has no output.weight) on the last token.
 Greedy decoding as Candle's: the answer is the argmax of each step's logits."""
@@ -12,8 +12,9 @@ import math
 
 
 class Twin:
-    def __init__(self, torch, dims, weights: dict, dtype, device):
+    def __init__(self, torch, dims, weights: dict, dtype, device, positions: int):
         self.torch, self.d, self.dtype, self.device = torch, dims, dtype, device
+        self.layers_count = dims.layers
 
         def on(name):
             return torch.from_numpy(weights[name]).to(device=device, dtype=dtype)
@@ -27,7 +28,31 @@ class Twin:
         hd = dims.head_dim
         inv = [dims.rope_theta ** (-2.0 * i / hd) for i in range(hd // 2)]
         self.inv_freq = torch.tensor(inv, dtype=torch.float64)
-        self.cache = []
+        # Keys and values of `positions` tokens per layer, made once; a call writes its
+        # tokens' at their positions and attends over the filled part.
+        shape = (1, dims.kv_heads, positions, hd)
+        self.cache = [
+            (torch.empty(shape, dtype=dtype, device=device), torch.empty(shape, dtype=dtype, device=device))
+            for _ in range(dims.layers)
+        ]
+
+    def weight_bytes(self) -> int:
+        """Bytes the row's weights hold (the head counted once when it is the embedding)."""
+        seen, total = set(), 0
+        tensors = [self.embedding, self.head, self.norm] + [w for l in self.layers for w in l.values()]
+        for t in tensors:
+            if id(t) not in seen:
+                seen.add(id(t))
+                total += t.numel() * t.element_size()
+        return total
+
+    def project(self, layer: int, which: int, x):
+        """One of a layer's seven projections (Q, K, V, O, gate, up, down) of x."""
+        names = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
+        return self.torch.nn.functional.linear(x, self.layers[layer][names[which]])
+
+    def logits(self, x):
+        return self.torch.nn.functional.linear(x, self.head)
 
     def rope_tables(self, pos: int, t: int):
         """Full-width (t, d) cos and sin for positions pos.., computed in f64, then cast."""
@@ -53,8 +78,6 @@ class Twin:
         """Logits (vocab,) of the last of `tokens`, at positions pos.. after the cache's
         `pos` tokens (0 starts a new sequence)."""
         torch, d = self.torch, self.d
-        if pos == 0:
-            self.cache = [None] * d.layers
         t = len(tokens)
         ids = torch.tensor(tokens, device=self.device)
         x = self.embedding[ids].unsqueeze(0)
@@ -71,10 +94,10 @@ class Twin:
             v = torch.nn.functional.linear(xn, w["attn_v"]).view(1, t, d.kv_heads, hd).transpose(1, 2)
             q = q * cos + self.rotate_half(q) * sin
             k = k * cos + self.rotate_half(k) * sin
-            if self.cache[i] is not None:
-                k = torch.cat([self.cache[i][0], k], 2)
-                v = torch.cat([self.cache[i][1], v], 2)
-            self.cache[i] = (k, v)
+            keys, values = self.cache[i]
+            keys[:, :, pos : pos + t] = k
+            values[:, :, pos : pos + t] = v
+            k, v = keys[:, :, : pos + t], values[:, :, : pos + t]
             kr = k.repeat_interleave(groups, 1)
             vr = v.repeat_interleave(groups, 1)
             scores = q @ kr.transpose(-1, -2) / math.sqrt(hd)

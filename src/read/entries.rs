@@ -148,29 +148,36 @@ pub fn entries(file: &ResultFile) -> Vec<Entry> {
                 })
             })
             .collect(),
-        // pp and tg each their own experiment, sized by their tokens, so a
-        // PyTorch twin's fp32 tg pairs with Candle's.
-        Body::Generate(g) => g
-            .rows
-            .iter()
-            .filter_map(|row| Some((row, row.measured.as_ref()?)))
-            .flat_map(|(row, m)| {
-                [("pp", g.pp_tokens, &m.pp), ("tg", g.tg_tokens, &m.tg)].map(|(what, n, t)| Entry {
-                    experiment: format!("generate {what}"),
-                    size: n as u64,
-                    precision: row.precision.clone(),
-                    device_kind: file.device.kind.as_str().to_string(),
-                    device_name: match file.device.kind {
-                        DeviceKind::Cpu => cpu_name.clone(),
-                        DeviceKind::Cuda => file.device.name.clone(),
-                    },
-                    framework: framework.clone(),
-                    median_ms: t.median_ms,
-                    samples_ms: Some(t.samples_wall_ms.clone()).filter(|s| !s.is_empty()),
-                    contended: contended(t.availability.as_ref()),
+        // pp and tg each their own experiment, named with the model (its file,
+        // or the random weights' shape) and sized by their tokens, so a PyTorch
+        // twin's fp32 tg on the same file pairs with Candle's, and two models
+        // never pair.
+        Body::Generate(g) => {
+            let model = g.model.file.as_deref().or(g.model.shape.as_deref());
+            let model = model.unwrap_or(&g.model.name);
+            g.rows
+                .iter()
+                .filter_map(|row| Some((row, row.measured.as_ref()?)))
+                .flat_map(|(row, m)| {
+                    [("pp", g.pp_tokens, &m.pp), ("tg", g.tg_tokens, &m.tg)].map(|(what, n, t)| {
+                        Entry {
+                            experiment: format!("generate {what} {model}"),
+                            size: n as u64,
+                            precision: row.precision.clone(),
+                            device_kind: file.device.kind.as_str().to_string(),
+                            device_name: match file.device.kind {
+                                DeviceKind::Cpu => cpu_name.clone(),
+                                DeviceKind::Cuda => file.device.name.clone(),
+                            },
+                            framework: framework.clone(),
+                            median_ms: t.median_ms,
+                            samples_ms: Some(t.samples_wall_ms.clone()).filter(|s| !s.is_empty()),
+                            contended: contended(t.availability.as_ref()),
+                        }
+                    })
                 })
-            })
-            .collect(),
+                .collect()
+        }
         Body::Basics(_) | Body::Precision(_) | Body::Memory(_) | Body::Overhead(_) => Vec::new(),
     }
 }

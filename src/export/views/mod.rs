@@ -214,15 +214,14 @@ pub fn has_records(kind: Kind) -> bool {
 /// Whether results of `kind` have a chart beside the JSON ([`chart`]).
 pub fn has_chart(kind: Kind) -> bool {
     match kind {
-        Kind::Sweep => true,
+        Kind::Sweep | Kind::Generate => true,
         Kind::Basics
         | Kind::Precision
         | Kind::Matmul
         | Kind::CpuVsGpu
         | Kind::Memory
         | Kind::Overhead
-        | Kind::Block
-        | Kind::Generate => false,
+        | Kind::Block => false,
     }
 }
 
@@ -234,6 +233,7 @@ pub fn chart(file: &ResultFile) -> Option<String> {
             let title = sweep::title(&file.device, &file.environment, r);
             sweep::chart(&title, r).ok()
         }
+        Body::Generate(r) => generate::chart(file, r).ok(),
         _ => None,
     }
 }
