@@ -64,12 +64,7 @@ fn recipes() -> BTreeSet<String> {
         .lines()
         .filter(|l| l.chars().next().is_some_and(|c| c.is_ascii_lowercase()))
         .filter(|l| !l.contains(":=") && l.contains(':'))
-        .map(|l| {
-            l.split(|c: char| c == ' ' || c == ':')
-                .next()
-                .unwrap()
-                .to_string()
-        })
+        .map(|l| l.split([' ', ':']).next().unwrap().to_string())
         .collect()
 }
 

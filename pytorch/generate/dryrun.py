@@ -35,6 +35,10 @@ def plan_lines(torch, args, model, tok, config) -> list[str]:
         f"pp_tokens: {cfg.pp_tokens}, tg_tokens: {cfg.tg_tokens}, iters: {cfg.plan.iters}, "
         f"warmup: {cfg.plan.warmup}{known}",
         "host memory check: "
-        + ("skipped (--skip-host-memory-check)" if args.skip_host_memory_check else "on (made when the run starts)"),
+        + (
+            "skipped (--skip-host-memory-check)"
+            if args.skip_host_memory_check
+            else "on (made when the run starts)"
+        ),
         f"would write: {target}",
     ]

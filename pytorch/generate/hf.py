@@ -14,7 +14,9 @@ def load_tokenizer(path: str):
     # clean_up_tokenization_spaces: transformers ignores it for a BPE tokenizer (and says so
     # on every load); False is what it does anyway.
     return AutoTokenizer.from_pretrained(
-        os.path.dirname(path) or ".", gguf_file=os.path.basename(path), clean_up_tokenization_spaces=False
+        os.path.dirname(path) or ".",
+        gguf_file=os.path.basename(path),
+        clean_up_tokenization_spaces=False,
     )
 
 
@@ -42,8 +44,14 @@ def generate(model, ids, most: int, least: int = 0):
     """transformers' greedy `generate` of at most `most` new tokens after the (1, n) ids,
     at least `least` (the EOS held off until then)."""
     return model.generate(
-        ids, attention_mask=ids.new_ones(ids.shape), max_new_tokens=most, min_new_tokens=least,
-        do_sample=False, temperature=None, top_p=None, top_k=None,
+        ids,
+        attention_mask=ids.new_ones(ids.shape),
+        max_new_tokens=most,
+        min_new_tokens=least,
+        do_sample=False,
+        temperature=None,
+        top_p=None,
+        top_k=None,
     )
 
 
@@ -52,4 +60,4 @@ def greedy(model, torch, prompt: list[int], n: int) -> list[int]:
     ids = torch.tensor([prompt], device=model.device)
     with torch.inference_mode():
         out = generate(model, ids, n)
-    return out[0, len(prompt):].tolist()
+    return out[0, len(prompt) :].tolist()

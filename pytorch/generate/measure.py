@@ -62,10 +62,16 @@ def rates(t: dict, tokens: int) -> tuple[float, float, float]:
     """tokens/s of the median, slowest and fastest sample (measure.rs rates)."""
     ms = rate_ms(t)
     samples = t["samples_gpu_ms"] or t["samples_wall_ms"]
-    return tokens / (ms * 1e-3), tokens / (max([ms, *samples]) * 1e-3), tokens / (min([ms, *samples]) * 1e-3)
+    return (
+        tokens / (ms * 1e-3),
+        tokens / (max([ms, *samples]) * 1e-3),
+        tokens / (min([ms, *samples]) * 1e-3),
+    )
 
 
-def measure(torch, clock, device, cfg, name: str, row_of: Callable[[], Row], dtype, copy_gb: float) -> dict:
+def measure(
+    torch, clock, device, cfg, name: str, row_of: Callable[[], Row], dtype, copy_gb: float
+) -> dict:
     """The schema's GenerateMeasured for one precision. `row_of` loads the row's model
     (after the memory baseline is read); the peak is what the runs held above it."""
     base = baseline(torch, device, dtype)

@@ -60,11 +60,19 @@ def token_parts(torch, clock, plan, twin, d, s: Shapes, matmuls_tg: dict) -> lis
     TokenPart list, the matmuls from `matmuls_tg`."""
     layers, groups = d.layers, d.heads // d.kv_heads
     scale = 1.0 / math.sqrt(d.head_dim)
-    parts = [{"class": "matmuls", "calls": 7 * layers + 1, "ms_per_token": rate_ms(matmuls_tg),
-              "timed": matmuls_tg}]
+    parts = [
+        {
+            "class": "matmuls",
+            "calls": 7 * layers + 1,
+            "ms_per_token": rate_ms(matmuls_tg),
+            "timed": matmuls_tg,
+        }
+    ]
 
     def push(cls, calls, per_token, t):
-        parts.append({"class": cls, "calls": calls, "ms_per_token": rate_ms(t) * per_token, "timed": t})
+        parts.append(
+            {"class": cls, "calls": calls, "ms_per_token": rate_ms(t) * per_token, "timed": t}
+        )
 
     def attention():
         k = s.keys.repeat_interleave(groups, 1)
@@ -109,7 +117,9 @@ def token_parts(torch, clock, plan, twin, d, s: Shapes, matmuls_tg: dict) -> lis
     return parts
 
 
-def held_back_by(parts: list[dict], sum_ms: float, bytes_per_token: int, copy_gb_per_s: float) -> str:
+def held_back_by(
+    parts: list[dict], sum_ms: float, bytes_per_token: int, copy_gb_per_s: float
+) -> str:
     """parts.rs held_back_by: the matmuls, when their own time is over twice what reading
     the weights at copy speed takes, else the class with the most time besides them."""
 
@@ -119,8 +129,10 @@ def held_back_by(parts: list[dict], sum_ms: float, bytes_per_token: int, copy_gb
     bound_ms = bytes_per_token / (copy_gb_per_s * 1e9) * 1e3
     mm = next((p for p in parts if p["class"] == "matmuls"), None)
     if mm is not None and mm["ms_per_token"] > 2.0 * bound_ms:
-        return (f"matmuls ({share(mm):.0f}% of the token): they read the weights at "
-                f"{100.0 * bound_ms / mm['ms_per_token']:.0f}% of copy speed")
+        return (
+            f"matmuls ({share(mm):.0f}% of the token): they read the weights at "
+            f"{100.0 * bound_ms / mm['ms_per_token']:.0f}% of copy speed"
+        )
     others = [p for p in parts if p["class"] != "matmuls"]
     if not others:
         return "nothing timed"

@@ -33,8 +33,16 @@ def tokens(path: str) -> dict:
     chats = []
     for user in PROMPTS:
         formatted, ids = hf.chat_ids(tok, user)
-        chats.append({"user": user, "formatted": formatted, "ids": ids,
-                      "decoded": tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)})
+        chats.append(
+            {
+                "user": user,
+                "formatted": formatted,
+                "ids": ids,
+                "decoded": tok.decode(
+                    ids, skip_special_tokens=False, clean_up_tokenization_spaces=False
+                ),
+            }
+        )
     plain = [{"text": p, "ids": tok(p, add_special_tokens=False)["input_ids"]} for p in PROMPTS]
     return {"chat": chats, "plain": plain}
 
@@ -59,8 +67,11 @@ def make(path: str, torch) -> dict:
 def dumps(obj: dict) -> str:
     """JSON with one key a line and each list of ids on one line."""
     text = json.dumps(obj, indent=1, ensure_ascii=False)
-    return re.sub(r"\[\s*(-?\d+(?:,\s*-?\d+)*)\s*\]",
-                  lambda m: "[" + ", ".join(m.group(1).replace(",", " ").split()) + "]", text)
+    return re.sub(
+        r"\[\s*(-?\d+(?:,\s*-?\d+)*)\s*\]",
+        lambda m: "[" + ", ".join(m.group(1).replace(",", " ").split()) + "]",
+        text,
+    )
 
 
 def write(path: str, out: str, torch) -> None:

@@ -37,7 +37,9 @@ def twin_row(torch, cfg, weights: dict, dtype, device) -> Row:
         mats=m,
         weight_bytes=m.weight_bytes(),
         weight_bytes_per_token=float_bytes(d, elem)[1],
-        parts=lambda clock, plan, shapes, mm_tg: parts.token_parts(torch, clock, plan, m, d, shapes, mm_tg),
+        parts=lambda clock, plan, shapes, mm_tg: parts.token_parts(
+            torch, clock, plan, m, d, shapes, mm_tg
+        ),
     )
 
 
@@ -45,8 +47,15 @@ class HfMats:
     """transformers' own nn.Linear modules of the model, called alone: a layer's
     q/k/v/o_proj and gate/up/down_proj, and lm_head."""
 
-    NAMES = [("self_attn", "q_proj"), ("self_attn", "k_proj"), ("self_attn", "v_proj"),
-             ("self_attn", "o_proj"), ("mlp", "gate_proj"), ("mlp", "up_proj"), ("mlp", "down_proj")]
+    NAMES = [
+        ("self_attn", "q_proj"),
+        ("self_attn", "k_proj"),
+        ("self_attn", "v_proj"),
+        ("self_attn", "o_proj"),
+        ("mlp", "gate_proj"),
+        ("mlp", "up_proj"),
+        ("mlp", "down_proj"),
+    ]
 
     def __init__(self, model):
         layers = model.model.layers

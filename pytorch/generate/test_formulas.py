@@ -11,13 +11,28 @@ import unittest
 from generate.formulas import LlamaDims, copy_bytes, float_bytes, pp_flops, pp_matmul_flops
 from generate.formulas import tg_bound_tokens_per_s, weight_bytes_per_token
 
-SMOLLM2 = LlamaDims(layers=30, hidden=576, heads=9, kv_heads=3, head_dim=64, mlp=1536,
-                    vocab=49152, context=4096, rope_theta=100000.0, rms_eps=1e-5, tied=True)
+SMOLLM2 = LlamaDims(
+    layers=30,
+    hidden=576,
+    heads=9,
+    kv_heads=3,
+    head_dim=64,
+    mlp=1536,
+    vocab=49152,
+    context=4096,
+    rope_theta=100000.0,
+    rms_eps=1e-5,
+    tied=True,
+)
 
 
 def timed(*ms: float) -> dict:
-    return {"median_ms": sorted(ms)[len(ms) // 2], "gpu_median_ms": None,
-            "samples_wall_ms": list(ms), "samples_gpu_ms": []}
+    return {
+        "median_ms": sorted(ms)[len(ms) // 2],
+        "gpu_median_ms": None,
+        "samples_wall_ms": list(ms),
+        "samples_gpu_ms": [],
+    }
 
 
 class Formulas(unittest.TestCase):
@@ -60,26 +75,45 @@ class Rows(unittest.TestCase):
 
         def row(name, ms, ids):
             t = timed(ms, ms, ms)
-            return {"precision": name, "measured": {
-                "matmuls_pp": t, "matmuls_tg": t, "pp": t, "tg": t,
-                "answer": {"token_ids": ids, "differs_from_fp32_at": None}}}
+            return {
+                "precision": name,
+                "measured": {
+                    "matmuls_pp": t,
+                    "matmuls_tg": t,
+                    "pp": t,
+                    "tg": t,
+                    "answer": {"token_ids": ids, "differs_from_fp32_at": None},
+                },
+            }
 
-        rows = [row("fp32", 100.0, [1, 2, 3]), row("fp16", 50.0, [1, 5, 3]),
-                row("bf16", 25.0, [1, 2]), {"precision": "tf32", "measured": None}]
+        rows = [
+            row("fp32", 100.0, [1, 2, 3]),
+            row("fp16", 50.0, [1, 5, 3]),
+            row("bf16", 25.0, [1, 2]),
+            {"precision": "tf32", "measured": None},
+        ]
         fill_vs_fp32(rows)
-        got = [(r["measured"]["vs_fp32"]["tg"], r["measured"]["answer"]["differs_from_fp32_at"])
-               for r in rows[:3]]
+        got = [
+            (r["measured"]["vs_fp32"]["tg"], r["measured"]["answer"]["differs_from_fp32_at"])
+            for r in rows[:3]
+        ]
         self.assertEqual(got, [(1.0, None), (2.0, 1), (4.0, 2)])
 
     def test_what_holds_a_row_back(self):
         from generate.parts import held_back_by
 
-        parts = [{"class": "matmuls", "ms_per_token": 30.0}, {"class": "elementwise", "ms_per_token": 10.0}]
+        parts = [
+            {"class": "matmuls", "ms_per_token": 30.0},
+            {"class": "elementwise", "ms_per_token": 10.0},
+        ]
         # 100 MB at 10 GB/s: 10 ms; the matmuls take 30, over twice that.
-        self.assertEqual(held_back_by(parts, 40.0, 100_000_000, 10.0),
-                         "matmuls (75% of the token): they read the weights at 33% of copy speed")
-        self.assertEqual(held_back_by(parts, 40.0, 100_000_000, 2.0),
-                         "element-wise (25% of the token)")
+        self.assertEqual(
+            held_back_by(parts, 40.0, 100_000_000, 10.0),
+            "matmuls (75% of the token): they read the weights at 33% of copy speed",
+        )
+        self.assertEqual(
+            held_back_by(parts, 40.0, 100_000_000, 2.0), "element-wise (25% of the token)"
+        )
 
     def test_a_pp_test_repeats_the_prompt_to_its_length(self):
         from generate.rows import pp_ids

@@ -3,8 +3,9 @@ tests/fixtures/generate-reference.json: its tokenizer's ids and decoding for a h
 prompts (chat template included); its fp32 greedy answer is held by test_program.py,
 whose transformers peer's answer must be the fixture's, as the twin's must. The Rust side
 holds Candle's tokenizer and fp32 answer to the same fixture (tests/generate_model.rs),
-so Candle, transformers and the twin agree with the fixture between them. Without the file this skips, unless CI is set:
-CI fetches it (`just model`), and there a missing file is a failure."""
+so Candle, transformers and the twin agree with the fixture between them. Without the file
+this skips, unless CI is set: CI fetches it (`just model`), and there a missing file is a
+failure."""
 
 from __future__ import annotations
 

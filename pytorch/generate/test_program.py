@@ -31,8 +31,20 @@ from generate.test_formulas import SMOLLM2
 CANDLE = ROOT / "tests" / "fixtures" / "generate-candle-cpu.json"
 REFERENCE = ROOT / "tests" / "fixtures" / "generate-reference.json"
 # The flags Candle's fixture was made with (its `command`), at --warmup 0 here.
-FLAGS = ["--device", "cpu", "--dtypes", "fp32", "--tokens", "8", "--pp-tokens", "16",
-         "--iters", "3", "--warmup", "0"]
+FLAGS = [
+    "--device",
+    "cpu",
+    "--dtypes",
+    "fp32",
+    "--tokens",
+    "8",
+    "--pp-tokens",
+    "16",
+    "--iters",
+    "3",
+    "--warmup",
+    "0",
+]
 
 
 def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -40,9 +52,14 @@ def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
         return run_program(*args, program="generate")
     import sys
 
-    return subprocess.run([sys.executable, str(ROOT / "pytorch" / "generate"), *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600,
-                          env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, str(ROOT / "pytorch" / "generate"), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        env={**os.environ, **env},
+    )
 
 
 def errors(r: subprocess.CompletedProcess) -> list[str]:
@@ -83,7 +100,9 @@ class Refusals(unittest.TestCase):
     def test_flags(self):
         torch_or_skip()
         self.refused(2, "0 is not in 1..=65536", "twin", "--tokens", "0")
-        self.refused(2, "q8_0: the PyTorch peers run the float rows", "twin", "--dtypes", "fp32,q8_0")
+        self.refused(
+            2, "q8_0: the PyTorch peers run the float rows", "twin", "--dtypes", "fp32,q8_0"
+        )
         self.refused(2, "unknown dtype 'fp8'", "hf", "--dtypes", "fp8")
         self.refused(2, "invalid choice: 'llama'", "llama")
         self.refused(2, "reference: needs --write FILE", "reference")
@@ -94,9 +113,16 @@ class Refusals(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             notes = Path(d) / "notes.gguf"
             notes.write_text("not a model\n")
-            self.refused(1, "absent.gguf: no such file", "twin", "--model", str(Path(d) / "absent.gguf"))
-            self.refused(1, 'is not a GGUF file (it does not start with the bytes "GGUF")',
-                         "hf", "--model", str(notes))
+            self.refused(
+                1, "absent.gguf: no such file", "twin", "--model", str(Path(d) / "absent.gguf")
+            )
+            self.refused(
+                1,
+                'is not a GGUF file (it does not start with the bytes "GGUF")',
+                "hf",
+                "--model",
+                str(notes),
+            )
             self.refused(1, "no model at", "twin", env={"XDG_CACHE_HOME": d})
 
 
@@ -131,22 +157,37 @@ class OnTheModel(unittest.TestCase):
         g, c = f["generate"], json.loads(CANDLE.read_text())["generate"]
         for k in ["pp_tokens", "tg_tokens", "iters", "prompt"]:
             self.assertEqual(g[k], c[k], k)
-        for k in ["file", "layers", "hidden", "heads", "kv_heads", "head_dim", "mlp", "vocab",
-                  "context", "tied_embeddings", "params", "stored"]:
+        for k in [
+            "file",
+            "layers",
+            "hidden",
+            "heads",
+            "kv_heads",
+            "head_dim",
+            "mlp",
+            "vocab",
+            "context",
+            "tied_embeddings",
+            "params",
+            "stored",
+        ]:
             self.assertEqual(g["model"][k], c["model"][k], k)
         (row,) = g["rows"]
         m = row["measured"]
         self.assertEqual((row["precision"], row["path"], row["status"]), ("fp32", "float", "ok"))
-        self.assertEqual([p["class"] for p in m["parts"]],
-                         ["matmuls", "attention", "norms", "rotary", "elementwise", "sampling"])
+        self.assertEqual(
+            [p["class"] for p in m["parts"]],
+            ["matmuls", "attention", "norms", "rotary", "elementwise", "sampling"],
+        )
         # The same model in fp32 reads what Candle's fp32 row reads.
         (cm,) = [r["measured"] for r in c["rows"]]
         for k in ["weight_bytes", "weight_bytes_per_token", "pp_flops"]:
             self.assertEqual(m[k], cm[k], k)
         self.assertIsNone(m["peak_bytes"])  # the CPU: PyTorch keeps no peak
         self.assertEqual(m["vs_fp32"]["tg"], 1.0)
-        self.assertAlmostEqual(m["tg_bound_tokens_per_s"],
-                               g["copy_gb_per_s"] * 1e9 / m["weight_bytes_per_token"])
+        self.assertAlmostEqual(
+            m["tg_bound_tokens_per_s"], g["copy_gb_per_s"] * 1e9 / m["weight_bytes_per_token"]
+        )
 
     def test_the_twins_fp32_tokens_are_candles_and_transformers(self):
         f = self.file(self.twin_path, self.twin)
@@ -161,15 +202,25 @@ class OnTheModel(unittest.TestCase):
     def test_compare_pairs_the_peers_pp_and_tg_rows_with_candles(self):
         self.file(self.twin_path, self.twin)
         self.file(self.hf_path, self.hf)
-        r = subprocess.run([str(compare_bin()), str(CANDLE), str(self.twin_path), str(self.hf_path)],
-                           capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [str(compare_bin()), str(CANDLE), str(self.twin_path), str(self.hf_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         self.assertEqual(r.returncode, 0, r.stderr)
         tables = r.stdout.split("=== A = ")[1:]
         self.assertEqual(len(tables), 2, r.stdout)
         for table, verdict in zip(tables, [True, False]):
             for test, size in [("pp", 16), ("tg", 8)]:
-                line = next((x for x in table.splitlines()
-                             if f"generate {test} SmolLM2-135M-Instruct.Q4_1.gguf" in x), None)
+                line = next(
+                    (
+                        x
+                        for x in table.splitlines()
+                        if f"generate {test} SmolLM2-135M-Instruct.Q4_1.gguf" in x
+                    ),
+                    None,
+                )
                 self.assertIsNotNone(line, table)
                 cells = [c.strip() for c in line.strip("│ ").split("┆")]
                 self.assertEqual(cells[1:3], [str(size), "fp32"], line)
@@ -219,20 +270,29 @@ class Checks(unittest.TestCase):
         d = SMOLLM2.__class__(**{**SMOLLM2.__dict__, "context": 64})
         info = {"name": "stand-in"}
         model = Model("stand-in.gguf", None, d, info, 1, [2])
-        with mock.patch("generate.gguffile.open_model", return_value=model), \
-                mock.patch("generate.hf.load_tokenizer", return_value=FakeTokenizer(40)):
+        with mock.patch("generate.gguffile.open_model", return_value=model), mock.patch(
+            "generate.hf.load_tokenizer", return_value=FakeTokenizer(40)
+        ):
             return run_in_process("twin", "--model", "stand-in.gguf", *args, entry=cli.main)
 
     def test_refusals_on_the_models_sizes(self):
         with tempfile.TemporaryDirectory() as d:
             out = Path(d) / "g.json"
             for args, expect in [
-                (["--tokens", "32"], "error: the prompt is 40 tokens and --tokens 32: 72 positions, "
-                 "longer than the model's context of 64"),
-                (["--tokens", "8", "--pp-tokens", "65"], "error: --pp-tokens 65: longer than the "
-                 "model's context of 64"),
-                (["--tokens", "8", "--dtypes", "fp32,tf32"], "error: --dtypes tf32: a cuBLAS GEMM "
-                 "mode, it needs a CUDA device (on the CPU it would be a plain f32 row)"),
+                (
+                    ["--tokens", "32"],
+                    "error: the prompt is 40 tokens and --tokens 32: 72 positions, "
+                    "longer than the model's context of 64",
+                ),
+                (
+                    ["--tokens", "8", "--pp-tokens", "65"],
+                    "error: --pp-tokens 65: longer than the " "model's context of 64",
+                ),
+                (
+                    ["--tokens", "8", "--dtypes", "fp32,tf32"],
+                    "error: --dtypes tf32: a cuBLAS GEMM "
+                    "mode, it needs a CUDA device (on the CPU it would be a plain f32 row)",
+                ),
             ]:
                 code, _, err = self.run_on_stand_in("--device", "cpu", *args, "--output", str(out))
                 self.assertEqual(code, 1, err)
@@ -242,12 +302,18 @@ class Checks(unittest.TestCase):
     def test_a_dry_run_plans_and_writes_nothing(self):
         with tempfile.TemporaryDirectory() as d:
             out = Path(d) / "sub" / "g.json"
-            code, plan, err = self.run_on_stand_in("--device", "cpu", "--tokens", "8", "--dry-run",
-                                                   "--output", str(out))
+            code, plan, err = self.run_on_stand_in(
+                "--device", "cpu", "--tokens", "8", "--dry-run", "--output", str(out)
+            )
             self.assertEqual(code, 0, err)
-            for want in ["dry run: pytorch generate twin", "precisions: fp32, fp16, bf16",
-                         "pp_tokens: 64, tg_tokens: 8, iters: 3, warmup: 1", "prompt: 40 tokens",
-                         "context 64", f"would write: {out}"]:
+            for want in [
+                "dry run: pytorch generate twin",
+                "precisions: fp32, fp16, bf16",
+                "pp_tokens: 64, tg_tokens: 8, iters: 3, warmup: 1",
+                "prompt: 40 tokens",
+                "context 64",
+                f"would write: {out}",
+            ]:
                 self.assertIn(want, plan)
             self.assertFalse(out.parent.exists())
 

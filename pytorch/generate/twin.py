@@ -1,10 +1,11 @@
 """The model, as Candle's float path computes it (src/bench/generate/float.rs on
 src/bench/block/model.rs), in eager PyTorch: the embedding row, per layer RMSNorm, Q/K/V
-projections, rotary embedding over halves, grouped-query attention against a preallocated KV cache
-(each key/value head shared by heads / kv_heads query heads; block's cache, as Candle's), the output projection and a
-residual add, RMSNorm, a SwiGLU MLP and a residual add; then the final RMSNorm and the
-output head (the embedding when the file has no output.weight) on the last token.
-Greedy decoding as Candle's: the answer is the argmax of each step's logits."""
+projections, rotary embedding over halves, grouped-query attention against a preallocated
+KV cache (each key/value head shared by heads / kv_heads query heads; block's cache, as
+Candle's), the output projection and a residual add, RMSNorm, a SwiGLU MLP and a residual
+add; then the final RMSNorm and the output head (the embedding when the file has no
+output.weight) on the last token. Greedy decoding as Candle's: the answer is the argmax of each step's logits.
+"""
 
 from __future__ import annotations
 
@@ -22,8 +23,17 @@ class Twin:
         self.embedding = on("token_embd.weight")
         self.head = on("output.weight") if "output.weight" in weights else self.embedding
         self.norm = on("output_norm.weight")
-        names = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm",
-                 "ffn_gate", "ffn_up", "ffn_down")
+        names = (
+            "attn_norm",
+            "attn_q",
+            "attn_k",
+            "attn_v",
+            "attn_output",
+            "ffn_norm",
+            "ffn_gate",
+            "ffn_up",
+            "ffn_down",
+        )
         self.layers = [{n: on(f"blk.{i}.{n}.weight") for n in names} for i in range(dims.layers)]
         hd = dims.head_dim
         inv = [dims.rope_theta ** (-2.0 * i / hd) for i in range(hd // 2)]
@@ -32,14 +42,19 @@ class Twin:
         # tokens' at their positions and attends over the filled part.
         shape = (1, dims.kv_heads, positions, hd)
         self.cache = [
-            (torch.empty(shape, dtype=dtype, device=device), torch.empty(shape, dtype=dtype, device=device))
+            (
+                torch.empty(shape, dtype=dtype, device=device),
+                torch.empty(shape, dtype=dtype, device=device),
+            )
             for _ in range(dims.layers)
         ]
 
     def weight_bytes(self) -> int:
         """Bytes the row's weights hold (the head counted once when it is the embedding)."""
         seen, total = set(), 0
-        tensors = [self.embedding, self.head, self.norm] + [w for l in self.layers for w in l.values()]
+        tensors = [self.embedding, self.head, self.norm] + [
+            w for l in self.layers for w in l.values()
+        ]
         for t in tensors:
             if id(t) not in seen:
                 seen.add(id(t))
@@ -90,8 +105,16 @@ class Twin:
         for i, w in enumerate(self.layers):
             xn = self.rms_norm(x, w["attn_norm"])
             q = torch.nn.functional.linear(xn, w["attn_q"]).view(1, t, d.heads, hd).transpose(1, 2)
-            k = torch.nn.functional.linear(xn, w["attn_k"]).view(1, t, d.kv_heads, hd).transpose(1, 2)
-            v = torch.nn.functional.linear(xn, w["attn_v"]).view(1, t, d.kv_heads, hd).transpose(1, 2)
+            k = (
+                torch.nn.functional.linear(xn, w["attn_k"])
+                .view(1, t, d.kv_heads, hd)
+                .transpose(1, 2)
+            )
+            v = (
+                torch.nn.functional.linear(xn, w["attn_v"])
+                .view(1, t, d.kv_heads, hd)
+                .transpose(1, 2)
+            )
             q = q * cos + self.rotate_half(q) * sin
             k = k * cos + self.rotate_half(k) * sin
             keys, values = self.cache[i]

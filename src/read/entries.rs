@@ -382,6 +382,37 @@ mod tests {
     }
 
     #[test]
+    fn generate_gives_a_pp_and_a_tg_entry_per_row_named_with_its_model() {
+        let text = include_str!("../../tests/fixtures/generate-candle-cpu.json");
+        let mut file = schema::from_json(text).unwrap();
+        let got: Vec<_> = entries(&file)
+            .iter()
+            .map(|e| {
+                (
+                    e.experiment.clone(),
+                    e.size,
+                    e.precision.clone(),
+                    e.samples_ms.is_some(),
+                )
+            })
+            .collect();
+        let name = |what: &str| format!("generate {what} SmolLM2-135M-Instruct.Q4_1.gguf");
+        assert_eq!(
+            got,
+            [
+                (name("pp"), 16, "fp32".to_string(), true),
+                (name("tg"), 8, "fp32".to_string(), true)
+            ]
+        );
+        // Random weights are named by their shape: they never pair with a file's rows.
+        let Body::Generate(g) = &mut file.body else {
+            panic!("not generate")
+        };
+        (g.model.file, g.model.shape) = (None, Some("tiny".into()));
+        assert_eq!(entries(&file)[1].experiment, "generate tg tiny");
+    }
+
+    #[test]
     fn refuses_other_schema_versions_in_one_line() {
         let mut file = schema2("matmul", matmul_body("cuda", vec![], Value::Null));
         for version in [json!("3.0"), json!(7), json!("1.2")] {
