@@ -37,7 +37,12 @@ class Twin:
         self.layers = [{n: on(f"blk.{i}.{n}.weight") for n in names} for i in range(dims.layers)]
         hd = dims.head_dim
         inv = [dims.rope_theta ** (-2.0 * i / hd) for i in range(hd // 2)]
-        self.inv_freq = torch.tensor(inv, dtype=torch.float64)
+        # Full-width cos and sin of every position, computed in f64, then cast, once.
+        angles = torch.outer(
+            torch.arange(positions, dtype=torch.float64), torch.tensor(inv, dtype=torch.float64)
+        )
+        angles = torch.cat([angles, angles], -1)
+        self.cos, self.sin = (a.to(device, dtype) for a in (angles.cos(), angles.sin()))
         # Keys and values of `positions` tokens per layer, made once; a call writes its
         # tokens' at their positions and attends over the filled part.
         shape = (1, dims.kv_heads, positions, hd)
@@ -70,12 +75,8 @@ class Twin:
         return self.torch.nn.functional.linear(x, self.head)
 
     def rope_tables(self, pos: int, t: int):
-        """Full-width (t, d) cos and sin for positions pos.., computed in f64, then cast."""
-        torch = self.torch
-        positions = torch.arange(pos, pos + t, dtype=torch.float64)
-        angles = torch.outer(positions, self.inv_freq)
-        angles = torch.cat([angles, angles], -1)
-        return (angles.cos().to(self.device, self.dtype), angles.sin().to(self.device, self.dtype))
+        """Full-width (t, d) cos and sin for positions pos.. (made once, as Candle's)."""
+        return self.cos[pos : pos + t], self.sin[pos : pos + t]
 
     def rms_norm(self, x, w):
         xf = x.float()
