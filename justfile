@@ -75,7 +75,8 @@ generate *args: _build
 pytorch-generate *args: model
     "$(scripts/pytorch-env.sh)" pytorch/generate twin {{args}}
 
-# Candle's generate, the PyTorch twin and transformers on the same file and prompt, side by side
+# Candle's generate, the PyTorch twin and transformers on the same file and flags, then `compare`
+# (each peer's pp and tg rows against Candle's, per precision; Candle's quantized rows have no peer)
 generate-peers *args: model _build
     #!/usr/bin/env bash
     set -euo pipefail
@@ -85,7 +86,7 @@ generate-peers *args: model _build
     {{bin}}/generate --output "$dir/candle.json" {{args}}
     "$py" pytorch/generate twin --output "$dir/twin.json" {{args}}
     "$py" pytorch/generate hf --output "$dir/transformers.json" {{args}}
-    "$py" pytorch/generate side-by-side "$dir/candle.json" "$dir/twin.json" "$dir/transformers.json"
+    {{bin}}/compare "$dir/candle.json" "$dir/twin.json" "$dir/transformers.json"
 
 # The suite's own kernels against Candle's ops, the composed forms and the copy ceiling (docs/kernels.md)
 kernels *args: _build
@@ -196,9 +197,10 @@ test: model
     cargo test --all-targets
 
 # The PyTorch reference's tests (CPU, small sizes; makes its venv the first time). The block's
-# cross-check runs Candle's `block` (built here, the dev build) on the same weights.
+# cross-check runs Candle's `block` (built here, the dev build) on the same weights; generate's
+# tests run Candle's `compare` on a Candle file and the peers'.
 test-pytorch: model
-    cargo build --quiet --bin block
+    cargo build --quiet --bin block --bin compare
     "$(scripts/pytorch-env.sh)" -m unittest discover -s pytorch -t pytorch -p 'test_*.py'
 
 # The tests with CUDA variants, on a machine with an NVIDIA GPU and CUDA toolkit

@@ -347,6 +347,8 @@ rehearsal_tests() {
   grep -q '^overhead_fields_cuda: test' "$logs/results/logs/test-memory_overhead.log" || fail "overhead_fields_cuda is not packed"
   grep -q '^cuda::summary_of_a_fresh_run: test' "$logs/results/logs/test-summary.log" || fail "the CUDA summary test is not packed"
   grep -q '^tiny_block_cuda: test' "$logs/results/logs/test-block.log" || fail "the CUDA block test is not packed"
+  grep -q '^random_weights_run_at_the_tiny_shape_on_cuda: test' "$logs/results/logs/test-generate.log" ||
+    fail "the CUDA generate test is not packed"
   grep -q '^error::tests::candles_cublas_refusal_is_unsupported: test' "$logs/results/logs/test-candle_lab.log" ||
     fail "the CUDA test of cuBLAS's refusal is not packed"
   grep -q '_cuda: test' "$logs/results/logs/test-kernels.log" || fail "the CUDA kernels tests are not packed"

@@ -4,8 +4,9 @@
 //! measured, the file reads back; and every bad input is refused with one
 //! line before any work (missing, truncated, non-GGUF, wrong architecture,
 //! an unsupported tensor type, a prompt past the context, --tokens 0, no
-//! model fetched). The real model's run is tests/generate_model.rs. No time
-//! is asserted.
+//! model fetched); the random-weight path at the tiny shape, with its CSV and
+//! chart, on the CPU and (`--features cuda`) on CUDA. The real model's run is
+//! tests/generate_model.rs. No time is asserted.
 
 mod common;
 use common::{refused, run_result};
@@ -212,12 +213,16 @@ fn random_weights_at_a_named_shape_dry_run_on_cuda() {
     }
 }
 
-#[test]
-fn random_weights_run_at_the_tiny_shape() {
-    // What the GPU call's CPU rehearsal runs: the random-weight path end to end.
-    let mut args = vec!["--device", "cpu", "--shape", "tiny"];
+/// The random-weight path end to end at the tiny shape on `device` (what the
+/// GPU call's CPU rehearsal runs; on CUDA, the GPU bundle's check of the CUDA
+/// path): every default row measured, and beside the JSON its CSV and its
+/// chart, which names every row and draws each tg bound.
+fn tiny_shape(device: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let json_path = dir.path().join("g.json");
+    let mut args = vec!["--device", device, "--shape", "tiny"];
     args.extend(QUICK);
-    let (json, out) = run_result("generate", &args);
+    let (json, out) = common::run_result_at(&json_path, "generate", &args);
     let g = &json["generate"];
     assert_eq!(g["model"]["source"], "random");
     assert_eq!(g["model"]["shape"], "tiny");
@@ -227,12 +232,53 @@ fn random_weights_run_at_the_tiny_shape() {
         .iter()
         .map(|r| r["precision"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["q4_1", "q8_0", "fp32", "fp16", "bf16"]);
+    let want: &[&str] = if device == "cuda" {
+        &["q4_1", "q8_0", "fp32", "tf32", "fp16", "bf16"]
+    } else {
+        &["q4_1", "q8_0", "fp32", "fp16", "bf16"]
+    };
+    assert_eq!(names, want);
     for r in rows {
         assert_eq!(r["status"], "ok", "{r}");
         assert!(r["measured"]["answer"]["text"].is_null());
+        assert!(r["measured"]["tg_bound_tokens_per_s"].as_f64().unwrap() > 0.0);
     }
+    assert_eq!(json["device"]["kind"], device);
     assert!(String::from_utf8_lossy(&out.stdout).contains("RANDOM WEIGHTS"));
+
+    let mut files: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files, ["g.csv", "g.json", "g.svg"]);
+    let svg = std::fs::read_to_string(dir.path().join("g.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    for want in [
+        "prompt processing (pp8)",
+        "generation (tg4)",
+        "RANDOM WEIGHTS",
+    ] {
+        assert!(svg.contains(want), "{want:?} not in the chart");
+    }
+    for name in want {
+        assert!(
+            svg.contains(&format!("\n{name}\n")),
+            "{name} not in the chart"
+        );
+    }
+    assert_eq!(svg.matches("bound ").count(), want.len(), "a bound per row");
+}
+
+#[test]
+fn random_weights_run_at_the_tiny_shape() {
+    tiny_shape("cpu");
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn random_weights_run_at_the_tiny_shape_on_cuda() {
+    tiny_shape("cuda");
 }
 
 #[test]

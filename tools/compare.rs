@@ -26,7 +26,7 @@ static ALLOC: CountingAlloc = CountingAlloc;
 #[command(
     version = candle_lab::env::BUILD_VERSION,
     after_help = format!(
-        "{}\n\nReads candle-lab result files (schema 2.x: matmul, cpu_vs_gpu and sweep) and the reference \
+        "{}\n\nReads candle-lab result files (schema 2.x: matmul, cpu_vs_gpu, sweep, block and generate; the PyTorch twins' too) and the reference \
          lab's week05-results-gb10.json, each at most {MAX_FILE_SIZE}, with positive, finite times whose \
          medians match their samples (anything else is refused, naming the file, row and field).\n\
          Exit codes: 0 done; 1 an error, or --fail-if-slower failed (the stderr line says which and why); \

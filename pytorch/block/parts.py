@@ -1,8 +1,8 @@
 """Where a block's time goes, as src/bench/block/parts.rs: each op class timed alone at
 the block's shapes (per block call: all its calls of that class, on random tensors of
 the shapes the block's ops see), and PyTorch's single-kernel RMSNorm and softmax against
-the same math from primitive ops. Every sample is timing.Clock's; `timed` turns the
-samples into the schema's Timed (availability and GPU state are not read here: null)."""
+the same math from primitive ops. Every sample is timing.Clock's; timing.timed turns
+the samples into the schema's Timed."""
 
 from __future__ import annotations
 
@@ -10,36 +10,11 @@ import math
 
 from block.formulas import rms_norm_bytes, softmax_bytes
 from block.model import DECODE, PREFILL, has_fused_rms_norm, rms_norm_composed, rms_norm_fused, rope, softmax_composed, softmax_fused
-from common.errors import Failure
-from common.stats import summarize
+from common.timing import rate_ms, timed  # noqa: F401 (run.py and table.py take them from here)
 
 # Op classes in the schema's order (OpClass::ALL); the first two are the matmuls.
 CLASSES = ["linear", "attention_matmul", "norm", "softmax", "rotary", "elementwise"]
 MATMUL_CLASSES = {"linear", "attention_matmul"}
-
-
-def timed(clock, plan, work) -> dict:
-    """The schema's Timed from `plan`'s samples of `work` on `clock`."""
-    wall, gpu = clock.time(plan, work)
-    wall_ms, gpu_ms = summarize(wall), summarize(gpu)
-    if wall_ms is None:
-        raise Failure("no finite timed samples")
-    return {
-        "median_ms": wall_ms["median"],
-        "gpu_median_ms": gpu_ms["median"] if gpu_ms else None,
-        "wall_ms": wall_ms,
-        "gpu_ms": gpu_ms,
-        "samples_wall_ms": wall,
-        "samples_gpu_ms": gpu,
-        "gpu_before": None,
-        "gpu_after": None,
-        "availability": None,
-    }
-
-
-def rate_ms(t: dict) -> float:
-    """The time rates divide by (Timed::rate_ms): CUDA events on a GPU, else the wall."""
-    return t["gpu_median_ms"] if t["gpu_median_ms"] is not None else t["median_ms"]
 
 
 class Shapes:

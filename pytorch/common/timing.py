@@ -1,11 +1,14 @@
 """The clock, as src/clock/mod.rs: how many runs to make (a Plan, and the reference lab's CPU
 plan beside a GPU run), and the one place that synchronizes, records CUDA events and
-reads the host timer."""
+reads the host timer; `timed`, the samples as the schema's Timed."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+
+from common.errors import Failure
+from common.stats import summarize
 
 
 @dataclass(frozen=True)
@@ -71,3 +74,28 @@ class Clock:
             if events:
                 gpu_ms.append(events[0].elapsed_time(events[1]))
         return wall_ms, gpu_ms
+
+
+def timed(clock: Clock, plan: Plan, work) -> dict:
+    """The schema's Timed from `plan`'s samples of `work` on `clock`. The GPU's state and
+    the machine's availability are not read by the twins: null."""
+    wall, gpu = clock.time(plan, work)
+    wall_ms, gpu_ms = summarize(wall), summarize(gpu)
+    if wall_ms is None:
+        raise Failure("no finite timed samples")
+    return {
+        "median_ms": wall_ms["median"],
+        "gpu_median_ms": gpu_ms["median"] if gpu_ms else None,
+        "wall_ms": wall_ms,
+        "gpu_ms": gpu_ms,
+        "samples_wall_ms": wall,
+        "samples_gpu_ms": gpu,
+        "gpu_before": None,
+        "gpu_after": None,
+        "availability": None,
+    }
+
+
+def rate_ms(t: dict) -> float:
+    """The time rates divide by (Timed::rate_ms): CUDA events on a GPU, else the wall."""
+    return t["gpu_median_ms"] if t["gpu_median_ms"] is not None else t["median_ms"]

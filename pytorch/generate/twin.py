@@ -1,10 +1,11 @@
 """The model, as Candle's float path computes it (src/bench/generate/float.rs on
 src/bench/block/model.rs), in eager PyTorch: the embedding row, per layer RMSNorm, Q/K/V
-projections, rotary embedding over halves, grouped-query attention against a KV cache
-(each key/value head shared by heads / kv_heads query heads), the output projection and a
-residual add, RMSNorm, a SwiGLU MLP and a residual add; then the final RMSNorm and the
-output head (the embedding when the file has no output.weight) on the last token.
-Greedy decoding as Candle's: the answer is the argmax of each step's logits."""
+projections, rotary embedding over halves, grouped-query attention against a preallocated
+KV cache (each key/value head shared by heads / kv_heads query heads; block's cache, as
+Candle's), the output projection and a residual add, RMSNorm, a SwiGLU MLP and a residual
+add; then the final RMSNorm and the output head (the embedding when the file has no
+output.weight) on the last token. Greedy decoding as Candle's: the answer is the argmax of each step's logits.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import math
 
 
 class Twin:
-    def __init__(self, torch, dims, weights: dict, dtype, device):
+    def __init__(self, torch, dims, weights: dict, dtype, device, positions: int):
         self.torch, self.d, self.dtype, self.device = torch, dims, dtype, device
+        self.layers_count = dims.layers
 
         def on(name):
             return torch.from_numpy(weights[name]).to(device=device, dtype=dtype)
@@ -21,21 +23,60 @@ class Twin:
         self.embedding = on("token_embd.weight")
         self.head = on("output.weight") if "output.weight" in weights else self.embedding
         self.norm = on("output_norm.weight")
-        names = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm",
-                 "ffn_gate", "ffn_up", "ffn_down")
+        names = (
+            "attn_norm",
+            "attn_q",
+            "attn_k",
+            "attn_v",
+            "attn_output",
+            "ffn_norm",
+            "ffn_gate",
+            "ffn_up",
+            "ffn_down",
+        )
         self.layers = [{n: on(f"blk.{i}.{n}.weight") for n in names} for i in range(dims.layers)]
         hd = dims.head_dim
         inv = [dims.rope_theta ** (-2.0 * i / hd) for i in range(hd // 2)]
-        self.inv_freq = torch.tensor(inv, dtype=torch.float64)
-        self.cache = []
+        # Full-width cos and sin of every position, computed in f64, then cast, once.
+        angles = torch.outer(
+            torch.arange(positions, dtype=torch.float64), torch.tensor(inv, dtype=torch.float64)
+        )
+        angles = torch.cat([angles, angles], -1)
+        self.cos, self.sin = (a.to(device, dtype) for a in (angles.cos(), angles.sin()))
+        # Keys and values of `positions` tokens per layer, made once; a call writes its
+        # tokens' at their positions and attends over the filled part.
+        shape = (1, dims.kv_heads, positions, hd)
+        self.cache = [
+            (
+                torch.empty(shape, dtype=dtype, device=device),
+                torch.empty(shape, dtype=dtype, device=device),
+            )
+            for _ in range(dims.layers)
+        ]
+
+    def weight_bytes(self) -> int:
+        """Bytes the row's weights hold (the head counted once when it is the embedding)."""
+        seen, total = set(), 0
+        tensors = [self.embedding, self.head, self.norm] + [
+            w for l in self.layers for w in l.values()
+        ]
+        for t in tensors:
+            if id(t) not in seen:
+                seen.add(id(t))
+                total += t.numel() * t.element_size()
+        return total
+
+    def project(self, layer: int, which: int, x):
+        """One of a layer's seven projections (Q, K, V, O, gate, up, down) of x."""
+        names = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
+        return self.torch.nn.functional.linear(x, self.layers[layer][names[which]])
+
+    def logits(self, x):
+        return self.torch.nn.functional.linear(x, self.head)
 
     def rope_tables(self, pos: int, t: int):
-        """Full-width (t, d) cos and sin for positions pos.., computed in f64, then cast."""
-        torch = self.torch
-        positions = torch.arange(pos, pos + t, dtype=torch.float64)
-        angles = torch.outer(positions, self.inv_freq)
-        angles = torch.cat([angles, angles], -1)
-        return (angles.cos().to(self.device, self.dtype), angles.sin().to(self.device, self.dtype))
+        """Full-width (t, d) cos and sin for positions pos.. (made once, as Candle's)."""
+        return self.cos[pos : pos + t], self.sin[pos : pos + t]
 
     def rms_norm(self, x, w):
         xf = x.float()
@@ -53,8 +94,6 @@ class Twin:
         """Logits (vocab,) of the last of `tokens`, at positions pos.. after the cache's
         `pos` tokens (0 starts a new sequence)."""
         torch, d = self.torch, self.d
-        if pos == 0:
-            self.cache = [None] * d.layers
         t = len(tokens)
         ids = torch.tensor(tokens, device=self.device)
         x = self.embedding[ids].unsqueeze(0)
@@ -67,14 +106,22 @@ class Twin:
         for i, w in enumerate(self.layers):
             xn = self.rms_norm(x, w["attn_norm"])
             q = torch.nn.functional.linear(xn, w["attn_q"]).view(1, t, d.heads, hd).transpose(1, 2)
-            k = torch.nn.functional.linear(xn, w["attn_k"]).view(1, t, d.kv_heads, hd).transpose(1, 2)
-            v = torch.nn.functional.linear(xn, w["attn_v"]).view(1, t, d.kv_heads, hd).transpose(1, 2)
+            k = (
+                torch.nn.functional.linear(xn, w["attn_k"])
+                .view(1, t, d.kv_heads, hd)
+                .transpose(1, 2)
+            )
+            v = (
+                torch.nn.functional.linear(xn, w["attn_v"])
+                .view(1, t, d.kv_heads, hd)
+                .transpose(1, 2)
+            )
             q = q * cos + self.rotate_half(q) * sin
             k = k * cos + self.rotate_half(k) * sin
-            if self.cache[i] is not None:
-                k = torch.cat([self.cache[i][0], k], 2)
-                v = torch.cat([self.cache[i][1], v], 2)
-            self.cache[i] = (k, v)
+            keys, values = self.cache[i]
+            keys[:, :, pos : pos + t] = k
+            values[:, :, pos : pos + t] = v
+            k, v = keys[:, :, : pos + t], values[:, :, : pos + t]
             kr = k.repeat_interleave(groups, 1)
             vr = v.repeat_interleave(groups, 1)
             scores = q @ kr.transpose(-1, -2) / math.sqrt(hd)

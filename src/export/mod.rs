@@ -13,6 +13,7 @@ mod chart;
 pub mod csv;
 pub mod markdown;
 pub mod output;
+pub mod panels;
 pub mod svg;
 pub mod table;
 pub mod views;

@@ -16,7 +16,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Canvas size in pixels: wide enough for a legend beside short lines.
 const SIZE: (u32, u32) = (960, 560);
-const FONT: &str = "sans-serif";
+pub(super) const FONT: &str = "sans-serif";
 
 /// Okabe-Ito colours: distinguishable with the common colour-vision
 /// deficiencies; sweep lines also differ by marker, for grayscale print.
@@ -30,7 +30,7 @@ const COLOURS: [RGBColor; 7] = [
     RGBColor(0, 0, 0),
 ];
 
-fn colour(i: usize) -> RGBColor {
+pub(super) fn colour(i: usize) -> RGBColor {
     COLOURS[i % COLOURS.len()]
 }
 
@@ -442,7 +442,7 @@ fn bars(title: &str, categories: &[String], series: &[BarSeries], axis: BarAxis)
 }
 
 /// A bar's value, to about three significant digits.
-fn value_label(g: f64) -> String {
+pub(super) fn value_label(g: f64) -> String {
     if g >= 100.0 {
         format!("{g:.0}")
     } else if g >= 10.0 {
@@ -452,7 +452,7 @@ fn value_label(g: f64) -> String {
     }
 }
 
-fn canvas(svg: &mut String) -> Result<DrawingArea<SVGBackend<'_>, Shift>> {
+pub(super) fn canvas(svg: &mut String) -> Result<DrawingArea<SVGBackend<'_>, Shift>> {
     let root = SVGBackend::with_string(svg, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(draw_error)?;
     Ok(root)
@@ -478,7 +478,7 @@ where
 }
 
 /// plotters' errors borrow the backend's error type; one line is enough.
-fn draw_error<E: std::error::Error + Send + Sync>(
+pub(super) fn draw_error<E: std::error::Error + Send + Sync>(
     e: plotters::drawing::DrawingAreaErrorKind<E>,
 ) -> anyhow::Error {
     anyhow::anyhow!("drawing a chart: {e}")

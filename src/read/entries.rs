@@ -148,29 +148,36 @@ pub fn entries(file: &ResultFile) -> Vec<Entry> {
                 })
             })
             .collect(),
-        // pp and tg each their own experiment, sized by their tokens, so a
-        // PyTorch twin's fp32 tg pairs with Candle's.
-        Body::Generate(g) => g
-            .rows
-            .iter()
-            .filter_map(|row| Some((row, row.measured.as_ref()?)))
-            .flat_map(|(row, m)| {
-                [("pp", g.pp_tokens, &m.pp), ("tg", g.tg_tokens, &m.tg)].map(|(what, n, t)| Entry {
-                    experiment: format!("generate {what}"),
-                    size: n as u64,
-                    precision: row.precision.clone(),
-                    device_kind: file.device.kind.as_str().to_string(),
-                    device_name: match file.device.kind {
-                        DeviceKind::Cpu => cpu_name.clone(),
-                        DeviceKind::Cuda => file.device.name.clone(),
-                    },
-                    framework: framework.clone(),
-                    median_ms: t.median_ms,
-                    samples_ms: Some(t.samples_wall_ms.clone()).filter(|s| !s.is_empty()),
-                    contended: contended(t.availability.as_ref()),
+        // pp and tg each their own experiment, named with the model (its file,
+        // or the random weights' shape) and sized by their tokens, so a PyTorch
+        // twin's fp32 tg on the same file pairs with Candle's, and two models
+        // never pair.
+        Body::Generate(g) => {
+            let model = g.model.file.as_deref().or(g.model.shape.as_deref());
+            let model = model.unwrap_or(&g.model.name);
+            g.rows
+                .iter()
+                .filter_map(|row| Some((row, row.measured.as_ref()?)))
+                .flat_map(|(row, m)| {
+                    [("pp", g.pp_tokens, &m.pp), ("tg", g.tg_tokens, &m.tg)].map(|(what, n, t)| {
+                        Entry {
+                            experiment: format!("generate {what} {model}"),
+                            size: n as u64,
+                            precision: row.precision.clone(),
+                            device_kind: file.device.kind.as_str().to_string(),
+                            device_name: match file.device.kind {
+                                DeviceKind::Cpu => cpu_name.clone(),
+                                DeviceKind::Cuda => file.device.name.clone(),
+                            },
+                            framework: framework.clone(),
+                            median_ms: t.median_ms,
+                            samples_ms: Some(t.samples_wall_ms.clone()).filter(|s| !s.is_empty()),
+                            contended: contended(t.availability.as_ref()),
+                        }
+                    })
                 })
-            })
-            .collect(),
+                .collect()
+        }
         // Each op and case its own experiment: a file's own implementation (the
         // suite's kernel, or PyTorch's op in the twin's file) and its copy
         // ceiling, so that Candle's and PyTorch's files pair row by row.
@@ -405,6 +412,37 @@ mod tests {
             (got[0].experiment.as_str(), got[0].device_kind.as_str()),
             ("cpu_vs_gpu", "cpu")
         );
+    }
+
+    #[test]
+    fn generate_gives_a_pp_and_a_tg_entry_per_row_named_with_its_model() {
+        let text = include_str!("../../tests/fixtures/generate-candle-cpu.json");
+        let mut file = schema::from_json(text).unwrap();
+        let got: Vec<_> = entries(&file)
+            .iter()
+            .map(|e| {
+                (
+                    e.experiment.clone(),
+                    e.size,
+                    e.precision.clone(),
+                    e.samples_ms.is_some(),
+                )
+            })
+            .collect();
+        let name = |what: &str| format!("generate {what} SmolLM2-135M-Instruct.Q4_1.gguf");
+        assert_eq!(
+            got,
+            [
+                (name("pp"), 16, "fp32".to_string(), true),
+                (name("tg"), 8, "fp32".to_string(), true)
+            ]
+        );
+        // Random weights are named by their shape: they never pair with a file's rows.
+        let Body::Generate(g) = &mut file.body else {
+            panic!("not generate")
+        };
+        (g.model.file, g.model.shape) = (None, Some("tiny".into()));
+        assert_eq!(entries(&file)[1].experiment, "generate tg tiny");
     }
 
     #[test]

@@ -174,7 +174,9 @@ pub struct GenerateMeasured {
     /// Where a generated token's time goes: each op class timed alone at tg's
     /// shapes (the context at tg's middle), per token.
     pub parts: Vec<TokenPart>,
-    pub parts_sum_ms: f64,
+    /// The parts' sum; null where the op classes were not timed (no parts: the
+    /// transformers peer, whose model is its own code).
+    pub parts_sum_ms: Option<f64>,
     /// Where the row reaches under half its bound: the op class that holds it
     /// back, and why (null otherwise).
     pub held_back_by: Option<String>,

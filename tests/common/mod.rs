@@ -54,7 +54,12 @@ pub fn run(name: &str, args: &[&str]) -> Output {
 /// JSON, and the committed JSON Schema. Returns the file's JSON and the run.
 pub fn run_result(name: &str, args: &[&str]) -> (serde_json::Value, Output) {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("out.json");
+    run_result_at(&dir.path().join("out.json"), name, args)
+}
+
+/// [`run_result`] writing to `path`, which stays (and the files beside it) for
+/// the test to read.
+pub fn run_result_at(path: &Path, name: &str, args: &[&str]) -> (serde_json::Value, Output) {
     let mut all = args.to_vec();
     all.extend(["--output", path.to_str().unwrap()]);
     let out = run(name, &all);
@@ -63,11 +68,11 @@ pub fn run_result(name: &str, args: &[&str]) -> (serde_json::Value, Output) {
         "{name} {all:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     assert_eq!(json["experiment"], name);
     assert_eq!(json["schema_version"], candle_lab::schema::SCHEMA_VERSION);
     assert!(json[name].is_object(), "the body sits under \"{name}\"");
-    let typed = candle_lab::schema::read(&path).unwrap();
+    let typed = candle_lab::schema::read(path).unwrap();
     assert_eq!(serde_json::to_value(typed).unwrap(), json);
     let schema: serde_json::Value =
         serde_json::from_str(&candle_lab::schema::json_schema()).unwrap();

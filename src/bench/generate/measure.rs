@@ -299,7 +299,7 @@ fn row(
         matmuls_tg,
         peak_bytes,
         parts,
-        parts_sum_ms,
+        parts_sum_ms: Some(parts_sum_ms),
         held_back_by,
         vs_fp32: None,
     })

@@ -2,26 +2,72 @@
 //! processing and generation beside generation's bandwidth bound and the
 //! matmul roofline, the speedups over fp32 (matmuls alone, pp, tg), where a
 //! generated token's time goes, each precision's answer, and the line that
-//! answers the reference lab's caveat with a whole model.
+//! answers the reference lab's caveat with a whole model; and its chart.
+
+use anyhow::Result;
 
 use super::{num, Records, Shown};
+use crate::export::panels::{panels_svg, Panel};
 use crate::export::table::Table;
-use crate::schema::{GenerateResults, ResultFile, TokenOpClass, WeightSource};
+use crate::schema::WeightSource;
+use crate::schema::{GenerateMeasured, GenerateResults, ModelInfo, ResultFile, TokenOpClass};
 use crate::units::mib;
 
 fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map_or("-".into(), f)
 }
 
+/// The model in a title: its name and file, or its shape and RANDOM WEIGHTS.
+fn what(m: &ModelInfo) -> String {
+    match (&m.file, &m.shape) {
+        (Some(f), _) => format!("{} ({f})", m.name),
+        (_, Some(s)) => format!("{s}, RANDOM WEIGHTS"),
+        _ => m.name.clone(),
+    }
+}
+
+/// The chart beside the JSON: tokens/s per precision, prompt processing and
+/// generation side by side (each on its own axis), every generation bar under
+/// its bound (dashed: the copy bandwidth over the row's weight bytes per
+/// token). Fails when no row was measured.
+pub fn chart(file: &ResultFile, r: &GenerateResults) -> Result<String> {
+    let categories: Vec<String> = r.rows.iter().map(|row| row.precision.clone()).collect();
+    let each = |f: fn(&GenerateMeasured) -> Option<f64>| -> Vec<Option<f64>> {
+        r.rows
+            .iter()
+            .map(|row| row.measured.as_ref().and_then(f))
+            .collect()
+    };
+    let panels = [
+        Panel {
+            title: format!("prompt processing (pp{})", r.pp_tokens),
+            values: each(|m| Some(m.pp_tokens_per_s)),
+            marks: Vec::new(),
+            mark_label: String::new(),
+        },
+        Panel {
+            title: format!("generation (tg{}), dashed: its bound", r.tg_tokens),
+            values: each(|m| Some(m.tg_tokens_per_s)),
+            marks: each(|m| m.tg_bound_tokens_per_s),
+            mark_label: "bound".into(),
+        },
+    ];
+    let title = format!(
+        "generate: {} on {} ({}, {} {})",
+        what(&r.model),
+        file.device.label,
+        file.device.name,
+        file.environment.framework,
+        file.environment.framework_version
+    );
+    panels_svg(&title, "tokens/s", &categories, &panels)
+}
+
 /// The generate tables and notes.
 pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
     let m = &r.model;
     let random = m.source == WeightSource::Random;
-    let what = match (&m.file, &m.shape) {
-        (Some(f), _) => format!("{} ({f})", m.name),
-        (_, Some(s)) => format!("{s}, RANDOM WEIGHTS"),
-        _ => m.name.clone(),
-    };
+    let what = what(m);
     let title = format!(
         "generate: {what}, {:.0}M parameters, on {} ({}): pp{} and tg{} tokens/s",
         m.params as f64 / 1e6,
@@ -98,21 +144,24 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
                 format!("{:.2}x", v.tg),
             ]);
         }
-        let mut cells = vec![p.clone()];
-        for class in TokenOpClass::ALL {
-            cells.push(match x.parts.iter().find(|t| t.class == class) {
-                Some(t) => format!(
-                    "{:.2} ({:.0}%)",
-                    t.ms_per_token,
-                    100.0 * t.ms_per_token / x.parts_sum_ms
-                ),
-                None => "-".into(),
-            });
+        // A peer that does not time the op classes (transformers) has no parts.
+        if let Some(sum_ms) = x.parts_sum_ms {
+            let mut cells = vec![p.clone()];
+            for class in TokenOpClass::ALL {
+                cells.push(match x.parts.iter().find(|t| t.class == class) {
+                    Some(t) => format!(
+                        "{:.2} ({:.0}%)",
+                        t.ms_per_token,
+                        100.0 * t.ms_per_token / sum_ms
+                    ),
+                    None => "-".into(),
+                });
+            }
+            cells.push(format!("{sum_ms:.2}"));
+            cells.push(format!("{:.2}", 1e3 / x.tg_tokens_per_s));
+            cells.push(x.held_back_by.clone().unwrap_or_else(|| "-".into()));
+            parts.row(cells);
         }
-        cells.push(format!("{:.2}", x.parts_sum_ms));
-        cells.push(format!("{:.2}", 1e3 / x.tg_tokens_per_s));
-        cells.push(x.held_back_by.clone().unwrap_or_else(|| "-".into()));
-        parts.row(cells);
         let a = &x.answer;
         let differs = match a.differs_from_fp32_at {
             Some(i) => format!(" [parts from fp32's at token {i}]"),
@@ -253,4 +302,118 @@ pub fn records(machine: &str, r: &GenerateResults) -> Records {
         })
         .collect();
     Records { header, rows }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::Body;
+    use serde_json::{json, Value};
+
+    /// A measured row at these tokens/s and tg bound, three samples each.
+    fn measured(pp: f64, tg: f64, bound: f64) -> Value {
+        let t = |ms: f64| serde_json::to_value(crate::telemetry::timed_at(&[ms; 3], &[])).unwrap();
+        json!({
+            "answer": {"token_ids": [1, 2], "text": "hi", "differs_from_fp32_at": null,
+                       "stopped_at_eos": false},
+            "ttft": t(10.0), "pp": t(64e3 / pp), "pp_tokens_per_s": pp,
+            "pp_tokens_per_s_min": pp, "pp_tokens_per_s_max": pp,
+            "tg": t(32e3 / tg), "tg_tokens_per_s": tg, "tg_tokens_per_s_min": tg,
+            "tg_tokens_per_s_max": tg, "weight_bytes": 1000, "weight_bytes_per_token": 1000,
+            "tg_bound_tokens_per_s": bound, "tg_pct_of_bound": 100.0 * tg / bound,
+            "pp_flops": 1.0, "pp_gflop_per_s": 1.0, "matmuls_pp": t(1.0),
+            "matmuls_pp_gflop_per_s": 2.0, "pp_pct_of_matmul_roofline": 50.0,
+            "matmuls_tg": t(1.0), "peak_bytes": null, "parts": [], "parts_sum_ms": null,
+            "held_back_by": null, "vs_fp32": null
+        })
+    }
+
+    /// A CPU run of a file: q4_1 and fp32 measured, bf16 failed.
+    fn file() -> ResultFile {
+        let row = |p: &str, path: &str, m: Value| {
+            let ok = !m.is_null();
+            json!({"precision": p, "path": path, "status": if ok { "ok" } else { "error" },
+                   "error": if ok { Value::Null } else { json!("out of memory") }, "measured": m})
+        };
+        let body = json!({
+            "model": {"source": "file", "file": "m.gguf", "file_bytes": 1, "shape": null,
+                      "name": "Tiny", "layers": 2, "hidden": 64, "heads": 4, "kv_heads": 2,
+                      "head_dim": 16, "mlp": 128, "vocab": 258, "context": 64,
+                      "rope_theta": 1e4, "rms_eps": 1e-5, "tied_embeddings": true,
+                      "params": 100, "stored": [], "rotary_layout": "x"},
+            "prompt": {"user": "hi", "formatted": "hi", "token_ids": [1]},
+            "pp_tokens": 64, "tg_tokens": 32, "warmup": 1, "iters": 3, "seed": 42,
+            "copy_gb_per_s": 10.0, "copy_bytes": 1,
+            "rows": [row("q4_1 (stored)", "quantized", measured(55.0, 21.3, 104.4)),
+                     row("fp32", "float", measured(12.5, 3.5, 18.7)),
+                     row("bf16", "float", Value::Null)],
+            "notes": []
+        });
+        let file = json!({
+            "schema_version": "2.3", "experiment": "generate",
+            "created_utc": "2026-01-01T00:00:00Z", "command": "test",
+            "environment": {
+                "framework": "candle", "framework_version": "0.11.1", "suite_version": "0.1.0",
+                "git_commit": null, "os": "Linux", "arch": "x86_64", "cpu_model": "Xeon",
+                "cpu_threads_available": 2, "compute_threads": 2, "build_features": [],
+                "target_features": [], "profile": "release", "cuda_build_version": null
+            },
+            "device": {"kind": "cpu", "label": "cpu", "ordinal": null, "name": "Xeon",
+                       "chosen_because": "test", "compute_capability": null, "sm_count": null,
+                       "total_memory_bytes": null, "free_memory_bytes_at_start": null,
+                       "driver_cuda_version": null, "memory_pool": null},
+            "generate": body
+        });
+        crate::schema::from_json(&file.to_string()).unwrap()
+    }
+
+    #[test]
+    fn the_chart_has_pp_and_tg_per_precision_and_each_tg_bound() {
+        let f = file();
+        let Body::Generate(r) = &f.body else {
+            panic!("not generate")
+        };
+        let svg = chart(&f, r).unwrap();
+        assert!(svg.trim_start().starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        for want in [
+            "generate: Tiny (m.gguf) on cpu (Xeon, candle 0.11.1)",
+            "prompt processing (pp64)",
+            "generation (tg32), dashed: its bound",
+            "tokens/s",
+            "q4_1 (stored)",
+            "fp32",
+            "bf16",
+            // The bars' values, and each row's bound beside its tg bar.
+            "55.0",
+            "12.5",
+            "21.3",
+            "3.50",
+            "bound 104",
+            "bound 18.7",
+        ] {
+            assert!(svg.contains(want), "no {want:?} in the chart");
+        }
+        // The failed row has no bar in either panel, nor a bound.
+        assert_eq!(svg.matches("\nn/a\n").count(), 2, "{svg}");
+        assert_eq!(svg.matches("bound ").count(), 2, "a mark per measured row");
+    }
+
+    #[test]
+    fn rows_without_op_classes_have_no_parts_row() {
+        let f = file();
+        let Body::Generate(r) = &f.body else {
+            panic!("not generate")
+        };
+        let shown = show(&f, r);
+        // The speed table has every row; the parts table none (no row timed its classes).
+        let (speed, parts) = (shown.tables[0].markdown(), shown.tables[2].markdown());
+        let rows = |t: &str, p: &str| {
+            t.lines()
+                .filter(|l| l.starts_with(&format!("| {p} ")))
+                .count()
+        };
+        for p in ["q4_1 (stored)", "fp32", "bf16"] {
+            assert_eq!((rows(&speed, p), rows(&parts, p)), (1, 0), "{speed}{parts}");
+        }
+    }
 }

@@ -235,15 +235,14 @@ pub fn has_records(kind: Kind) -> bool {
 /// Whether results of `kind` have a chart beside the JSON ([`chart`]).
 pub fn has_chart(kind: Kind) -> bool {
     match kind {
-        Kind::Sweep | Kind::Kernels => true,
+        Kind::Sweep | Kind::Kernels | Kind::Generate => true,
         Kind::Basics
         | Kind::Precision
         | Kind::Matmul
         | Kind::CpuVsGpu
         | Kind::Memory
         | Kind::Overhead
-        | Kind::Block
-        | Kind::Generate => false,
+        | Kind::Block => false,
     }
 }
 
@@ -257,6 +256,7 @@ pub fn chart(file: &ResultFile) -> Option<String> {
         }
         // None when no variant ran.
         Body::Kernels(r) => kernels::chart(file, r).ok(),
+        Body::Generate(r) => generate::chart(file, r).ok(),
         _ => None,
     }
 }

@@ -1,0 +1,44 @@
+"""`--dry-run` of pytorch/generate, as Candle's: every flag checked as a run checks it (the
+same refusals, lines and exit codes), the model file opened and checked (its tensors are
+not dequantized) and the prompt formatted, torch imported, the plan printed on stdout; no
+device is opened, nothing big is allocated, no file or folder is written."""
+
+from __future__ import annotations
+
+from common.dryrun import device_plan
+from common.precisions import check_dtypes
+from common.results import check_would_write
+
+
+def plan_lines(torch, args, model, tok, config) -> list[str]:
+    """The plan of the run `args` asks for. `config` is experiment.config."""
+    on_gpu, device_line = device_plan(torch, args.device)
+    cfg = config(args, model, tok, on_gpu)
+    check_dtypes(torch, cfg.precisions, on_gpu)
+    if args.output is not None and str(args.output) != "-":
+        check_would_write(args.output)
+    d = cfg.dims
+    known = "" if on_gpu is not None else " (the CPU's; a GPU's when the run starts on one)"
+    if args.output is None:
+        target = "nothing (no --output)"
+    else:
+        target = "standard output" if str(args.output) == "-" else str(args.output)
+    return [
+        f"dry run: pytorch generate {args.what}",
+        f"torch: {torch.__version__} (CUDA build: {torch.version.cuda or 'none'})",
+        f"device: {device_line}",
+        f"model: {model.path}: {model.info['name']}, {d.layers} layers, hidden {d.hidden}, "
+        f"{d.heads} heads ({d.kv_heads} key/value), MLP {d.mlp}, vocabulary {d.vocab}, "
+        f"context {d.context}",
+        f"prompt: {len(cfg.prompt_ids)} tokens with the chat template",
+        f"precisions: {', '.join(p.name for p in cfg.precisions)}{known}",
+        f"pp_tokens: {cfg.pp_tokens}, tg_tokens: {cfg.tg_tokens}, iters: {cfg.plan.iters}, "
+        f"warmup: {cfg.plan.warmup}{known}",
+        "host memory check: "
+        + (
+            "skipped (--skip-host-memory-check)"
+            if args.skip_host_memory_check
+            else "on (made when the run starts)"
+        ),
+        f"would write: {target}",
+    ]
