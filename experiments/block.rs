@@ -87,19 +87,8 @@ struct Flags {
     /// RMSNorm, softmax and rope), lab (the suite's own RMSNorm, softmax,
     /// SwiGLU and residual adds, `just kernels`; rope stays candle-nn's), or
     /// both (candle's, then each row timed again with the suite's, side by side).
-    #[arg(long, default_value = "candle", value_parser = kernel_choice)]
+    #[arg(long, default_value = "candle")]
     kernels: KernelChoice,
-}
-
-fn kernel_choice(s: &str) -> Result<KernelChoice, String> {
-    match s.trim() {
-        "candle" => Ok(KernelChoice::Candle),
-        "lab" => Ok(KernelChoice::Lab),
-        "both" => Ok(KernelChoice::Both),
-        _ => Err(format!(
-            "unknown kernels '{s}': expected candle, lab or both"
-        )),
-    }
 }
 
 fn phase(s: &str) -> Result<Phase, String> {

@@ -220,7 +220,7 @@ fn random_weights_at_a_named_shape_dry_run_on_cuda() {
 fn tiny_shape(device: &str) {
     let dir = tempfile::tempdir().unwrap();
     let json_path = dir.path().join("g.json");
-    let mut args = vec!["--device", device, "--shape", "tiny"];
+    let mut args = vec!["--device", device, "--shape", "tiny", "--kernels", "both"];
     args.extend(QUICK);
     let (json, out) = common::run_result_at(&json_path, "generate", &args);
     let g = &json["generate"];
@@ -232,13 +232,21 @@ fn tiny_shape(device: &str) {
         .iter()
         .map(|r| r["precision"].as_str().unwrap())
         .collect();
-    let want: &[&str] = if device == "cuda" {
-        &["q4_1", "q8_0", "fp32", "tf32", "fp16", "bf16"]
+    // --kernels both: each float row, then again on the suite's kernels.
+    let floats: &[&str] = if device == "cuda" {
+        &["fp32", "tf32", "fp16", "bf16"]
     } else {
-        &["q4_1", "q8_0", "fp32", "fp16", "bf16"]
+        &["fp32", "fp16", "bf16"]
     };
+    let mut want = vec!["q4_1".to_string(), "q8_0".to_string()];
+    for f in floats {
+        want.extend([f.to_string(), format!("{f} (lab kernels)")]);
+    }
     assert_eq!(names, want);
+    assert_eq!(g["kernels"], "both");
     for r in rows {
+        let lab = r["precision"].as_str().unwrap().ends_with("(lab kernels)");
+        assert_eq!(r["kernels"], if lab { "lab" } else { "candle" }, "{r}");
         assert_eq!(r["status"], "ok", "{r}");
         assert!(r["measured"]["answer"]["text"].is_null());
         assert!(r["measured"]["tg_bound_tokens_per_s"].as_f64().unwrap() > 0.0);
@@ -261,7 +269,7 @@ fn tiny_shape(device: &str) {
     ] {
         assert!(svg.contains(want), "{want:?} not in the chart");
     }
-    for name in want {
+    for name in &want {
         assert!(
             svg.contains(&format!("\n{name}\n")),
             "{name} not in the chart"

@@ -10,6 +10,7 @@
 //! fetches it, and there a missing file fails.
 
 use candle_core::{DType, Device};
+use candle_lab::bench::block::model::Kernels;
 use candle_lab::bench::generate::float::FloatLm;
 use candle_lab::bench::generate::gguf::ModelFile;
 use candle_lab::bench::generate::quantized::QuantizedLm;
@@ -79,10 +80,14 @@ fn candles_fp32_answer_is_transformers() {
     let n = g["tokens"].as_u64().unwrap() as usize;
     let prompt = ids(&want["chat"][0]["ids"]);
     let source = Source::File(Box::new(file));
-    let mut fp32 = FloatLm::load(&source, DType::F32, &Device::Cpu, prompt.len() + n).unwrap();
-    let (got, _) = answer(&mut fp32, &prompt, n, &[]).unwrap();
-    assert_eq!(got, ids(&g["ids"]));
-    drop(fp32);
+    // With candle-nn's kernels and with the suite's own (`--kernels lab`).
+    for kernels in [Kernels::Fused, Kernels::Lab] {
+        let positions = prompt.len() + n;
+        let mut fp32 =
+            FloatLm::load(&source, DType::F32, &Device::Cpu, positions, kernels).unwrap();
+        let (got, _) = answer(&mut fp32, &prompt, n, &[]).unwrap();
+        assert_eq!(got, ids(&g["ids"]), "{kernels:?}");
+    }
     // The file as stored (Q4_1 blocks through quantized_llama) starts the same
     // answer: its prefill and one step through its cache (two tokens: the dev
     // build's quantized prefill alone takes half a minute).

@@ -65,6 +65,22 @@ pub enum KernelChoice {
     Both,
 }
 
+impl std::str::FromStr for KernelChoice {
+    type Err = String;
+
+    /// `--kernels`' values: candle, lab, both.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "candle" => Ok(Self::Candle),
+            "lab" => Ok(Self::Lab),
+            "both" => Ok(Self::Both),
+            _ => Err(format!(
+                "unknown kernels '{s}': expected candle, lab or both"
+            )),
+        }
+    }
+}
+
 impl KernelChoice {
     pub fn name(self) -> &'static str {
         match self {

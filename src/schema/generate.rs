@@ -11,7 +11,7 @@ use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{RowStatus, Timed};
+use super::{KernelChoice, RowStatus, Timed};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GenerateResults {
@@ -31,10 +31,18 @@ pub struct GenerateResults {
     /// read plus written), over `copy_bytes`: the bandwidth tg's bound uses.
     pub copy_gb_per_s: Option<f64>,
     pub copy_bytes: u64,
+    /// Whose kernels the float rows ran with (`--kernels`; absent before
+    /// 2.3's generate had it: candle's). `both`: each float row, then the
+    /// same precision again with the suite's, its own row.
+    #[serde(default)]
+    pub kernels: KernelChoice,
     pub rows: Vec<GenerateRow>,
     /// What the run could not measure, and why (kernel launches on a GPU).
     pub notes: Vec<String>,
 }
+
+/// How a float row run with the suite's kernels is named: "fp32 (lab kernels)".
+pub const LAB_SUFFIX: &str = " (lab kernels)";
 
 /// Where the weights came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -109,9 +117,15 @@ pub struct PromptInfo {
 /// One precision: measured, or failed with its error.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GenerateRow {
-    /// "q4_1 (stored)", "q8_0", "fp32", "tf32", "fp16", "bf16".
+    /// "q4_1 (stored)", "q8_0", "fp32", "tf32", "fp16", "bf16"; a float
+    /// row with the suite's kernels "fp32 (lab kernels)".
     pub precision: String,
     pub path: ModelPath,
+    /// candle (candle-nn's RMSNorm and softmax, Candle's SwiGLU and adds) or
+    /// lab (the suite's own, `candle_lab::kernels`; rope stays candle-nn's).
+    /// A quantized row is candle-transformers' model: candle's always.
+    #[serde(default)]
+    pub kernels: KernelChoice,
     pub status: RowStatus,
     pub error: Option<String>,
     pub measured: Option<GenerateMeasured>,

@@ -54,7 +54,7 @@ pub use cpu::{same_generation, CpuIdentity};
 pub use cpu_vs_gpu::CpuVsGpuResults;
 pub use generate::{
     Answer, GenerateMeasured, GenerateResults, GenerateRow, ModelInfo, ModelPath, PromptInfo,
-    StoredType, TokenOpClass, TokenPart, VsFp32, WeightSource,
+    StoredType, TokenOpClass, TokenPart, VsFp32, WeightSource, LAB_SUFFIX,
 };
 pub use kernels::{
     Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow, KernelVariant,

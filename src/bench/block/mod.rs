@@ -369,10 +369,7 @@ fn measure(
     telemetry: &Telemetry,
     reference: &References,
 ) -> Result<(BlockMeasured, Tensor)> {
-    let kernels = match choice {
-        KernelChoice::Candle | KernelChoice::Both => Kernels::Fused,
-        KernelChoice::Lab => Kernels::Lab,
-    };
+    let kernels = Kernels::of(choice);
     let phase = ph.phase;
     let dtype = p.dtype();
     let device = block.device();

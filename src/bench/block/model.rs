@@ -130,8 +130,17 @@ pub enum Kernels {
 }
 
 impl Kernels {
+    /// The forward pass's kernels for `--kernels` (`Both` times candle's
+    /// first: its own rows say which ran).
+    pub fn of(choice: crate::schema::KernelChoice) -> Self {
+        match choice {
+            crate::schema::KernelChoice::Lab => Self::Lab,
+            _ => Self::Fused,
+        }
+    }
+
     /// RMSNorm of `x` with weight `w`.
-    fn rms_norm(self, x: &Tensor, w: &Tensor, eps: f32) -> Result<Tensor> {
+    pub(crate) fn rms_norm(self, x: &Tensor, w: &Tensor, eps: f32) -> Result<Tensor> {
         Ok(match self {
             Self::Fused => candle_nn::ops::rms_norm(x, w, eps)?,
             Self::Composed => candle_nn::ops::rms_norm_slow(x, w, eps)?,
@@ -140,7 +149,7 @@ impl Kernels {
     }
 
     /// Softmax over the last dimension.
-    fn softmax(self, x: &Tensor) -> Result<Tensor> {
+    pub(crate) fn softmax(self, x: &Tensor) -> Result<Tensor> {
         Ok(match self {
             Self::Fused => candle_nn::ops::softmax_last_dim(x)?,
             Self::Composed => candle_nn::ops::softmax(x, D::Minus1)?,
@@ -149,7 +158,7 @@ impl Kernels {
     }
 
     /// silu(gate) * up.
-    fn swiglu(self, gate: &Tensor, up: &Tensor) -> Result<Tensor> {
+    pub(crate) fn swiglu(self, gate: &Tensor, up: &Tensor) -> Result<Tensor> {
         Ok(match self {
             Self::Lab => crate::kernels::swiglu(gate, up)?,
             _ => (candle_nn::ops::silu(gate)? * up)?,
@@ -157,7 +166,7 @@ impl Kernels {
     }
 
     /// a + b, of one shape (the residual adds).
-    fn add(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    pub(crate) fn add(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         Ok(match self {
             Self::Lab => crate::kernels::add(a, b)?,
             _ => (a + b)?,

@@ -77,13 +77,21 @@ pub struct FloatLm {
     rope: Rope,
     masks: HashMap<(usize, usize), Tensor>,
     rms_eps: f32,
+    kernels: Kernels,
     device: Device,
 }
 
 impl FloatLm {
     /// The model of `source` in `dtype` on `device`, with caches of
-    /// `positions` positions.
-    pub fn load(source: &Source, dtype: DType, device: &Device, positions: usize) -> Result<Self> {
+    /// `positions` positions, run with `kernels` (candle-nn's fused ones, or
+    /// the suite's).
+    pub fn load(
+        source: &Source,
+        dtype: DType,
+        device: &Device,
+        positions: usize,
+        kernels: Kernels,
+    ) -> Result<Self> {
         let d = source.dims();
         let cfg = LayerConfig {
             hidden: d.hidden,
@@ -129,6 +137,7 @@ impl FloatLm {
             rope: Rope::new(d.head_dim, d.rope_theta, 0, positions, dtype, device)?,
             masks: HashMap::new(),
             rms_eps: d.rms_eps as f32,
+            kernels,
             device: device.clone(),
         })
     }
@@ -173,10 +182,10 @@ impl Lm for FloatLm {
             }
         };
         for (layer, cache) in self.layers.iter().zip(self.caches.iter_mut()) {
-            x = layer.forward(&x, &rope, mask.as_ref(), Some(cache), Kernels::Fused)?;
+            x = layer.forward(&x, &rope, mask.as_ref(), Some(cache), self.kernels)?;
         }
-        let last = x.narrow(1, t - 1, 1)?;
-        let last = candle_nn::ops::rms_norm(&last, &self.norm, self.rms_eps)?;
+        let last = x.narrow(1, t - 1, 1)?.contiguous()?;
+        let last = self.kernels.rms_norm(&last, &self.norm, self.rms_eps)?;
         Ok(self.head.forward(&last)?.squeeze(0)?)
     }
 

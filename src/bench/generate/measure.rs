@@ -20,13 +20,15 @@ use super::parts::{self, Mats};
 use super::pick;
 use super::weights::Source;
 use super::{float, quantized, text::Text, Config, Lm, RowKind};
+use crate::bench::block::model::Kernels;
 use crate::bench::decoder::{pp_flops, pp_matmul_flops, tg_bound_tokens_per_s};
 use crate::bench::gemm_mode::GemmMode;
 use crate::formulas::{copy_traffic, gb_per_s};
 use crate::memory::MemoryMeter;
 use crate::precision::Precision;
 use crate::schema::{
-    Answer, GenerateMeasured, GenerateResults, GenerateRow, ModelPath, RowStatus, Timed, VsFp32,
+    Answer, GenerateMeasured, GenerateResults, GenerateRow, KernelChoice, ModelPath, RowStatus,
+    Timed, VsFp32, LAB_SUFFIX,
 };
 use crate::telemetry::Telemetry;
 
@@ -106,17 +108,35 @@ pub fn run(
     let (_, _, copy) = crate::bench::memory::ceiling(device, copy_bytes, cfg.plan, telemetry)?;
     let copy_gb_per_s = gb_per_s(copy_traffic(copy_bytes).bytes_moved(), copy.rate_ms().0);
     let mut rows = Vec::new();
-    for &kind in &cfg.rows {
-        let label = kind.label(source);
+    for (kind, kernels) in runs(&cfg.rows, cfg.kernels) {
+        let label = match kernels {
+            Kernels::Lab => format!("{}{LAB_SUFFIX}", kind.label(source)),
+            _ => kind.label(source),
+        };
         crate::note!("generate {label}: loading");
         let path = match kind {
             RowKind::Quantized(_) => ModelPath::Quantized,
             RowKind::Float(_) => ModelPath::Float,
         };
-        let row = match row(device, source, cfg, kind, text, telemetry, copy_gb_per_s) {
+        let choice = match kernels {
+            Kernels::Lab => KernelChoice::Lab,
+            _ => KernelChoice::Candle,
+        };
+        let rowed = row(
+            device,
+            source,
+            cfg,
+            (kind, kernels),
+            &label,
+            text,
+            telemetry,
+            copy_gb_per_s,
+        );
+        let row = match rowed {
             Ok(m) => GenerateRow {
                 precision: label,
                 path,
+                kernels: choice,
                 status: RowStatus::Ok,
                 error: None,
                 measured: Some(m),
@@ -127,6 +147,7 @@ pub fn run(
                 GenerateRow {
                     precision: label,
                     path,
+                    kernels: choice,
                     status: RowStatus::Error,
                     error: Some(why),
                     measured: None,
@@ -137,6 +158,15 @@ pub fn run(
     }
     fill_vs_fp32(&mut rows);
     let mut notes = Vec::new();
+    if cfg.kernels != KernelChoice::Candle
+        && cfg.rows.iter().any(|r| matches!(r, RowKind::Quantized(_)))
+    {
+        notes.push(
+            "--kernels: the quantized rows are candle-transformers' quantized_llama, whose \
+             norms and softmax are its own: they ran Candle's kernels"
+                .into(),
+        );
+    }
     if device.is_cuda() {
         notes.push(
             "kernel launches per token: not counted (Candle exposes no launch counter, and \
@@ -154,9 +184,29 @@ pub fn run(
         seed: cfg.seed,
         copy_gb_per_s: Some(copy_gb_per_s),
         copy_bytes,
+        kernels: cfg.kernels,
         rows,
         notes,
     })
+}
+
+/// What the run times, in order: each row with candle's kernels, or with the
+/// suite's (`lab`: the float rows; the quantized path has no seam for them),
+/// or (`both`) each float row with candle's and then with the suite's.
+fn runs(rows: &[RowKind], choice: KernelChoice) -> Vec<(RowKind, Kernels)> {
+    let mut out = Vec::new();
+    for &kind in rows {
+        let float = matches!(kind, RowKind::Float(_));
+        match choice {
+            KernelChoice::Lab if float => out.push((kind, Kernels::Lab)),
+            KernelChoice::Both if float => {
+                out.push((kind, Kernels::Fused));
+                out.push((kind, Kernels::Lab));
+            }
+            _ => out.push((kind, Kernels::Fused)),
+        }
+    }
+    out
 }
 
 /// (bytes held, bytes per token) of a row.
@@ -177,13 +227,13 @@ fn row(
     device: &Device,
     source: &Source,
     cfg: &Config,
-    kind: RowKind,
+    (kind, kernels): (RowKind, Kernels),
+    label: &str,
     text: Option<&Text>,
     telemetry: &Telemetry,
     copy_gb_per_s: f64,
 ) -> Result<GenerateMeasured> {
     let d = source.dims().clone();
-    let label = kind.label(source);
     let precision = match kind {
         RowKind::Float(p) => p,
         RowKind::Quantized(_) => Precision::F32,
@@ -197,7 +247,13 @@ fn row(
         }
         RowKind::Float(p) => {
             let positions = cfg.pp_tokens.max(cfg.prompt_ids.len() + cfg.tg_tokens);
-            Loaded::Float(float::FloatLm::load(source, p.dtype(), device, positions)?)
+            Loaded::Float(float::FloatLm::load(
+                source,
+                p.dtype(),
+                device,
+                positions,
+                kernels,
+            )?)
         }
     };
     meter.reset_peak()?;
@@ -247,17 +303,17 @@ fn row(
         RowKind::Float(p) => p.dtype(),
     };
     let shapes = parts::Shapes::new(&d, act, device, cfg.seed, cfg.pp_tokens, cfg.tg_tokens)?;
-    let matmuls_pp = parts::matmuls(&mats, &shapes, true, telemetry, cfg.plan, &label)?;
-    let matmuls_tg = parts::matmuls(&mats, &shapes, false, telemetry, cfg.plan, &label)?;
+    let matmuls_pp = parts::matmuls(&mats, &shapes, true, telemetry, cfg.plan, label)?;
+    let matmuls_tg = parts::matmuls(&mats, &shapes, false, telemetry, cfg.plan, label)?;
     let interleaved = matches!(kind, RowKind::Quantized(_));
     let parts = parts::token_parts(
         &d,
         &shapes,
         &matmuls_tg,
-        interleaved,
+        (interleaved, kernels),
         telemetry,
         cfg.plan,
-        &label,
+        label,
     )?;
     let parts_sum_ms: f64 = parts.iter().map(|p| p.ms_per_token).sum();
 
@@ -305,13 +361,17 @@ fn row(
     })
 }
 
-/// Each row against fp32's: speedups, and where its answer parts from fp32's.
+/// Each row against fp32's (with candle's kernels where it ran, else the
+/// suite's): speedups, and where its answer parts from fp32's.
 pub fn fill_vs_fp32(rows: &mut [GenerateRow]) {
-    let Some(fp32) = rows
+    let fp32 = [KernelChoice::Candle, KernelChoice::Lab]
         .iter()
-        .find(|r| r.precision == "fp32")
-        .and_then(|r| r.measured.clone())
-    else {
+        .find_map(|k| {
+            rows.iter().find(|r| {
+                r.kernels == *k && r.precision.starts_with("fp32") && r.measured.is_some()
+            })
+        });
+    let Some(fp32) = fp32.and_then(|r| r.measured.clone()) else {
         return;
     };
     let ms = |t: &Timed| t.rate_ms().0;
@@ -334,6 +394,27 @@ pub fn fill_vs_fp32(rows: &mut [GenerateRow]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_times_each_float_row_twice_and_a_quantized_row_once() {
+        let (q, f) = (
+            RowKind::Quantized(GgmlDType::Q4_1),
+            RowKind::Float(Precision::F32),
+        );
+        let got = runs(&[q, f], KernelChoice::Both);
+        assert_eq!(
+            got,
+            [(q, Kernels::Fused), (f, Kernels::Fused), (f, Kernels::Lab)]
+        );
+        assert_eq!(
+            runs(&[q, f], KernelChoice::Lab),
+            [(q, Kernels::Fused), (f, Kernels::Lab)]
+        );
+        assert_eq!(
+            runs(&[q, f], KernelChoice::Candle),
+            [(q, Kernels::Fused), (f, Kernels::Fused)]
+        );
+    }
 
     #[test]
     fn pp_tests_repeat_the_prompt_to_their_length() {

@@ -29,7 +29,9 @@ pub use crate::bench::decoder::LlamaDims as Dims;
 use crate::clock::Plan;
 use crate::memory::fits::Need;
 use crate::precision::Precision;
-use crate::schema::{GenerateResults, ModelInfo, PromptInfo, StoredType, WeightSource};
+use crate::schema::{
+    GenerateResults, KernelChoice, ModelInfo, PromptInfo, StoredType, WeightSource,
+};
 use crate::telemetry::Telemetry;
 use gguf::type_name;
 pub use measure::answer;
@@ -179,6 +181,8 @@ pub fn rows(flags: &[DtypeArg], source: &Source, on_cuda: bool) -> Result<Vec<Ro
 #[derive(Debug)]
 pub struct Config {
     pub rows: Vec<RowKind>,
+    /// Whose kernels the float rows run with (`both`: each twice).
+    pub kernels: KernelChoice,
     pub plan: Plan,
     /// Tokens of one pp test.
     pub pp_tokens: usize,

@@ -12,6 +12,7 @@ use candle_core::{DType, Device, Module, Tensor};
 
 use super::float::FloatLm;
 use super::Dims;
+use crate::bench::block::model::Kernels;
 use crate::clock::Plan;
 use crate::schema::{Timed, TokenOpClass, TokenPart};
 use crate::telemetry::Telemetry;
@@ -137,13 +138,14 @@ fn repeat_kv(x: &Tensor, n: usize) -> Result<Tensor> {
     Ok(candle_transformers::utils::repeat_kv(x.clone(), n)?)
 }
 
-/// Each class's time per generated token; `matmuls_tg` is the matmuls'.
+/// Each class's time per generated token; `matmuls_tg` is the matmuls'. The
+/// norms, softmax, SwiGLU and adds are timed with the row's kernels `kern`.
 #[allow(clippy::too_many_arguments)]
 pub fn token_parts(
     d: &Dims,
     s: &Shapes,
     matmuls_tg: &Timed,
-    interleaved: bool,
+    (interleaved, kern): (bool, Kernels),
     telemetry: &Telemetry,
     plan: Plan,
     label: &str,
@@ -174,13 +176,13 @@ pub fn token_parts(
         let k = repeat_kv(&s.keys, groups)?;
         let v = repeat_kv(&s.values, groups)?;
         let att = (s.q.matmul(&k.t()?)? * scale)?;
-        let att = candle_nn::ops::softmax_last_dim(&att)?;
+        let att = kern.softmax(&att)?;
         Ok(att.matmul(&v.contiguous()?)?)
     })?;
     push(TokenOpClass::Attention, 4 * layers, layers, t);
     let t = time(TokenOpClass::Norms, &mut || {
-        drop(candle_nn::ops::rms_norm(&s.x, &s.norm, eps)?);
-        Ok(candle_nn::ops::rms_norm(&s.x, &s.norm, eps)?)
+        drop(kern.rms_norm(&s.x, &s.norm, eps)?);
+        kern.rms_norm(&s.x, &s.norm, eps)
     })?;
     push(TokenOpClass::Norms, 2 * layers + 1, layers, t);
     let rope = |x: &Tensor| -> Result<Tensor> {
@@ -199,9 +201,9 @@ pub fn token_parts(
     let t = time(TokenOpClass::Elementwise, &mut || {
         // Two residual adds, SiLU and the gate's product, Q/K/V laid out by
         // head and the output back, the cache's two appends.
-        drop((&s.x + &s.x)?);
-        drop((&s.x + &s.x)?);
-        drop((candle_nn::ops::silu(&s.m)? * &s.m)?);
+        drop(kern.add(&s.x, &s.x)?);
+        drop(kern.add(&s.x, &s.x)?);
+        drop(kern.swiglu(&s.m, &s.m)?);
         let qh =
             s.x.reshape((1, 1, d.heads, hd))?
                 .transpose(1, 2)?

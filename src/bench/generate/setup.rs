@@ -12,7 +12,7 @@ use super::text::Text;
 use super::weights::{self, Source};
 use super::{random_ids, rows, Config, DtypeArg};
 use crate::clock::Plan;
-use crate::schema::PromptInfo;
+use crate::schema::{KernelChoice, PromptInfo};
 
 /// The model `just model` fetches, by file name.
 pub const DEFAULT_MODEL: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -36,6 +36,7 @@ pub struct Request {
     pub model: Option<PathBuf>,
     pub shape: Option<String>,
     pub dtypes: Vec<DtypeArg>,
+    pub kernels: KernelChoice,
     pub prompt: Option<String>,
     pub tg_tokens: usize,
     pub pp_tokens: usize,
@@ -122,6 +123,7 @@ pub fn prepare(req: &Request, on_cuda: bool) -> Result<Prepared> {
     };
     let config = Config {
         rows: rows(&req.dtypes, &source, on_cuda)?,
+        kernels: req.kernels,
         plan: req.plan,
         pp_tokens: req.pp_tokens,
         tg_tokens: req.tg_tokens,

@@ -11,6 +11,7 @@ use super::measure::answer;
 use super::quantized::QuantizedLm;
 use super::weights::{NamedShape, Source};
 use super::{Dims, Lm};
+use crate::bench::block::model::Kernels;
 
 pub fn tiny(tied: bool) -> Source {
     Source::Random {
@@ -54,7 +55,7 @@ fn the_float_path_computes_what_quantized_llama_computes() {
         let source = tiny(tied);
         let dev = Device::Cpu;
         let mut q = QuantizedLm::load(&source, GgmlDType::F32, &dev).unwrap();
-        let mut f = FloatLm::load(&source, DType::F32, &dev, 32).unwrap();
+        let mut f = FloatLm::load(&source, DType::F32, &dev, 32, Kernels::Fused).unwrap();
         let prompt = [3u32, 17, 99, 5, 42];
         let (lq, lf) = (
             q.forward(&prompt, 0).unwrap(),
@@ -74,6 +75,11 @@ fn the_float_path_computes_what_quantized_llama_computes() {
                 max_diff(&lq, &lf)
             );
         }
+        // The suite's kernels (`--kernels lab`) compute the same model.
+        let mut lab = FloatLm::load(&source, DType::F32, &dev, 32, Kernels::Lab).unwrap();
+        let ll = lab.forward(&prompt, 0).unwrap();
+        let lf = f.forward(&prompt, 0).unwrap();
+        assert!(max_diff(&ll, &lf) < 1e-4, "lab: {}", max_diff(&ll, &lf));
         // A new sequence starts over (position 0 empties the cache).
         let again = f.forward(&prompt, 0).unwrap();
         assert!(max_diff(&again, &q.forward(&prompt, 0).unwrap()) < 1e-4);

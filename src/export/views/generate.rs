@@ -10,7 +10,10 @@ use super::{num, Records, Shown};
 use crate::export::panels::{panels_svg, Panel};
 use crate::export::table::Table;
 use crate::schema::WeightSource;
-use crate::schema::{GenerateMeasured, GenerateResults, ModelInfo, ResultFile, TokenOpClass};
+use crate::schema::{
+    GenerateMeasured, GenerateResults, GenerateRow, KernelChoice, ModelInfo, ResultFile,
+    TokenOpClass, LAB_SUFFIX,
+};
 use crate::units::mib;
 
 fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
@@ -213,7 +216,7 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
 pub fn caveat(r: &GenerateResults) -> Vec<String> {
     r.rows
         .iter()
-        .filter(|row| row.precision != "fp32")
+        .filter(|row| row.precision != "fp32" && row.kernels == KernelChoice::Candle)
         .filter_map(|row| {
             let v = row.measured.as_ref()?.vs_fp32.as_ref()?;
             Some(format!(
@@ -223,6 +226,42 @@ pub fn caveat(r: &GenerateResults) -> Vec<String> {
             ))
         })
         .collect()
+}
+
+/// The suite's kernels against candle-nn's for the whole model, from a
+/// `--kernels both` run: per float precision, the time of pp and of tg with
+/// the suite's kernels over the time with candle's, timed in the same run.
+pub fn kernels_line(r: &GenerateResults) -> Option<String> {
+    let ms = |row: &GenerateRow| {
+        row.measured
+            .as_ref()
+            .map(|m| (m.pp.rate_ms().0, m.tg.rate_ms().0))
+    };
+    let per_precision: Vec<String> = r
+        .rows
+        .iter()
+        .filter(|row| row.kernels == KernelChoice::Lab)
+        .filter_map(|lab| {
+            let base = lab.precision.strip_suffix(LAB_SUFFIX)?;
+            let candle = r
+                .rows
+                .iter()
+                .find(|row| row.kernels == KernelChoice::Candle && row.precision == base)?;
+            let ((pp_lab, tg_lab), (pp, tg)) = (ms(lab)?, ms(candle)?);
+            Some(format!(
+                "{base} pp {:.2}x, tg {:.2}x",
+                pp_lab / pp,
+                tg_lab / tg
+            ))
+        })
+        .collect();
+    (!per_precision.is_empty()).then(|| {
+        format!(
+            "the suite's kernels against candle-nn's, the whole model (time with them over time \
+             without, timed side by side; under 1 is faster): {}",
+            per_precision.join("; ")
+        )
+    })
 }
 
 /// One record per precision: machine, experiment, precision, path, status,
@@ -236,6 +275,7 @@ pub fn records(machine: &str, r: &GenerateResults) -> Records {
         "model",
         "precision",
         "path",
+        "kernels",
         "status",
         "pp_tokens",
         "tg_tokens",
@@ -277,6 +317,7 @@ pub fn records(machine: &str, r: &GenerateResults) -> Records {
                 model.clone(),
                 row.precision.clone(),
                 format!("{:?}", row.path).to_lowercase(),
+                row.kernels.name().to_string(),
                 if m.is_some() { "ok" } else { "error" }.into(),
                 r.pp_tokens.to_string(),
                 r.tg_tokens.to_string(),
@@ -415,5 +456,28 @@ mod tests {
         for p in ["q4_1 (stored)", "fp32", "bf16"] {
             assert_eq!((rows(&speed, p), rows(&parts, p)), (1, 0), "{speed}{parts}");
         }
+    }
+
+    #[test]
+    fn the_kernels_line_pairs_each_lab_row_with_its_precision() {
+        let mut f = file();
+        let Body::Generate(r) = &mut f.body else {
+            panic!("not generate")
+        };
+        assert_eq!(kernels_line(r), None, "no lab row, no line");
+        // fp32 again on the suite's kernels, its pp and tg times halved and
+        // doubled (the fixture's Timed are 3 samples of one value).
+        let mut lab = r.rows[1].clone();
+        lab.precision = format!("fp32{LAB_SUFFIX}");
+        lab.kernels = KernelChoice::Lab;
+        let m = lab.measured.as_mut().unwrap();
+        let t = |ms: f64| crate::telemetry::timed_at(&[ms; 3], &[]);
+        m.pp = t(m.pp.median_ms / 2.0);
+        m.tg = t(m.tg.median_ms * 2.0);
+        r.rows.push(lab);
+        let line = kernels_line(r).unwrap();
+        assert!(line.ends_with(": fp32 pp 0.50x, tg 2.00x"), "{line}");
+        // The lab's caveat stays per precision: the lab row is not one.
+        assert!(caveat(r).iter().all(|l| !l.contains("lab kernels")));
     }
 }

@@ -17,6 +17,7 @@
 use crate::export::table::Table;
 use crate::precision::Precision::{self, Bf16, F16, F32};
 
+mod notes;
 mod side;
 pub use side::*;
 
