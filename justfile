@@ -161,6 +161,9 @@ results: _build
     preset=results wait=(--wait-for-quiet 60)
     if [[ -n $quick ]]; then preset=small wait=(); fi
     steps=(basics precision matmul cpu_vs_gpu memory overhead block kernels generate report summary)
+    # Not part of it: sweep (11 sizes x 3 precisions, minutes on a CPU; `just sweep`).
+    left_out=(sweep)
+    echo "results: left out: ${left_out[*]} (minutes on a CPU: just sweep)" >&2
     start=$EPOCHREALTIME i=0
     since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
     echo "results: programs in {{bin}}/, $("{{bin}}/basics" --version | cut -d' ' -f2-)" >&2

@@ -120,6 +120,37 @@ fn every_experiment_runs_at_its_small_preset() {
     }
 }
 
+/// The words of the bash array `name=(...)` in `text`.
+fn bash_array(text: &str, name: &str) -> BTreeSet<String> {
+    let start = format!("{name}=(");
+    let line = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(start.as_str()))
+        .unwrap_or_else(|| panic!("no {start} in the justfile"));
+    let words = line.split(')').next().unwrap_or_default();
+    words.split_whitespace().map(String::from).collect()
+}
+
+/// `just results` runs every experiment, or names it among those it leaves
+/// out (with the reason beside it): a new one cannot be forgotten.
+#[test]
+fn just_results_runs_or_names_every_experiment() {
+    let justfile = read("justfile");
+    let (steps, left_out) = (
+        bash_array(&justfile, "steps"),
+        bash_array(&justfile, "left_out"),
+    );
+    for name in names() {
+        assert!(
+            steps.contains(&name) != left_out.contains(&name),
+            "{name}: in just results' steps or in its left_out, once"
+        );
+    }
+    for tool in ["report", "summary"] {
+        assert!(steps.contains(tool), "just results ends with {tool}");
+    }
+}
+
 /// The quick `just results` and the GPU run's CPU rehearsal take each
 /// program's small sizes from the program (`--preset small`), not from a
 /// list of flags of their own.
