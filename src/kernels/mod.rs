@@ -26,6 +26,7 @@
 //! on the GPU machine ([`launch`]). This module imports nothing of the suite's.
 
 mod add;
+mod binary;
 mod copy;
 mod cpu;
 mod exp;
