@@ -14,8 +14,7 @@ from pathlib import Path
 
 from block.dryrun import plan_lines
 from block.weights import read_shape
-from common.cli import Parser, bounded, finish, import_torch
-from common.devices import parse_device
+from common.cli import Parser, add_device_and_counts, bounded, finish, import_torch, plan_of
 from common.errors import Failure
 from common.precisions import parse_dtypes
 from common.timing import Plan
@@ -73,25 +72,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the weights and inputs (f32 safetensors) Candle's `block "
         "--save-weights FILE` wrote; the block's shape is read from it",
     )
-    p.add_argument(
-        "--device",
-        type=parse_device,
-        default="auto",
-        metavar="DEVICE",
-        help="auto (CUDA GPU 0 if one answers, else the CPU), cpu, cuda, or cuda:N",
-    )
-    p.add_argument(
-        "--iters",
-        type=bounded(1, 100_000),
-        default=None,
-        help="timed runs per row (default: 20 on a GPU, 10 on the CPU)",
-    )
-    p.add_argument(
-        "--warmup",
-        type=bounded(0, 10_000),
-        default=None,
-        help="untimed runs before timing, per row (default: 3 on a GPU, 2 on the CPU)",
-    )
+    add_device_and_counts(p, GPU_PLAN, CPU_PLAN, "row")
     p.add_argument(
         "--dtypes",
         type=block_dtypes,
@@ -219,10 +200,7 @@ def config(args, on_gpu: bool | None) -> Config:
     )
     return Config(
         accuracy_seq=args.accuracy_seq,
-        plan=Plan(
-            warmup=default.warmup if args.warmup is None else args.warmup,
-            iters=default.iters if args.iters is None else args.iters,
-        ),
+        plan=plan_of(args, default),
         precisions=args.dtypes,
         phases=args.phases,
         seed=args.seed,

@@ -47,6 +47,43 @@ def bounded(lo: int, hi: int | None = None):
     return parse
 
 
+def add_device_and_counts(p: argparse.ArgumentParser, gpu, cpu, per: str) -> None:
+    """--device, --iters and --warmup, as src/cli.rs's RunCounts: a count left out takes
+    the device's default plan (`gpu` or `cpu`, common.timing.Plan), through plan_of()."""
+    from common.devices import parse_device
+
+    p.add_argument(
+        "--device",
+        type=parse_device,
+        default="auto",
+        metavar="DEVICE",
+        help="auto (CUDA GPU 0 if one answers, else the CPU), cpu, cuda, or cuda:N",
+    )
+    p.add_argument(
+        "--iters",
+        type=bounded(1, 100_000),
+        default=None,
+        help=f"timed runs per {per} (default: {gpu.iters} on a GPU, {cpu.iters} on the CPU)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=bounded(0, 10_000),
+        default=None,
+        help=f"untimed runs before timing, per {per} (default: {gpu.warmup} on a GPU, "
+        f"{cpu.warmup} on the CPU)",
+    )
+
+
+def plan_of(args: argparse.Namespace, default):
+    """The run's plan: --iters and --warmup where given, else `default`'s."""
+    from common.timing import Plan
+
+    return Plan(
+        warmup=default.warmup if args.warmup is None else args.warmup,
+        iters=default.iters if args.iters is None else args.iters,
+    )
+
+
 def import_torch():
     # torch warns at import when numpy is missing; nothing here uses numpy. And torch >= 2.9
     # calls allow_tf32 deprecated: see precisions.GemmMode for why it is still the one to use.

@@ -10,8 +10,7 @@ import argparse
 import os
 from pathlib import Path
 
-from common.cli import Parser, bounded, finish, import_torch
-from common.devices import parse_device
+from common.cli import Parser, add_device_and_counts, bounded, finish, import_torch
 from common.precisions import parse_dtypes
 from common.timing import Plan
 from generate.gguffile import DEFAULT_PROMPT
@@ -70,13 +69,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="twin: the eager PyTorch model; hf: transformers' own; reference: "
         "write the fixture the tests share (--write FILE)",
     )
-    p.add_argument(
-        "--device",
-        type=parse_device,
-        default="auto",
-        metavar="DEVICE",
-        help="auto (CUDA GPU 0 if one answers, else the CPU), cpu, cuda, or cuda:N",
-    )
+    add_device_and_counts(p, GPU_PLAN, CPU_PLAN, "test")
     p.add_argument(
         "--model",
         type=Path,
@@ -109,18 +102,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         metavar="N",
         help="tokens of a pp test (default: 512 on a GPU, 64 on the CPU)",
-    )
-    p.add_argument(
-        "--iters",
-        type=bounded(1, 100_000),
-        default=None,
-        help="timed runs per test (default: 10 on a GPU, 3 on the CPU)",
-    )
-    p.add_argument(
-        "--warmup",
-        type=bounded(0, 10_000),
-        default=None,
-        help="untimed runs before timing, per test (default: 2 on a GPU, 1 on the CPU)",
     )
     p.add_argument(
         "--seed",

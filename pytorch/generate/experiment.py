@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
+from common.cli import plan_of
 from common.devices import select_device
 from common.environment import environment
 from common.errors import Failure
@@ -78,10 +79,7 @@ def config(args, model, tok, on_gpu: bool | None) -> Config:
             raise Failure(f"{flag} {n}: longer than the model's context of {d.context}")
     return Config(
         dims=d,
-        plan=Plan(
-            warmup=default.warmup if args.warmup is None else args.warmup,
-            iters=default.iters if args.iters is None else args.iters,
-        ),
+        plan=plan_of(args, default),
         pp_tokens=pp,
         tg_tokens=tg,
         seed=args.seed,

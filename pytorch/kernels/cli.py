@@ -11,8 +11,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.cli import Parser, bounded, finish, import_torch
-from common.devices import parse_device
+from common.cli import Parser, add_device_and_counts, bounded, finish, import_torch, plan_of
 from common.precisions import parse_dtypes
 from common.timing import Plan
 
@@ -59,12 +58,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="candle-lab's kernels experiment with PyTorch: PyTorch's op and the "
         "composed form per op, shape and precision, against a copy of the same bytes.",
     )
-    p.add_argument("--device", type=parse_device, default="auto", metavar="DEVICE",
-                   help="auto (CUDA GPU 0 if one answers, else the CPU), cpu, cuda, or cuda:N")
-    p.add_argument("--iters", type=bounded(1, 100_000), default=None,
-                   help="timed runs per variant (default: 30 on a GPU, 10 on the CPU)")
-    p.add_argument("--warmup", type=bounded(0, 10_000), default=None,
-                   help="untimed runs before timing (default: 5 on a GPU, 2 on the CPU)")
+    add_device_and_counts(p, GPU_PLAN, CPU_PLAN, "variant")
     p.add_argument("--dtypes", type=kernel_dtypes, default=kernel_dtypes("fp32,fp16,bf16"),
                    help="fp32, fp16, bf16 (default all three)")
     p.add_argument("--ops", type=names_of(OPS, "op"), default=list(OPS),
@@ -103,10 +97,7 @@ def config(args, on_gpu: bool | None) -> Config:
     default = GPU_PLAN if on_gpu else CPU_PLAN
     large = args.large_mib or (GPU_LARGE_MIB if on_gpu else CPU_LARGE_MIB)
     return Config(
-        plan=Plan(
-            warmup=default.warmup if args.warmup is None else args.warmup,
-            iters=default.iters if args.iters is None else args.iters,
-        ),
+        plan=plan_of(args, default),
         precisions=args.dtypes,
         ops=args.ops,
         cases=cases(bool(on_gpu), args.cases, args.seq, large),
