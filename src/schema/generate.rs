@@ -214,6 +214,11 @@ pub struct Answer {
 /// The speedup over the fp32 row (fp32's median time over this row's).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct VsFp32 {
+    /// The fp32 row this one is held against: the fp32 of the same kernels
+    /// ("fp32", or "fp32 (lab kernels)" for a lab row), else the other one's.
+    /// Absent before `--kernels`: "fp32".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against: Option<String>,
     /// The matmuls alone, at pp's shapes.
     pub matmuls_pp: f64,
     /// The matmuls alone, at tg's shapes.

@@ -361,22 +361,28 @@ fn row(
     })
 }
 
-/// Each row against fp32's (with candle's kernels where it ran, else the
-/// suite's): speedups, and where its answer parts from fp32's.
+/// Each row against fp32's: speedups, and where its answer parts from fp32's.
+/// A row is held against the fp32 row of its own kernels (a lab row against
+/// "fp32 (lab kernels)", the others against "fp32"), else the other one, so
+/// that a speedup changes one thing at a time where the run allows it.
 pub fn fill_vs_fp32(rows: &mut [GenerateRow]) {
-    let fp32 = [KernelChoice::Candle, KernelChoice::Lab]
-        .iter()
-        .find_map(|k| {
-            rows.iter().find(|r| {
-                r.kernels == *k && r.precision.starts_with("fp32") && r.measured.is_some()
-            })
-        });
-    let Some(fp32) = fp32.and_then(|r| r.measured.clone()) else {
-        return;
+    let fp32 = |k: KernelChoice| {
+        rows.iter()
+            .find(|r| r.kernels == k && r.path == ModelPath::Float && is_fp32(&r.precision))
+            .and_then(|r| Some((r.precision.clone(), r.measured.clone()?)))
     };
+    let (candle, lab) = (fp32(KernelChoice::Candle), fp32(KernelChoice::Lab));
     let ms = |t: &Timed| t.rate_ms().0;
-    for m in rows.iter_mut().filter_map(|r| r.measured.as_mut()) {
+    for row in rows.iter_mut() {
+        let base = match row.kernels {
+            KernelChoice::Lab => lab.as_ref().or(candle.as_ref()),
+            _ => candle.as_ref().or(lab.as_ref()),
+        };
+        let (Some((name, fp32)), Some(m)) = (base, row.measured.as_mut()) else {
+            continue;
+        };
         m.vs_fp32 = Some(VsFp32 {
+            against: Some(name.clone()),
             matmuls_pp: ms(&fp32.matmuls_pp) / ms(&m.matmuls_pp),
             matmuls_tg: ms(&fp32.matmuls_tg) / ms(&m.matmuls_tg),
             pp: ms(&fp32.pp) / ms(&m.pp),
@@ -389,6 +395,11 @@ pub fn fill_vs_fp32(rows: &mut [GenerateRow]) {
             .position(|(x, y)| x != y)
             .or_else(|| (a.len() != b.len()).then(|| a.len().min(b.len())));
     }
+}
+
+/// "fp32" or "fp32 (lab kernels)".
+fn is_fp32(label: &str) -> bool {
+    label.strip_suffix(LAB_SUFFIX).unwrap_or(label) == "fp32"
 }
 
 #[cfg(test)]
@@ -413,6 +424,77 @@ mod tests {
         assert_eq!(
             runs(&[q, f], KernelChoice::Candle),
             [(q, Kernels::Fused), (f, Kernels::Fused)]
+        );
+    }
+
+    /// A measured row of `kind` whose pp and tg take `ms`.
+    fn row(precision: &str, kernels: KernelChoice, ms: f64) -> GenerateRow {
+        let t = crate::telemetry::timed_at(&[ms; 3], &[]);
+        let measured: GenerateMeasured = serde_json::from_value(serde_json::json!({
+            "answer": {"token_ids": [1, 2], "text": null, "differs_from_fp32_at": null,
+                       "stopped_at_eos": false},
+            "ttft": t, "pp": t, "pp_tokens_per_s": 1.0, "pp_tokens_per_s_min": 1.0,
+            "pp_tokens_per_s_max": 1.0, "tg": t, "tg_tokens_per_s": 1.0,
+            "tg_tokens_per_s_min": 1.0, "tg_tokens_per_s_max": 1.0, "weight_bytes": 1,
+            "weight_bytes_per_token": 1, "tg_bound_tokens_per_s": null, "tg_pct_of_bound": null,
+            "pp_flops": 1.0, "pp_gflop_per_s": 1.0, "matmuls_pp": t,
+            "matmuls_pp_gflop_per_s": 1.0, "pp_pct_of_matmul_roofline": 1.0, "matmuls_tg": t,
+            "peak_bytes": null, "parts": [], "parts_sum_ms": null, "held_back_by": null,
+            "vs_fp32": null
+        }))
+        .unwrap();
+        let path = match precision.starts_with('q') {
+            true => ModelPath::Quantized,
+            false => ModelPath::Float,
+        };
+        GenerateRow {
+            precision: precision.into(),
+            path,
+            kernels,
+            status: RowStatus::Ok,
+            error: None,
+            measured: Some(measured),
+        }
+    }
+
+    #[test]
+    fn each_row_is_held_against_the_fp32_of_its_own_kernels() {
+        use KernelChoice::{Candle, Lab};
+        let lab = |p: &str| format!("{p}{LAB_SUFFIX}");
+        let mut rows = vec![
+            row("q8_0", Candle, 5.0),
+            row("fp32", Candle, 10.0),
+            row(&lab("fp32"), Lab, 8.0),
+            row("fp16", Candle, 4.0),
+            row(&lab("fp16"), Lab, 2.0),
+        ];
+        fill_vs_fp32(&mut rows);
+        let vs = |i: usize| rows[i].measured.as_ref().unwrap().vs_fp32.clone().unwrap();
+        let want = [
+            ("fp32", 2.0),
+            ("fp32", 1.0),
+            (lab("fp32").as_str(), 1.0),
+            ("fp32", 2.5),
+            (lab("fp32").as_str(), 4.0),
+        ]
+        .map(|(a, x)| (a.to_string(), x));
+        for (i, (against, pp)) in want.iter().enumerate() {
+            assert_eq!(vs(i).against.as_deref(), Some(against.as_str()), "row {i}");
+            assert!((vs(i).pp - pp).abs() < 1e-12, "row {i}: {}", vs(i).pp);
+        }
+        // --kernels lab: the quantized row (candle's) against the only fp32 there is.
+        let mut rows = vec![row("q8_0", Candle, 5.0), row(&lab("fp32"), Lab, 10.0)];
+        fill_vs_fp32(&mut rows);
+        assert_eq!(
+            rows[0]
+                .measured
+                .as_ref()
+                .unwrap()
+                .vs_fp32
+                .as_ref()
+                .unwrap()
+                .against,
+            Some(lab("fp32"))
         );
     }
 

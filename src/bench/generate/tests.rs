@@ -75,11 +75,6 @@ fn the_float_path_computes_what_quantized_llama_computes() {
                 max_diff(&lq, &lf)
             );
         }
-        // The suite's kernels (`--kernels lab`) compute the same model.
-        let mut lab = FloatLm::load(&source, DType::F32, &dev, 32, Kernels::Lab).unwrap();
-        let ll = lab.forward(&prompt, 0).unwrap();
-        let lf = f.forward(&prompt, 0).unwrap();
-        assert!(max_diff(&ll, &lf) < 1e-4, "lab: {}", max_diff(&ll, &lf));
         // A new sequence starts over (position 0 empties the cache).
         let again = f.forward(&prompt, 0).unwrap();
         assert!(max_diff(&again, &q.forward(&prompt, 0).unwrap()) < 1e-4);
@@ -115,4 +110,36 @@ fn requantized_rows_run_and_stay_close_to_f32() {
         "{} of {scale}",
         max_diff(&a, &b)
     );
+}
+
+/// The suite's kernels (`--kernels lab`) compute the model candle-nn's do:
+/// the same logits in prefill and in decode steps against the cache, at f32.
+fn lab_kernels_compute_the_same_model(dev: &Device) {
+    let source = tiny(true);
+    let mut fused = FloatLm::load(&source, DType::F32, dev, 32, Kernels::Fused).unwrap();
+    let mut lab = FloatLm::load(&source, DType::F32, dev, 32, Kernels::Lab).unwrap();
+    let prompt = [3u32, 17, 99, 5, 42];
+    let (a, b) = (
+        fused.forward(&prompt, 0).unwrap(),
+        lab.forward(&prompt, 0).unwrap(),
+    );
+    assert!(max_diff(&a, &b) < 1e-4, "prefill: {}", max_diff(&a, &b));
+    for (i, tok) in [7u32, 8].iter().enumerate() {
+        let (a, b) = (
+            fused.forward(&[*tok], 5 + i).unwrap(),
+            lab.forward(&[*tok], 5 + i).unwrap(),
+        );
+        assert!(max_diff(&a, &b) < 1e-4, "decode {i}: {}", max_diff(&a, &b));
+    }
+}
+
+#[test]
+fn lab_kernels_compute_the_same_model_on_cpu() {
+    lab_kernels_compute_the_same_model(&Device::Cpu);
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn lab_kernels_compute_the_same_model_on_cuda() {
+    lab_kernels_compute_the_same_model(&Device::new_cuda(0).unwrap());
 }

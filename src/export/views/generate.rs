@@ -11,7 +11,7 @@ use crate::export::panels::{panels_svg, Panel};
 use crate::export::table::Table;
 use crate::schema::WeightSource;
 use crate::schema::{
-    GenerateMeasured, GenerateResults, GenerateRow, KernelChoice, ModelInfo, ResultFile,
+    GenerateMeasured, GenerateResults, GenerateRow, KernelChoice, ModelInfo, ModelPath, ResultFile,
     TokenOpClass, LAB_SUFFIX,
 };
 use crate::units::mib;
@@ -97,7 +97,8 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
         ],
     );
     let mut vs = Table::new(
-        "against fp32 (fp32's median over the row's): the lab's one matmul, then the whole model",
+        "against fp32 (fp32's median over the row's; a lab-kernels row against fp32 on the lab's \
+         kernels): the lab's one matmul, then the whole model",
         &["precision", "matmuls at pp", "matmuls at tg", "pp", "tg"],
     );
     let mut header = vec!["precision"];
@@ -205,6 +206,7 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
     ));
     notes.extend(r.notes.iter().cloned());
     notes.extend(caveat(r));
+    notes.extend(kernels_line(r));
     Shown {
         tables: vec![speed, vs, parts],
         notes,
@@ -216,14 +218,18 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
 pub fn caveat(r: &GenerateResults) -> Vec<String> {
     r.rows
         .iter()
-        .filter(|row| row.precision != "fp32" && row.kernels == KernelChoice::Candle)
         .filter_map(|row| {
             let v = row.measured.as_ref()?.vs_fp32.as_ref()?;
-            Some(format!(
-                "{} against fp32, whole model: matmuls alone {:.2}x (pp shapes), prompt \
-                 processing {:.2}x, generation {:.2}x",
-                row.precision, v.matmuls_pp, v.pp, v.tg
-            ))
+            let against = v.against.as_deref().unwrap_or("fp32");
+            // An fp32 row against itself, or fp32 with the suite's kernels
+            // against fp32 with candle's (the kernels line says that one).
+            (row.path == ModelPath::Quantized || !row.precision.starts_with("fp32")).then(|| {
+                format!(
+                    "{} against {against}, whole model: matmuls alone {:.2}x (pp shapes), \
+                     prompt processing {:.2}x, generation {:.2}x",
+                    row.precision, v.matmuls_pp, v.pp, v.tg
+                )
+            })
         })
         .collect()
 }
@@ -258,7 +264,8 @@ pub fn kernels_line(r: &GenerateResults) -> Option<String> {
     (!per_precision.is_empty()).then(|| {
         format!(
             "the suite's kernels against candle-nn's, the whole model (time with them over time \
-             without, timed side by side; under 1 is faster): {}",
+             without, timed one after the other in the same run, candle's first; under 1 is \
+             faster): {}",
             per_precision.join("; ")
         )
     })

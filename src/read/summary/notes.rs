@@ -54,13 +54,20 @@ pub(super) fn notes(files: &MachineFiles) -> Vec<String> {
     }
     if let Ok(file) = &files.generate {
         if let Body::Generate(g) = &file.body {
-            notes.extend(views::generate::caveat(g).into_iter().map(|line| {
-                format!("The lab's caveat, for a whole model (generate.json): {line}.")
-            }));
-            notes
-                .extend(views::generate::kernels_line(g).map(|line| {
-                    format!("Our own kernels, measured here (generate.json): {line}.")
-                }));
+            // Each line says how few runs it rests on (just results: 2).
+            let of = format!(
+                "generate.json, median of {} runs after {} warm-up",
+                g.iters, g.warmup
+            );
+            notes.extend(
+                views::generate::caveat(g)
+                    .into_iter()
+                    .map(|line| format!("The lab's caveat, for a whole model ({of}): {line}.")),
+            );
+            notes.extend(
+                views::generate::kernels_line(g)
+                    .map(|line| format!("Our own kernels, measured here ({of}): {line}.")),
+            );
         }
     }
     let contended: Vec<String> = [
