@@ -224,9 +224,12 @@ lint:
 # Compile the CUDA path without a GPU: PyPI CUDA 13 toolchain, clippy, release binaries
 # (release for both: they share one run of nvcc over Candle's kernels, and `just pack-gpu` reuses it)
 cuda-check:
+    # `cargo test --no-run` builds the programs and the test harnesses with the features
+    # the tests unify (dev-dependencies), as `just pack-gpu` does: that build is then
+    # reused, where `cargo build --bins` would compile every crate a second time.
     source "$(scripts/cuda-toolchain.sh)" && \
       cargo clippy --release --features cuda --all-targets -- -D warnings && \
-      cargo build --release --features cuda --bins
+      cargo test --release --features cuda --no-run
     @echo "cuda-check: the cuda feature compiles, lints clean and links"
 
 # Pack the CUDA programs and tests for scripts/gpu-run.sh, for compute capability CAP (90: H100/H200)
