@@ -10,7 +10,7 @@ use anyhow::{bail, Result};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::svg::{canvas, colour, draw_error, value_label, FONT};
+use super::svg::{canvas, category_at, colour, draw_error, value_label, FONT};
 
 /// One panel: a measure's value per category, and its marks.
 #[derive(Clone, Debug, PartialEq)]
@@ -85,14 +85,7 @@ pub fn panels_svg(
                 // Headroom for the labels above the bars and marks.
                 .build_cartesian_2d(-0.5..ncat as f64 - 0.5, 0.0..y_hi * 1.2)
                 .map_err(draw_error)?;
-            let category = |x: &f64| -> String {
-                let i = x.round();
-                let on_centre = (x - i).abs() < 1e-9 && i >= 0.0;
-                (on_centre)
-                    .then(|| categories.get(i as usize).cloned())
-                    .flatten()
-                    .unwrap_or_default()
-            };
+            let category = |x: &f64| category_at(categories, *x);
             chart
                 .configure_mesh()
                 .disable_x_mesh()

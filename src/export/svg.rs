@@ -375,14 +375,7 @@ fn bars(title: &str, categories: &[String], series: &[BarSeries], axis: BarAxis)
             // Headroom for the value labels and the legend.
             .build_cartesian_2d(-0.5..ncat as f64 - 0.5, 0.0..y_hi / div * 1.25)
             .map_err(draw_error)?;
-        let category = |x: &f64| -> String {
-            let i = x.round();
-            let on_centre = (x - i).abs() < 1e-9 && i >= 0.0;
-            (on_centre)
-                .then(|| categories.get(i as usize).cloned())
-                .flatten()
-                .unwrap_or_default()
-        };
+        let category = |x: &f64| category_at(categories, *x);
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -478,6 +471,17 @@ where
 }
 
 /// plotters' errors borrow the backend's error type; one line is enough.
+/// The label of a bar chart's x axis at `x`: the category whose bar is
+/// centred there, nothing between bars (plotters asks at every tick).
+pub(super) fn category_at(categories: &[String], x: f64) -> String {
+    let i = x.round();
+    let on_centre = (x - i).abs() < 1e-9 && i >= 0.0;
+    on_centre
+        .then(|| categories.get(i as usize).cloned())
+        .flatten()
+        .unwrap_or_default()
+}
+
 pub(super) fn draw_error<E: std::error::Error + Send + Sync>(
     e: plotters::drawing::DrawingAreaErrorKind<E>,
 ) -> anyhow::Error {
