@@ -193,8 +193,8 @@ for line in open(sys.argv[1]):
 
   mkdir -p "$(dirname "$archive")"
   # Every CUDA program carries the same ~35 MB of Candle's kernels. A 256 MiB
-  # window reaches back across whole files, so xz stores them once: ~800 MiB of
-  # CUDA programs and tests pack into ~18 MB (with -6's 8 MiB window, 548 MiB of
+  # window reaches back across whole files, so xz stores them once: ~1 GiB of
+  # CUDA programs and tests pack into ~27 MB (with -6's 8 MiB window, 548 MiB of
   # them made 74 MB: over the 64 MiB the GPU machine's carry takes). One thread: xz's
   # threads split the input into blocks, and a block cannot see the one before.
   tar -cf - -C "$stage" . | xz -T1 --lzma2=preset=2,dict=256MiB > "$archive.tmp"
