@@ -221,12 +221,13 @@ lint:
     cargo clippy --all-targets -- -D warnings
     shellcheck scripts/*.sh .ci/run
 
-# Compile the CUDA path without a GPU: PyPI CUDA 13 toolchain, clippy, release binaries
-# (release for both: they share one run of nvcc over Candle's kernels, and `just pack-gpu` reuses it)
+# Release for both clippy and the build: they share one run of nvcc over Candle's kernels.
+# `cargo test --no-run` builds the programs and the test harnesses with the features the tests
+# unify (dev-dependencies included), as `just pack-gpu` does, which then reuses that build where
+# `cargo build --bins` would compile every crate a second time.
+
+# Compile the CUDA path without a GPU: PyPI CUDA 13 toolchain, clippy, the release programs and tests
 cuda-check:
-    # `cargo test --no-run` builds the programs and the test harnesses with the features
-    # the tests unify (dev-dependencies), as `just pack-gpu` does: that build is then
-    # reused, where `cargo build --bins` would compile every crate a second time.
     source "$(scripts/cuda-toolchain.sh)" && \
       cargo clippy --release --features cuda --all-targets -- -D warnings && \
       cargo test --release --features cuda --no-run
