@@ -12,10 +12,12 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use candle_core::Device;
+use candle_lab::bench::generate::weights::Source;
 use candle_lab::bench::generate::{self, setup, DtypeArg};
 use candle_lab::cli::RunCounts;
 use candle_lab::clock::Plan;
 use candle_lab::experiment::{self, Experiment, Session};
+use candle_lab::export::output::Input;
 use candle_lab::memory::fits::Need;
 use candle_lab::memory::CountingAlloc;
 use candle_lab::schema::{Body, KernelChoice, Kind};
@@ -48,7 +50,8 @@ struct Flags {
     /// Random weights (seeded, never zeros) at a named model's shape instead of
     /// a file: llama-3.2-1b, llama-3-8b (tiny: a smoke test's). Speed and memory
     /// only: no text.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME",
+          value_parser = clap::builder::PossibleValuesParser::new(generate::weights::SHAPE_NAMES))]
     shape: Option<String>,
 
     /// Precisions, comma-separated: stored (the file's own type), q4_0, q4_1,
@@ -147,6 +150,13 @@ impl Experiment for Generate {
 
     fn needs(r: &Run, _: &Device) -> Result<Vec<Need>> {
         Ok(generate::needs(&r.0.source, &r.0.config))
+    }
+
+    fn inputs(r: &Run) -> Vec<Input> {
+        match &r.0.source {
+            Source::File(f) => vec![Input::new("the model", &f.path)],
+            Source::Random { .. } => Vec::new(),
+        }
     }
 
     fn run(r: &Run, s: &Session) -> Result<Body> {

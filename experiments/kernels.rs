@@ -57,10 +57,16 @@ struct Flags {
     large_mib: Option<u64>,
 }
 
+/// fp32, fp16 or bf16 (and their aliases): what the kernels run, and all a
+/// refusal lists.
 fn precision(s: &str) -> Result<Precision, String> {
-    match s.parse::<Precision>()? {
-        p @ (Precision::F32 | Precision::F16 | Precision::Bf16) => Ok(p),
-        p => Err(format!("'{p}': the kernels run fp32, fp16 and bf16")),
+    match s.parse::<Precision>() {
+        Ok(p @ (Precision::F32 | Precision::F16 | Precision::Bf16)) => Ok(p),
+        Ok(p) => Err(format!("'{p}': the kernels run fp32, fp16 and bf16")),
+        Err(_) => Err(format!(
+            "unknown dtype '{}': expected fp32, fp16 or bf16",
+            s.trim()
+        )),
     }
 }
 

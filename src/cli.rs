@@ -131,24 +131,50 @@ impl Common {
     /// `--results-dir` file's machine folder is left unnamed.
     pub fn dry_run(
         &self,
-        experiment: &str,
+        experiment: Kind,
         flags: &dyn std::fmt::Debug,
         plan: &dyn std::fmt::Debug,
+        side_files: &[std::path::PathBuf],
+        inputs: &[crate::export::output::Input],
     ) -> Result<Completion> {
-        let target = match (&self.output, &self.results_dir) {
-            (Some(file), _) => {
-                let checked = crate::export::output::prepare(file);
-                drop(crate::export::output::abandon());
-                match checked? {
-                    Output::Stdout => "standard output".to_string(),
-                    _ => crate::quote::shown(file),
+        use crate::export::output::{abandon, prepare, refuse_overlap};
+        // Every file the run would write, checked as the run checks them
+        // (the folders that creates are removed again): by the output policy,
+        // and against the files the run reads.
+        let checked = (|| -> Result<Option<Output>> {
+            let mut held = Vec::new();
+            let json = match &self.output {
+                Some(file) => {
+                    let outputs = crate::export::Outputs::new(prepare(file)?, experiment)?;
+                    let json_is_stdout = outputs.is_stdout();
+                    held.extend(outputs.paths().into_iter().map(|p| p.to_path_buf()));
+                    Some(if json_is_stdout {
+                        Output::Stdout
+                    } else {
+                        Output::None
+                    })
+                }
+                None => None,
+            };
+            for path in side_files {
+                if let Some(p) = prepare(path)?.path() {
+                    held.push(p.to_path_buf());
                 }
             }
-            (None, Some(dir)) => format!(
+            let refs: Vec<&std::path::Path> = held.iter().map(|p| p.as_path()).collect();
+            refuse_overlap(&refs, inputs)?;
+            Ok(json)
+        })();
+        drop(abandon());
+        let experiment = experiment.name();
+        let target = match (checked?, &self.output, &self.results_dir) {
+            (Some(Output::Stdout), _, _) => "standard output".to_string(),
+            (Some(_), Some(file), _) => crate::quote::shown(file),
+            (_, _, Some(dir)) => format!(
                 "{}/<machine>/{experiment}.json (the machine is named when the device opens)",
                 crate::quote::shown(dir)
             ),
-            (None, None) => "nothing (no --output or --results-dir)".into(),
+            _ => "nothing (no --output or --results-dir)".into(),
         };
         let device = self.device;
         let kind = if device.expects_cuda() {

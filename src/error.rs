@@ -80,3 +80,59 @@ mod tests {
         assert_eq!(error_line(&e), "--device cuda:0: driver said no");
     }
 }
+
+/// Panics inside [`contained`] right now: while any is running, the panic
+/// hook stays silent (the panic becomes that call's error line instead).
+static CONTAINING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Runs `f`, third-party code fed what a file says (candle's block decoding,
+/// the tokenizer, the template engine, candle-transformers' loader), so that a
+/// panic in it is this call's one-line error ("`what` failed inside a
+/// library: ..."), exit 1 rather than a backtrace. What the suite checks
+/// first is what such code should never see; this is the boundary for what
+/// a check missed. A panic on another thread of the pool (rayon passes it on
+/// to the caller) is silenced too while a call runs.
+pub fn contained<T>(what: &str, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    use std::sync::atomic::Ordering;
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if CONTAINING.load(Ordering::SeqCst) == 0 {
+                default(info);
+            }
+        }));
+    });
+    CONTAINING.fetch_add(1, Ordering::SeqCst);
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    CONTAINING.fetch_sub(1, Ordering::SeqCst);
+    caught.unwrap_or_else(|payload| {
+        let why = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        Err(anyhow::anyhow!(
+            "{what} failed inside a library: {}",
+            error_line(&why)
+        ))
+    })
+}
+
+#[cfg(test)]
+mod contained_tests {
+    use super::contained;
+
+    #[test]
+    fn a_panic_inside_is_one_error_line() {
+        let e = contained("parsing", || -> anyhow::Result<()> {
+            panic!("index 9 of 3\nmore")
+        })
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "parsing failed inside a library: index 9 of 3"
+        );
+        assert_eq!(contained("x", || Ok(5)).unwrap(), 5);
+    }
+}

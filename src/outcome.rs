@@ -161,14 +161,21 @@ pub fn usage_line(text: &str) -> String {
 pub fn exit_code<T: Into<Completion>>(outcome: Result<T>) -> (u8, Option<String>) {
     match outcome.map(Into::into) {
         Ok(Completion::Complete) => (0, None),
-        Ok(Completion::RowsFailed { failed, total }) => (
-            EXIT_ROWS_FAILED,
-            Some(format!(
-                "error: {} of {total} rows failed ({}); the other rows and the report were kept",
-                failed.len(),
-                failed.join(", ")
-            )),
-        ),
+        Ok(Completion::RowsFailed { failed, total }) => {
+            let kept = if failed.len() < total {
+                "the other rows and the report were kept"
+            } else {
+                "the report was kept, each row with its error"
+            };
+            (
+                EXIT_ROWS_FAILED,
+                Some(format!(
+                    "error: {} of {total} rows failed ({}); {kept}",
+                    failed.len(),
+                    failed.join(", ")
+                )),
+            )
+        }
         Err(e) => {
             // A failed run leaves no temporary file and none of the folders it created.
             drop(crate::export::output::abandon());
@@ -239,7 +246,23 @@ mod tests {
         };
         let (code, line) = exit_code(Ok(partial));
         assert_eq!(code, EXIT_ROWS_FAILED);
-        assert!(line.unwrap().contains("1 of 7 rows failed (bf16-reduced)"));
+        let line = line.unwrap();
+        assert!(line.contains("1 of 7 rows failed (bf16-reduced)"), "{line}");
+        assert!(
+            line.contains("the other rows and the report were kept"),
+            "{line}"
+        );
+        let all = Completion::RowsFailed {
+            failed: vec!["fp32".into(), "fp16".into()],
+            total: 2,
+        };
+        let line = exit_code(Ok(all)).1.unwrap();
+        assert!(
+            line.ends_with(
+                "2 of 2 rows failed (fp32, fp16); the report was kept, each row with its error"
+            ),
+            "no other rows to speak of: {line}"
+        );
         // Distinct from every other outcome, clap's usage code included.
         assert!(![0, EXIT_ERROR, EXIT_USAGE].contains(&EXIT_ROWS_FAILED));
     }

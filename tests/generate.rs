@@ -1,5 +1,5 @@
 //! The `generate` program as a user runs it, on tiny GGUF files written here
-//! with candle's own GGUF writer (a 2-layer Llama with a byte-level
+//! field by field (tests/common/gguf.rs: a 2-layer Llama with a byte-level
 //! tokenizer and a chat template in its metadata): every row answers and is
 //! measured, the file reads back; and every bad input is refused with one
 //! line before any work (missing, truncated, non-GGUF, wrong architecture,
@@ -13,112 +13,15 @@ use common::{refused, run_result};
 
 use std::path::{Path, PathBuf};
 
-use candle_core::quantized::gguf_file::{self, Value};
-use candle_core::quantized::{GgmlDType, QTensor};
-use candle_core::{Device, Tensor};
+use candle_core::quantized::GgmlDType;
+use common::gguf::Spec;
 
-/// GPT-2's byte-to-character map (`bytes_to_unicode`): the vocabulary of a
-/// byte-level BPE without merges.
-fn byte_chars() -> Vec<String> {
-    let mut bs: Vec<u32> = (b'!' as u32..=b'~' as u32)
-        .chain(0xA1..=0xAC)
-        .chain(0xAE..=0xFF)
-        .collect();
-    let mut cs = bs.clone();
-    let mut n = 0;
-    for b in 0..256u32 {
-        if !bs.contains(&b) {
-            bs.push(b);
-            cs.push(256 + n);
-            n += 1;
-        }
-    }
-    let mut out = vec![String::new(); 256];
-    for (b, c) in bs.iter().zip(cs) {
-        out[*b as usize] = char::from_u32(c).unwrap().to_string();
-    }
-    out
-}
-
-const TEMPLATE: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
-
-/// A tiny Llama GGUF: 2 layers, hidden 64, 4 heads, 2 key/value heads, MLP
-/// 128, 256 byte tokens and two control tokens, context 64; `arch` names its
-/// architecture; weights random (never zero) in `dtype`.
+/// The tiny Llama of tests/common/gguf.rs (2 layers, hidden 64, 4 heads, 2
+/// key/value heads, MLP 128, 256 byte tokens and two control tokens, context
+/// 64), `arch` its architecture, its projections in `dtype`, at `dir`.
 fn tiny_gguf(dir: &Path, arch: &str, dtype: GgmlDType) -> PathBuf {
-    let (layers, h, heads, kv, m) = (2usize, 64usize, 4usize, 2usize, 128usize);
-    let mut tokens = byte_chars();
-    tokens.extend(["<|im_start|>".to_string(), "<|im_end|>".to_string()]);
-    let vocab = tokens.len();
-    let mut types = vec![Value::I32(1); 256];
-    types.extend([Value::I32(3), Value::I32(3)]);
-    let u = |v: usize| Value::U32(v as u32);
-    let md: Vec<(&str, Value)> = vec![
-        ("general.architecture", Value::String(arch.into())),
-        ("general.name", Value::String("tiny".into())),
-        ("llama.block_count", u(layers)),
-        ("llama.embedding_length", u(h)),
-        ("llama.feed_forward_length", u(m)),
-        ("llama.attention.head_count", u(heads)),
-        ("llama.attention.head_count_kv", u(kv)),
-        ("llama.rope.dimension_count", u(h / heads)),
-        ("llama.context_length", u(64)),
-        ("llama.rope.freq_base", Value::F32(10000.0)),
-        ("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5)),
-        ("tokenizer.ggml.model", Value::String("gpt2".into())),
-        (
-            "tokenizer.ggml.tokens",
-            Value::Array(tokens.into_iter().map(Value::String).collect()),
-        ),
-        ("tokenizer.ggml.merges", Value::Array(Vec::new())),
-        ("tokenizer.ggml.token_type", Value::Array(types)),
-        ("tokenizer.ggml.bos_token_id", u(vocab - 2)),
-        ("tokenizer.ggml.eos_token_id", u(vocab - 1)),
-        ("tokenizer.chat_template", Value::String(TEMPLATE.into())),
-    ];
-    let mut seed = 1.0f32;
-    let mut t = |shape: &[usize], dt: GgmlDType| {
-        seed += 1.0;
-        let n: usize = shape.iter().product();
-        let v: Vec<f32> = (0..n)
-            .map(|i| {
-                ((i as f32 * 0.37 + seed).sin() * 0.2) + if shape.len() == 1 { 1.0 } else { 0.0 }
-            })
-            .collect();
-        QTensor::quantize(&Tensor::from_vec(v, shape, &Device::Cpu).unwrap(), dt).unwrap()
-    };
-    let mut tensors = vec![
-        (
-            "token_embd.weight".to_string(),
-            t(&[vocab, h], GgmlDType::F32),
-        ),
-        ("output_norm.weight".to_string(), t(&[h], GgmlDType::F32)),
-    ];
-    for l in 0..layers {
-        for (name, shape) in [
-            ("attn_norm", vec![h]),
-            ("ffn_norm", vec![h]),
-            ("attn_q", vec![h, h]),
-            ("attn_k", vec![kv * 16, h]),
-            ("attn_v", vec![kv * 16, h]),
-            ("attn_output", vec![h, h]),
-            ("ffn_gate", vec![m, h]),
-            ("ffn_up", vec![m, h]),
-            ("ffn_down", vec![h, m]),
-        ] {
-            let dt = if shape.len() == 1 {
-                GgmlDType::F32
-            } else {
-                dtype
-            };
-            tensors.push((format!("blk.{l}.{name}.weight"), t(&shape, dt)));
-        }
-    }
     let path = dir.join(format!("tiny-{arch}.gguf"));
-    let mut f = std::fs::File::create(&path).unwrap();
-    let md: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (*k, v)).collect();
-    let ts: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
-    gguf_file::write(&mut f, &md, &ts).unwrap();
+    Spec::tiny(arch, dtype, &[]).write(&path);
     path
 }
 
@@ -343,10 +246,12 @@ fn bad_inputs_are_refused_before_any_work() {
     run(&good, &["--tokens", "0"], "0 is not in 1..=65536");
     run(&good, &["--dtypes", "q4_k"], "are not a multiple of that");
     run(&good, &["--dtypes", "tf32"], "needs a CUDA device");
-    refused(
-        "generate",
-        &["--shape", "llama-9"],
-        "--shape llama-9: expected one of",
+    let bad_shape = common::run("generate", &["--shape", "llama-9"]);
+    assert_eq!(bad_shape.status.code(), Some(2), "a bad flag value: exit 2");
+    let stderr = String::from_utf8_lossy(&bad_shape.stderr);
+    assert!(
+        stderr.contains("llama-9") && stderr.contains("llama-3.2-1b"),
+        "{stderr}"
     );
 }
 
@@ -363,4 +268,92 @@ fn without_the_model_it_says_how_to_get_it() {
     let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
     assert_eq!(errors.len(), 1, "{stderr}");
     assert!(errors[0].contains("`just model` fetches it"), "{stderr}");
+}
+
+#[test]
+fn no_output_is_the_model_by_any_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_gguf(dir.path(), "llama", GgmlDType::Q8_0);
+    let bytes = std::fs::read(&model).unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&model, &link).unwrap();
+    let hard = dir.path().join("hard.json");
+    std::fs::hard_link(&model, &hard).unwrap();
+    // The model named .csv: the CSV written beside r.json would replace it.
+    let csv = dir.path().join("r.csv");
+    std::fs::copy(&model, &csv).unwrap();
+    let cases: [(&Path, &Path, &str); 4] = [
+        (&model, &model, "it is the model, which this run reads"),
+        (&model, &link, "it is the model"),
+        (&model, &hard, "it is the model"),
+        (&csv, &dir.path().join("r.json"), "r.csv: it is the model"),
+    ];
+    for dry in [false, true] {
+        for (input, output, expect) in cases {
+            let mut args = vec!["--device", "cpu", "--model", input.to_str().unwrap()];
+            args.extend(["--output", output.to_str().unwrap(), "--prompt", "hi"]);
+            args.extend(QUICK);
+            if dry {
+                args.push("--dry-run");
+            }
+            let out = common::run("generate", &args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+            let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+            assert_eq!(errors.len(), 1, "{stderr}");
+            assert!(errors[0].contains(expect), "{expect:?}: {stderr}");
+            assert!(
+                !stderr.contains("loading"),
+                "refused before any work: {stderr}"
+            );
+            assert_eq!(
+                std::fs::read(input).unwrap(),
+                bytes,
+                "the model is unchanged"
+            );
+        }
+    }
+    assert!(!dir.path().join("r.json").exists() && !dir.path().join("r.svg").exists());
+}
+
+#[test]
+fn a_model_that_is_not_a_regular_file_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("model.gguf");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let folder = dir.path().join("models");
+    std::fs::create_dir(&folder).unwrap();
+    for (path, expect) in [
+        (&fifo, "model.gguf is a FIFO, not a regular file"),
+        (&folder, "models is a folder, not a GGUF file"),
+    ] {
+        for dry in [false, true] {
+            let mut args = vec!["--device", "cpu", "--model", path.to_str().unwrap()];
+            if dry {
+                args.push("--dry-run");
+            }
+            // A blocked open would hang here: the test's own limit.
+            let mut child = std::process::Command::new(common::bin("generate"))
+                .args(&args)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let started = std::time::Instant::now();
+            while child.try_wait().unwrap().is_none() {
+                if started.elapsed() > std::time::Duration::from_secs(30) {
+                    child.kill().unwrap();
+                    panic!("{args:?} blocks");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{stderr}");
+            assert!(stderr.contains(expect), "{expect:?}: {stderr}");
+        }
+    }
 }

@@ -55,7 +55,7 @@ fn ids(v: &serde_json::Value) -> Vec<u32> {
 #[test]
 fn the_tokenizer_gives_transformers_ids_and_decodes_them_back() {
     let Some(file) = model() else { return };
-    let text = Text::from_gguf(&file.content).unwrap();
+    let text = Text::from_model(&file).unwrap();
     let want = fixture();
     for c in want["chat"].as_array().unwrap() {
         let user = c["user"].as_str().unwrap();

@@ -460,6 +460,15 @@ fn program_writes_csv_and_chart_and_refuses_bad_flags() {
         &["--dtypes", "tf32"],
         "the kernels run fp32, fp16 and bf16",
     );
+    // What the refusal lists is what the kernels accept, a usage error (2).
+    let q = common::run("kernels", &["--dtypes", "q8_0"]);
+    let stderr = String::from_utf8_lossy(&q.stderr);
+    assert_eq!(q.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("unknown dtype 'q8_0': expected fp32, fp16 or bf16")
+            && !stderr.contains("tf32"),
+        "{stderr}"
+    );
     refused("kernels", &["--cases", "huge"], "unknown case 'huge'");
     refused("kernels", &["--ops", "matmul"], "unknown op 'matmul'");
     refused("kernels", &["--large-mib", "0"], "--large-mib");

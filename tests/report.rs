@@ -366,3 +366,27 @@ fn a_block_and_a_contended_row_show_in_the_readme() {
         "{svg}"
     );
 }
+
+#[test]
+fn no_output_is_an_input_even_by_a_hard_link() {
+    let root = tempfile::tempdir().unwrap();
+    let results = one_machine(root.path());
+    let input = results.join("m/matmul.json");
+    let before = fs::read(&input).unwrap();
+    fs::hard_link(&input, results.join("m/matmul.svg")).unwrap();
+    let out = run_report(&results);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains("m/matmul.svg: it is a result file")
+            && errors[0].contains("matmul.json"),
+        "{stderr}"
+    );
+    assert_eq!(fs::read(&input).unwrap(), before);
+    assert!(
+        !results.join("README.md").exists(),
+        "refused before any write"
+    );
+}

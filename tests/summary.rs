@@ -340,3 +340,26 @@ fn impossible_numbers_are_refused_in_their_rows() {
         "lab.json: /matmul: cpu_fp32_ms is 0, not a time in ms",
     );
 }
+
+#[test]
+fn summary_md_is_never_one_of_its_inputs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let machine = tmp.path().join("m");
+    committed_machine(&machine);
+    let input = machine.join("matmul.json");
+    let before = std::fs::read(&input).unwrap();
+    std::fs::hard_link(&input, machine.join("summary.md")).unwrap();
+    let dir = machine.to_str().unwrap();
+    let out = run(
+        "summary",
+        &["--machine-dir", dir, "--reference", &reference()],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("summary.md: it is a result file"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+}

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use candle_lab::cli::parse;
-use candle_lab::export::output::prepare;
+use candle_lab::export::output::{prepare, refuse_overlap, Input};
 use candle_lab::memory::CountingAlloc;
 use candle_lab::outcome::finish;
 use candle_lab::quote::shown;
@@ -62,6 +62,14 @@ fn run(args: Args) -> Result<()> {
         targets.push((target(dir, Path::new(path))?, text));
     }
     targets.push((target(dir, Path::new("README.md"))?, &built.readme));
+    // No output may be an input (a chart hard-linked to a result file, say).
+    let inputs: Vec<Input> = listing
+        .sources
+        .iter()
+        .map(|s| Input::new("a result file", &dir.join(&s.machine).join(&s.file)))
+        .collect();
+    let written: Vec<&Path> = targets.iter().filter_map(|(t, _)| t.path()).collect();
+    refuse_overlap(&written, &inputs)?;
     for (target, text) in targets {
         target.save_bytes(text.as_bytes())?;
     }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use candle_lab::cli::parse;
 use candle_lab::device::{select, DeviceArg};
-use candle_lab::export::output::prepare;
+use candle_lab::export::output::{prepare, refuse_overlap, Input};
 use candle_lab::export::table::{print_text, Screen};
 use candle_lab::memory::CountingAlloc;
 use candle_lab::outcome::finish;
@@ -93,7 +93,17 @@ fn run(args: Args) -> Result<()> {
     }
 
     let result = summary::build(&Side::from_results(&files), &Side::from_lab(&lab));
+    let target = prepare(&dir.join(Path::new("summary.md")))?;
+    // No output may be an input: the reference and the machine's files.
+    let mut inputs = vec![Input::new("the reference lab's results", &args.reference)];
+    for name in ["basics", "matmul", "cpu_vs_gpu", "block", "generate"] {
+        inputs.push(Input::new(
+            "a result file",
+            &dir.join(format!("{name}.json")),
+        ));
+    }
+    refuse_overlap(&target.path().into_iter().collect::<Vec<_>>(), &inputs)?;
     // Saved first, then shown: a closed standard output loses nothing.
-    prepare(&dir.join(Path::new("summary.md")))?.save_bytes(result.markdown().as_bytes())?;
+    target.save_bytes(result.markdown().as_bytes())?;
     print_text(&result.text(), Screen::StdoutBesideFile)
 }

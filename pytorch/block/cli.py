@@ -16,6 +16,7 @@ from block.dryrun import plan_lines
 from block.weights import read_shape
 from common.cli import Parser, add_device_and_counts, bounded, finish, import_torch, plan_of
 from common.errors import Failure
+from common.results import refuse_overwriting_inputs
 from common.precisions import parse_dtypes
 from common.timing import Plan
 
@@ -215,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     def run() -> tuple[list[str], int]:
         if args.failure is not None:
             raise args.failure
+        refuse_overwriting_inputs(
+            [args.output, args.save_output], [("the weights file", args.weights)]
+        )
         torch = import_torch()
         if args.dry_run:
             print("\n".join(plan_lines(torch, args, config)))

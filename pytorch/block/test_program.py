@@ -212,6 +212,10 @@ class Modes(unittest.TestCase):
         self.refused(1, *w, "--device", "cpu", "--dtypes", "tf32", says="needs a CUDA device")
         self.refused(1, *w, "--device", "cpu", "--output", str(d), says="is a directory")
         self.assertEqual(os.listdir(d), [])
+        before = self.weights.read_bytes()
+        for flag in ["--output", "--save-output"]:
+            self.refused(1, *w, flag, str(self.weights), says="it is the weights file")
+        self.assertEqual(self.weights.read_bytes(), before)
 
     def test_a_failing_row_is_that_row_s_and_exits_3(self):
         real = blockrun.time_parts

@@ -74,6 +74,35 @@ def refuse_odd_target(path: Path) -> None:
         raise Failure(f"cannot write {path}: it is {what}")
 
 
+def _identity(path: Path):
+    try:
+        st = os.stat(path)  # after links, as a write through them would land
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def refuse_overwriting_inputs(outputs, inputs) -> None:
+    """No output may be an input (src/export/output/inputs.rs's rule): each of `outputs`
+    (paths; None and "-" skipped) against each (role, path) of `inputs`, by device and
+    inode after links, so another name, a symbolic or a hard link is caught too. Refused
+    with one line before any work."""
+    ins = [(role, path, _identity(Path(path))) for role, path in inputs if path is not None]
+    for out in outputs:
+        if out is None or str(out) == "-":
+            continue
+        ident = _identity(Path(out))
+        if ident is None:
+            continue
+        for role, path, other in ins:
+            if other == ident:
+                also = "" if str(path) == str(out) else f" ({path})"
+                raise Failure(
+                    f"cannot write {out}: it is {role}{also}, which this run reads; no run "
+                    "writes over its own input"
+                )
+
+
 def check_writable(path: Path) -> None:
     """Fails now, before a long run, if `path` cannot be written later: an existing target
     that is not a regular file (a folder, a link, a device...) is refused; missing parent

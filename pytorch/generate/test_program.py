@@ -124,6 +124,24 @@ class Refusals(unittest.TestCase):
                 str(notes),
             )
             self.refused(1, "no model at", "twin", env={"XDG_CACHE_HOME": d})
+            self.refused(1, "is a folder, not a GGUF file", "twin", "--model", d)
+            fifo = Path(d) / "fifo.gguf"
+            os.mkfifo(fifo)
+            self.refused(1, "is not a regular file", "twin", "--model", str(fifo))
+
+    def test_no_output_is_the_model(self):
+        torch_or_skip()
+        with tempfile.TemporaryDirectory() as d:
+            model = Path(d) / "m.gguf"
+            model.write_bytes(b"GGUF-not-really")
+            link = Path(d) / "link.json"
+            link.symlink_to(model)
+            for out in [model, link]:
+                r = run("twin", "--model", str(model), "--output", str(out))
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertEqual(len(errors(r)), 1, r.stderr)
+                self.assertIn("it is the model", errors(r)[0])
+                self.assertEqual(model.read_bytes(), b"GGUF-not-really")
 
 
 class OnTheModel(unittest.TestCase):

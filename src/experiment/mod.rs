@@ -71,6 +71,13 @@ pub trait Experiment {
         Vec::new()
     }
 
+    /// Files the run reads (the model), each with what it is to the run: no
+    /// output may be one of them ([`output::refuse_overlap`]), checked before
+    /// any work, the dry run's too.
+    fn inputs(_cfg: &Self::Config) -> Vec<output::Input> {
+        Vec::new()
+    }
+
     /// Measures, and returns the body; a row that fails is kept in it with
     /// its error (the exit code then says so), an error ends the run.
     fn run(cfg: &Self::Config, session: &Session) -> Result<Body>;
@@ -158,14 +165,14 @@ pub fn main<E: Experiment>() -> ExitCode {
 }
 
 fn run<E: Experiment>(common: &Common, flags: &E::Flags) -> Result<Completion> {
-    let name = E::KIND.name();
     // The config is checked before the device opens (a bad flag or file opens
     // no GPU context), for the device the flag expects; again for the one that
     // opened, if that is another (`--device auto` without a GPU).
     let expects_cuda = common.device.expects_cuda();
     let cfg = E::config(flags, expects_cuda)?;
     if common.dry_run {
-        return common.dry_run(name, flags, &cfg);
+        let side: Vec<PathBuf> = E::side_files(&cfg).into_iter().map(|(_, p)| p).collect();
+        return common.dry_run(E::KIND, flags, &cfg, &side, &E::inputs(&cfg));
     }
     // Opening the device is the first thing the process does with it, so its
     // time is the context's creation (overhead's first row).
@@ -183,6 +190,12 @@ fn run<E: Experiment>(common: &Common, flags: &E::Flags) -> Result<Completion> {
         .into_iter()
         .map(|(n, path)| Ok((n, output::prepare(&path)?)))
         .collect::<Result<Vec<_>>>()?;
+    let written: Vec<&std::path::Path> = outputs
+        .paths()
+        .into_iter()
+        .chain(side.iter().filter_map(|(_, o)| o.path()))
+        .collect();
+    output::refuse_overlap(&written, &E::inputs(&cfg))?;
     common.wait_for_quiet()?;
     let session = Session {
         device,

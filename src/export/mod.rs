@@ -92,6 +92,14 @@ impl Outputs {
         Ok(())
     }
 
+    /// Every file this run's result goes to: the JSON and those beside it.
+    pub fn paths(&self) -> Vec<&std::path::Path> {
+        std::iter::once(&self.json)
+            .chain(self.beside.iter().map(|(_, o)| o))
+            .filter_map(Output::path)
+            .collect()
+    }
+
     /// Whether the JSON goes to standard output (`--output -`).
     pub fn is_stdout(&self) -> bool {
         matches!(self.json, Output::Stdout)

@@ -49,7 +49,9 @@ use serde::Serialize;
 use crate::export::table::Screen;
 use crate::quote::shown;
 
+mod inputs;
 mod pending;
+pub use inputs::{refuse_overlap, Input};
 pub use pending::{abandon, abandon_without_allocating, Abandoned};
 use pending::{pending, Temp, WRITING};
 
@@ -76,6 +78,14 @@ pub struct Target {
 }
 
 impl Output {
+    /// The file this output replaces (after its link), if it is a file.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Output::File(target) => Some(&target.real),
+            _ => None,
+        }
+    }
+
     /// Writes `value` as pretty JSON where this output goes, and says where on
     /// standard error.
     pub fn save(&self, value: &impl Serialize) -> Result<()> {

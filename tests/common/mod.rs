@@ -2,6 +2,8 @@
 //! them. Each test file is its own crate and uses what it needs of this.
 #![allow(dead_code)]
 
+pub mod gguf;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

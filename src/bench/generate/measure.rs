@@ -122,16 +122,19 @@ pub fn run(
             Kernels::Lab => KernelChoice::Lab,
             _ => KernelChoice::Candle,
         };
-        let rowed = row(
-            device,
-            source,
-            cfg,
-            (kind, kernels),
-            &label,
-            text,
-            telemetry,
-            copy_gb_per_s,
-        );
+        // A panic inside Candle on this row is the row's error, as a failure is.
+        let rowed = crate::error::contained(&format!("row {label}"), || {
+            row(
+                device,
+                source,
+                cfg,
+                (kind, kernels),
+                &label,
+                text,
+                telemetry,
+                copy_gb_per_s,
+            )
+        });
         let row = match rowed {
             Ok(m) => GenerateRow {
                 precision: label,

@@ -12,12 +12,18 @@ use std::io::Cursor;
 
 use anyhow::{bail, Context, Result};
 use candle_core::quantized::ggml_file::qtensor_from_ggml;
-use candle_core::quantized::gguf_file::{self, Content, Value};
+use candle_core::quantized::gguf_file::{self, Value};
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
 
-use super::gguf::{tensor_bytes, type_name};
+use super::gguf::check::model_metadata;
+use super::gguf::{open_regular, read, tensor_bytes, type_name};
+use crate::error::contained;
+
+/// What candle-transformers' loader reads a GGUF from.
+trait ReadSeek: std::io::Read + std::io::Seek {}
+impl<T: std::io::Read + std::io::Seek> ReadSeek for T {}
 use super::weights::{head_name, Source};
 use super::{layer_matmul_names, tensor_shapes};
 use super::{Dims, Lm};
@@ -30,7 +36,12 @@ pub fn row_types(source: &Source, target: GgmlDType) -> Result<HashMap<String, G
     let mut out = HashMap::new();
     for (name, shape) in tensor_shapes(source.dims()) {
         let t = match source {
-            Source::File(f) if stored => f.content.tensor_infos[&name].ggml_dtype,
+            Source::File(f) if stored => {
+                f.gguf
+                    .tensor(&name)
+                    .with_context(|| format!("no tensor {name}"))?
+                    .dtype
+            }
             _ if shape.len() == 2 => target,
             _ => GgmlDType::F32,
         };
@@ -73,26 +84,6 @@ pub fn row_tensor(
     QTensor::quantize(&f, t).with_context(|| format!("quantizing {name} to {}", type_name(t)))
 }
 
-/// The metadata quantized_llama reads, for a model of sizes `d`.
-fn metadata(d: &Dims) -> Vec<(&'static str, Value)> {
-    let u = |v: usize| Value::U32(v as u32);
-    vec![
-        ("general.architecture", Value::String("llama".into())),
-        ("llama.block_count", u(d.layers)),
-        ("llama.embedding_length", u(d.hidden)),
-        ("llama.feed_forward_length", u(d.mlp)),
-        ("llama.attention.head_count", u(d.heads)),
-        ("llama.attention.head_count_kv", u(d.kv_heads)),
-        ("llama.rope.dimension_count", u(d.head_dim)),
-        ("llama.context_length", u(d.context)),
-        ("llama.rope.freq_base", Value::F32(d.rope_theta as f32)),
-        (
-            "llama.attention.layer_norm_rms_epsilon",
-            Value::F32(d.rms_eps as f32),
-        ),
-    ]
-}
-
 /// A row's weights as GGUF bytes in memory.
 fn gguf_bytes(source: &Source, types: &HashMap<String, GgmlDType>) -> Result<Vec<u8>> {
     let d = source.dims();
@@ -101,8 +92,8 @@ fn gguf_bytes(source: &Source, types: &HashMap<String, GgmlDType>) -> Result<Vec
         let t = row_tensor(source, types, &name)?;
         tensors.push((name, t));
     }
-    let md = metadata(d);
-    let md: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (*k, v)).collect();
+    let md = model_metadata(d);
+    let md: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let ts: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
     let mut out = Cursor::new(Vec::new());
     gguf_file::write(&mut out, &md, &ts).context("writing the requantized GGUF in memory")?;
@@ -119,16 +110,24 @@ impl QuantizedLm {
     /// Loads the row of `target` from `source` onto `device`.
     pub fn load(source: &Source, target: GgmlDType, device: &Device) -> Result<Self> {
         let types = row_types(source, target)?;
+        // Either way candle-transformers reads a structure checked by the
+        // suite's reader, with the checked sizes as its metadata.
+        let load = |content, r: &mut dyn ReadSeek| {
+            contained("loading the model (candle-transformers)", || {
+                Ok(ModelWeights::from_gguf(content, &mut { r }, device)?)
+            })
+        };
         let model = match source {
             Source::File(f) if target == f.layer_type() => {
-                let mut r = std::io::BufReader::new(std::fs::File::open(&f.path)?);
-                let content = Content::read(&mut r)?;
-                ModelWeights::from_gguf(content, &mut r, device)?
+                let (file, _) = open_regular(&f.path)?;
+                load(f.candle_content(), &mut std::io::BufReader::new(file))?
             }
             _ => {
-                let mut r = Cursor::new(gguf_bytes(source, &types)?);
-                let content = Content::read(&mut r)?;
-                ModelWeights::from_gguf(content, &mut r, device)?
+                let bytes = gguf_bytes(source, &types)?;
+                let n = bytes.len() as u64;
+                let mut r = Cursor::new(bytes);
+                let content = read::read(&mut r, n)?.to_candle(model_metadata(source.dims()));
+                load(content, &mut r)?
             }
         };
         Ok(Self {

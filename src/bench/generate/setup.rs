@@ -86,17 +86,14 @@ pub fn prepare(req: &Request, on_cuda: bool) -> Result<Prepared> {
     let (text, prompt, ids, eos, start) = match &source {
         Source::File(f) => {
             let what = crate::quote::shell_quote(f.path.as_os_str());
-            let text = Text::from_gguf(&f.content).map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
+            let text = Text::from_model(f).map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
             let user = req.prompt.clone().unwrap_or_else(|| DEFAULT_PROMPT.into());
             let formatted = text
                 .chat(&user)
                 .map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
             let ids = text.encode(&formatted)?;
-            if let Some(bad) = ids.iter().find(|i| **i as usize >= d.vocab) {
-                bail!(
-                    "{what}: its tokenizer gives id {bad}, past its vocabulary of {}",
-                    d.vocab
-                );
+            if ids.is_empty() {
+                bail!("{what}: its chat template gives an empty prompt");
             }
             let start = text.bos.or(ids.first().copied()).unwrap_or(0);
             let eos = text.eos.clone();
@@ -133,7 +130,11 @@ pub fn prepare(req: &Request, on_cuda: bool) -> Result<Prepared> {
         eos,
         start_token: start,
     };
-    config.check(&d)?;
+    // The prompt comes out of the file's template: a refusal names the file.
+    config.check(&d).map_err(|e| match &source {
+        Source::File(f) => anyhow::anyhow!("{}: {e:#}", crate::quote::shown(&f.path)),
+        Source::Random { .. } => e,
+    })?;
     Ok(Prepared {
         source,
         text,

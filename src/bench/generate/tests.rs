@@ -143,3 +143,9 @@ fn lab_kernels_compute_the_same_model_on_cpu() {
 fn lab_kernels_compute_the_same_model_on_cuda() {
     lab_kernels_compute_the_same_model(&Device::new_cuda(0).unwrap());
 }
+
+#[test]
+fn the_shape_names_are_the_shapes() {
+    let names: Vec<&str> = super::weights::shapes().iter().map(|s| s.name).collect();
+    assert_eq!(names, super::weights::SHAPE_NAMES);
+}

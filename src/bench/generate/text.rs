@@ -8,19 +8,20 @@
 //! same variables (`messages`, `add_generation_prompt`, the special tokens'
 //! texts) and Jinja settings (`trim_blocks`, `lstrip_blocks`).
 
-use anyhow::{bail, Context, Result};
-use candle_core::quantized::gguf_file::{Content, Value};
+use anyhow::{Context, Result};
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
 use tokenizers::models::bpe::{Merges, Vocab, BPE};
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::{AddedToken, Tokenizer};
 
-use super::gguf::string;
+use super::gguf::check::{self, CONTROL, USER_DEFINED};
+use super::gguf::ModelFile;
+use crate::error::contained;
 
-/// GGUF's token types (llama.cpp's `llama_token_type`): 3 is a control token
-/// (`<|im_start|>`), 4 a user-defined one; both match as whole special tokens.
-const CONTROL: i32 = 3;
-const USER_DEFINED: i32 = 4;
+/// The template engine's steps for one chat: a real template takes a few
+/// hundred for one message; a loop of loops runs out here, in well under a
+/// second, instead of for minutes.
+const TEMPLATE_FUEL: u64 = 200_000;
 
 /// The file's tokenizer, its special tokens, and its chat template.
 pub struct Text {
@@ -29,84 +30,60 @@ pub struct Text {
     pub eos: Vec<u32>,
     template: Option<String>,
     token_text: Vec<String>,
-}
-
-fn strings(c: &Content, key: &str) -> Result<Vec<String>> {
-    match c.metadata.get(key) {
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| Ok(v.to_string().context("not a string")?.clone()))
-            .collect::<Result<Vec<_>>>()
-            .with_context(|| key.to_string()),
-        _ => bail!("its metadata has no {key} (a tokenizer is needed for text)"),
-    }
-}
-
-fn id(c: &Content, key: &str) -> Option<u32> {
-    c.metadata.get(key)?.to_u64().ok().map(|v| v as u32)
+    /// The longest text a prompt can have and still fit the context: the
+    /// context's positions, each holding the longest token.
+    max_prompt_bytes: usize,
 }
 
 impl Text {
-    /// Builds the tokenizer from `c`'s metadata; a tokenizer other than
-    /// GPT-2-style byte-level BPE (`tokenizer.ggml.model` "gpt2") is refused.
-    pub fn from_gguf(c: &Content) -> Result<Self> {
-        let model = string(c, "tokenizer.ggml.model").unwrap_or("(none)");
-        if model != "gpt2" {
-            bail!(
-                "its tokenizer is '{model}' (tokenizer.ggml.model); generate builds GPT-2-style \
-                 byte-level BPE tokenizers ('gpt2': SmolLM, Llama 3) from a GGUF"
-            );
-        }
-        let tokens = strings(c, "tokenizer.ggml.tokens")?;
-        let merges: Merges = strings(c, "tokenizer.ggml.merges")?
-            .into_iter()
-            .map(|m| match m.split_once(' ') {
-                Some((a, b)) => Ok((a.to_string(), b.to_string())),
-                None => bail!("tokenizer.ggml.merges holds '{m}', not a pair"),
-            })
-            .collect::<Result<_>>()?;
-        let types: Vec<i32> = match c.metadata.get("tokenizer.ggml.token_type") {
-            Some(Value::Array(v)) => v.iter().map(|t| t.to_i32().unwrap_or(1)).collect(),
-            _ => vec![1; tokens.len()],
-        };
+    /// Builds the tokenizer from the checked metadata of `f`
+    /// ([`check::vocabulary`]); a tokenizer other than GPT-2-style byte-level
+    /// BPE (`tokenizer.ggml.model` "gpt2") is refused there.
+    pub fn from_model(f: &ModelFile) -> Result<Self> {
+        let v = check::vocabulary(&f.gguf, f.dims.vocab)?;
+        let tokens: Vec<String> = v.tokens.iter().map(|t| t.to_string()).collect();
+        let longest = tokens.iter().map(|t| t.len()).max().unwrap_or(1);
+        let merges: Merges = v
+            .merges
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
         let vocab: Vocab = tokens
             .iter()
             .enumerate()
             .map(|(i, t)| (t.clone(), i as u32))
             .collect();
-        let mut bpe = BPE::builder().vocab_and_merges(vocab, merges);
-        if let Some(unk) = id(c, "tokenizer.ggml.unknown_token_id") {
-            if let Some(t) = tokens.get(unk as usize) {
-                bpe = bpe.unk_token(t.clone());
+        let tokenizer = contained("building the tokenizer", || {
+            let mut bpe = BPE::builder().vocab_and_merges(vocab, merges);
+            if let Some(unk) = v.unk {
+                bpe = bpe.unk_token(tokens[unk as usize].clone());
             }
-        }
-        let bpe = bpe
-            .build()
-            .map_err(|e| anyhow::anyhow!("its vocabulary and merges do not make a BPE ({e})"))?;
-        let mut tokenizer = Tokenizer::new(bpe);
-        let prefix = matches!(
-            c.metadata.get("tokenizer.ggml.add_space_prefix"),
-            Some(Value::Bool(true))
-        );
-        tokenizer.with_pre_tokenizer(Some(ByteLevel::new(prefix, false, true)));
-        tokenizer.with_decoder(Some(ByteLevelDecoder::default()));
-        let special: Vec<AddedToken> = tokens
-            .iter()
-            .zip(&types)
-            .filter(|(_, t)| matches!(**t, CONTROL | USER_DEFINED))
-            .map(|(s, _)| AddedToken::from(s.clone(), true))
-            .collect();
-        tokenizer
-            .add_special_tokens(special)
-            .map_err(|e| anyhow::anyhow!("its special tokens cannot be added ({e})"))?;
+            let bpe = bpe.build().map_err(|e| {
+                anyhow::anyhow!("its vocabulary and merges do not make a BPE ({e})")
+            })?;
+            let mut tokenizer = Tokenizer::new(bpe);
+            tokenizer.with_pre_tokenizer(Some(ByteLevel::new(v.add_space_prefix, false, true)));
+            tokenizer.with_decoder(Some(ByteLevelDecoder::default()));
+            let special: Vec<AddedToken> = tokens
+                .iter()
+                .zip(&v.types)
+                .filter(|(_, t)| matches!(**t, CONTROL | USER_DEFINED))
+                .map(|(s, _)| AddedToken::from(s.clone(), true))
+                .collect();
+            tokenizer
+                .add_special_tokens(special)
+                .map_err(|e| anyhow::anyhow!("its special tokens cannot be added ({e})"))?;
+            Ok(tokenizer)
+        })?;
         let mut eos = Vec::new();
-        eos.extend(id(c, "tokenizer.ggml.eos_token_id"));
-        eos.extend(id(c, "tokenizer.ggml.eot_token_id").filter(|t| !eos.contains(t)));
+        eos.extend(v.eos);
+        eos.extend(v.eot.filter(|t| !eos.contains(t)));
         Ok(Self {
             tokenizer,
-            bos: id(c, "tokenizer.ggml.bos_token_id"),
+            bos: v.bos,
             eos,
-            template: string(c, "tokenizer.chat_template").map(str::to_string),
+            template: v.template.map(str::to_string),
+            max_prompt_bytes: f.dims.context.saturating_mul(longest),
             token_text: tokens,
         })
     }
@@ -114,11 +91,22 @@ impl Text {
     /// The ids of `text`, special tokens matched as wholes, nothing added
     /// around them (transformers' `tokenizer(text)` for a GGUF with
     /// `add_bos_token` false; the chat template writes its own markers).
+    /// Text longer than the context could hold is refused before it is
+    /// tokenized.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
-        let enc = self
-            .tokenizer
-            .encode(text, false)
-            .map_err(|e| anyhow::anyhow!("cannot tokenize the prompt ({e})"))?;
+        if text.len() > self.max_prompt_bytes {
+            anyhow::bail!(
+                "the prompt is {} bytes, more than the model's context could hold ({} bytes: \
+                 its positions times its longest token)",
+                text.len(),
+                self.max_prompt_bytes
+            );
+        }
+        let enc = contained("tokenizing the prompt", || {
+            self.tokenizer
+                .encode(text, false)
+                .map_err(|e| anyhow::anyhow!("cannot tokenize the prompt ({e})"))
+        })?;
         Ok(enc.get_ids().to_vec())
     }
 
@@ -145,15 +133,60 @@ impl Text {
             user,
             &self.text_of(self.bos),
             &self.text_of(self.eos.first().copied()),
+            self.max_prompt_bytes,
         )
+    }
+}
+
+/// Writes at most `left` bytes, then fails: a template's output is cut off
+/// as soon as it is longer than any prompt the model could take.
+struct Capped {
+    out: Vec<u8>,
+    left: usize,
+    hit: bool,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if buf.len() > self.left {
+            self.hit = true;
+            return Err(std::io::Error::other("the output limit"));
+        }
+        self.left -= buf.len();
+        self.out.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
 /// Renders a chat template as transformers does (`utils/chat_template_utils.py`:
 /// a sandboxed Jinja environment with `trim_blocks` and `lstrip_blocks`, the
-/// `loopcontrols` extension, `raise_exception` and `tojson`).
-pub fn render(template: &str, user: &str, bos: &str, eos: &str) -> Result<String> {
+/// `loopcontrols` extension, `raise_exception` and `tojson`), under limits:
+/// [`TEMPLATE_FUEL`] steps, and at most `max_bytes` of output.
+pub fn render(
+    template: &str,
+    user: &str,
+    bos: &str,
+    eos: &str,
+    max_bytes: usize,
+) -> Result<String> {
+    contained("rendering the chat template", || {
+        render_limited(template, user, bos, eos, max_bytes)
+    })
+}
+
+fn render_limited(
+    template: &str,
+    user: &str,
+    bos: &str,
+    eos: &str,
+    max_bytes: usize,
+) -> Result<String> {
     let mut env = minijinja::Environment::new();
+    env.set_fuel(Some(TEMPLATE_FUEL));
     env.set_trim_blocks(true);
     env.set_lstrip_blocks(true);
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
@@ -175,8 +208,26 @@ pub fn render(template: &str, user: &str, bos: &str, eos: &str) -> Result<String
         bos_token => bos,
         eos_token => eos,
     };
-    t.render(ctx)
-        .map_err(|e| anyhow::anyhow!("its chat template fails on the prompt ({e})"))
+    let mut out = Capped {
+        out: Vec::new(),
+        left: max_bytes,
+        hit: false,
+    };
+    let rendered = t.render_captured_to(ctx, &mut out).map(drop);
+    match rendered {
+        Ok(()) => {
+            String::from_utf8(out.out).context("its chat template writes bytes that are not UTF-8")
+        }
+        Err(e) if e.kind() == minijinja::ErrorKind::OutOfFuel => anyhow::bail!(
+            "its chat template runs past {TEMPLATE_FUEL} steps on one message (a loop that \
+             does not end?)"
+        ),
+        Err(_) if out.hit => anyhow::bail!(
+            "its chat template writes more than {max_bytes} bytes for one message, more than \
+             the model's context could hold"
+        ),
+        Err(e) => anyhow::bail!("its chat template fails on the prompt ({e})"),
+    }
 }
 
 #[cfg(test)]
@@ -195,6 +246,7 @@ mod tests {
             "What is the capital of France?",
             "<|im_start|>",
             "<|im_end|>",
+            1 << 20,
         )
         .unwrap();
         assert_eq!(
@@ -205,17 +257,45 @@ mod tests {
         );
         // trim_blocks and lstrip_blocks: a block tag's own line leaves no blank.
         let t = "{% for m in messages %}\n  {{ m.content }}\n{% endfor %}";
-        assert_eq!(render(t, "hi", "", "").unwrap(), "  hi\n");
-        let e = render("{{ raise_exception('no system role') }}", "x", "", "").unwrap_err();
+        assert_eq!(render(t, "hi", "", "", 1 << 20).unwrap(), "  hi\n");
+        let e = render(
+            "{{ raise_exception('no system role') }}",
+            "x",
+            "",
+            "",
+            1 << 20,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("no system role"), "{e}");
-        assert!(render("{% if %}", "x", "", "")
+        assert!(render("{% if %}", "x", "", "", 1 << 20)
             .unwrap_err()
             .to_string()
             .starts_with("its chat template does not parse"));
         // Python's string methods, as Llama 3's templates call them.
         assert_eq!(
-            render("{{ messages[0].content.strip() }}", " a ", "", "").unwrap(),
+            render("{{ messages[0].content.strip() }}", " a ", "", "", 1 << 20).unwrap(),
             "a"
         );
+    }
+
+    #[test]
+    fn a_template_runs_under_limits_of_steps_and_of_output() {
+        let loops =
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}";
+        let e = render(loops, "x", "", "", 1 << 20).unwrap_err().to_string();
+        assert!(e.contains("runs past 200000 steps"), "{e}");
+        let e = render("{{ 'ab ' * 300000 }}", "x", "", "", 1000)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("writes more than 1000 bytes"), "{e}");
+        // minijinja's own limit on one repeated string (100 MB).
+        let e = render("{{ 'ab ' * 90000000 }}", "x", "", "", 1000)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("its chat template fails on the prompt"),
+            "{e}"
+        );
+        assert_eq!(render("{{ 'ab' * 3 }}", "x", "", "", 6).unwrap(), "ababab");
     }
 }

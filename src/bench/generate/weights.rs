@@ -72,6 +72,9 @@ pub fn shapes() -> [NamedShape; 3] {
     ]
 }
 
+/// The names `--shape` takes, in [`shapes`]' order.
+pub const SHAPE_NAMES: [&str; 3] = ["llama-3.2-1b", "llama-3-8b", "tiny"];
+
 /// The shape named `name`, or a line listing the names.
 pub fn shape(name: &str) -> Result<NamedShape> {
     let all = shapes();
