@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use candle_core::Device;
 use candle_lab::bench::block::{self, weights::HostWeights, Config};
-use candle_lab::cli::{Dtypes, RunCounts};
+use candle_lab::cli::{Dtypes, LadderFlags, RunCounts};
 use candle_lab::experiment::{self, Experiment, Session};
 use candle_lab::memory::fits::Need;
 use candle_lab::memory::CountingAlloc;
@@ -28,6 +28,9 @@ struct Flags {
     /// Runs per row (defaults: 20 timed and 3 warm-up on a GPU, 10 and 2 on the CPU).
     #[command(flatten)]
     counts: RunCounts,
+
+    #[command(flatten)]
+    ladder: LadderFlags,
 
     #[command(flatten)]
     dtypes: Dtypes,
@@ -114,8 +117,20 @@ impl Experiment for BlockExperiment {
     const ABOUT: &'static str = "A decoder block per precision, prefill and decode: end to end, \
         by op class, fused against composed, accuracy against f64.";
     const SMALL: &'static [&'static str] = &[
-        "--hidden", "64", "--heads", "4", "--mlp", "128", "--seq", "16", "--iters", "3",
-        "--warmup", "1",
+        "--hidden",
+        "64",
+        "--heads",
+        "4",
+        "--mlp",
+        "128",
+        "--seq",
+        "16",
+        "--iters",
+        "3",
+        "--warmup",
+        "1",
+        "--ladder-max-mib",
+        "4",
     ];
     /// Every precision the block has on a GPU, and the suite's kernels timed
     /// beside candle-nn's.
@@ -192,6 +207,7 @@ fn block_config(args: &Flags, on_cuda: bool) -> Result<(Config, String)> {
         phases,
         seed: args.seed,
         kernels: args.kernels,
+        ladder_max: args.ladder.max_bytes(),
         shape,
     };
     cfg.check()?;

@@ -11,7 +11,7 @@ use candle_core::Device;
 use candle_lab::bench::kernels::{
     self, cases, default_large_mib, default_plan, Config, CASE_NAMES,
 };
-use candle_lab::cli::RunCounts;
+use candle_lab::cli::{LadderFlags, RunCounts};
 use candle_lab::experiment::{self, Experiment, Session};
 use candle_lab::memory::fits::Need;
 use candle_lab::memory::CountingAlloc;
@@ -55,6 +55,9 @@ struct Flags {
     /// CPU, 1024 on a GPU); 4096 columns.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     large_mib: Option<u64>,
+
+    #[command(flatten)]
+    ladder: LadderFlags,
 }
 
 /// fp32, fp16 or bf16 (and their aliases): what the kernels run, and all a
@@ -102,6 +105,7 @@ fn config(args: &Flags, on_cuda: bool) -> Result<Config> {
         precisions: unique(&args.dtypes),
         cases: cases(on_cuda, &unique(&args.cases), seq, large_mib),
         plan: args.counts.plan(default_plan(on_cuda)),
+        ladder_max: args.ladder.max_bytes(),
     };
     if cfg.cases.is_empty() || cfg.ops.is_empty() || cfg.precisions.is_empty() {
         bail!("nothing to run: --ops, --cases and --dtypes each need one value");
@@ -120,11 +124,13 @@ impl Experiment for Kernels {
     #[rustfmt::skip]
     const SMALL: &'static [&'static str] = &[
         "--cases", "block-prefill,block-decode,smollm2-decode", "--seq", "16", "--iters", "3",
-        "--warmup", "1",
+        "--warmup", "1", "--ladder-max-mib", "4",
     ];
-    /// `just results`: the large case at 8 MiB a tensor and 5 samples (Candle's
-    /// own 16-bit CPU ops take a tenth of a second a call there).
-    const RESULTS: &'static [&'static str] = &["--large-mib", "8", "--iters", "5", "--warmup", "1"];
+    /// `just results`: 5 samples a variant, and the large case at 16 MiB a
+    /// tensor (past the caches it is hundreds of MiB, and Candle's 16-bit
+    /// forms take seconds a call there: `just kernels` runs it).
+    const RESULTS: &'static [&'static str] =
+        &["--large-mib", "16", "--iters", "5", "--warmup", "1"];
     type Flags = Flags;
     type Config = Config;
 

@@ -9,7 +9,7 @@
 use anyhow::Result;
 use candle_core::{DType, Device};
 use candle_lab::bench::memory::{self, default_matmul_size, default_mib, default_plan, Config};
-use candle_lab::cli::{RunCounts, MAX_SIZE};
+use candle_lab::cli::{LadderFlags, RunCounts, MAX_SIZE};
 use candle_lab::experiment::{self, Experiment, Session};
 use candle_lab::memory::fits::Need;
 use candle_lab::memory::CountingAlloc;
@@ -46,6 +46,9 @@ struct Flags {
     /// up to it.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     transfer_max_mib: u64,
+
+    #[command(flatten)]
+    ladder: LadderFlags,
 }
 
 impl Experiment for Memory {
@@ -53,6 +56,8 @@ impl Experiment for Memory {
     const ABOUT: &'static str = "Transfers, Candle's memory-bound operations against the \
         measured copy ceiling, out of memory, and roofline points.";
     const SMALL: &'static [&'static str] = &[
+        "--ladder-max-mib",
+        "8",
         "--mib",
         "1",
         "--matmul-size",
@@ -105,6 +110,7 @@ fn config(args: &Flags, on_cuda: bool) -> Config {
             .matmul_size
             .map_or_else(|| default_matmul_size(on_cuda), |n| n as usize),
         transfer_max_mib: args.transfer_max_mib,
+        ladder_max: args.ladder.max_bytes(),
     }
 }
 

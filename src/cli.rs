@@ -245,6 +245,24 @@ impl RunCounts {
     }
 }
 
+/// How far the bandwidth ladder reaches (`crate::bench::ladder`): every
+/// experiment that holds rows against it takes this flag, with this bound.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct LadderFlags {
+    /// The bandwidth ladder's largest footprint, in MiB (default: four times
+    /// the last cache's capacity, past every cache). Smaller is faster but may
+    /// not reach memory: each bound still names the level it was measured in.
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub ladder_max_mib: Option<u64>,
+}
+
+impl LadderFlags {
+    /// The largest footprint in bytes, when capped.
+    pub fn max_bytes(&self) -> Option<u64> {
+        self.ladder_max_mib.map(|m| m << 20)
+    }
+}
+
 /// The host-memory check every experiment makes before it allocates
 /// ([`crate::memory::fits`]), and the flag that skips it.
 #[derive(Args, Debug, Clone)]

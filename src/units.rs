@@ -18,6 +18,23 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
+/// A byte count in its binary-prefixed size alone: "4.0 MiB", "512 B", "48 KiB"
+/// (no decimal when whole).
+pub fn size(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value.fract() == 0.0 {
+        format!("{value:.0} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
 /// Bytes to MiB (1 MiB = 1024 x 1024 bytes), as the reference lab reports.
 pub fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
@@ -38,6 +55,14 @@ pub fn sci(x: f64, digits: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_are_short() {
+        assert_eq!(size(512), "512 B");
+        assert_eq!(size(48 << 10), "48 KiB");
+        assert_eq!(size(1200 << 20), "1.2 GiB");
+        assert_eq!(size(3 << 19), "1.5 MiB");
+    }
 
     #[test]
     fn byte_formatting() {

@@ -55,6 +55,16 @@ fn run(args: Args) -> Result<()> {
             );
         }
     }
+    for s in &listing.sources {
+        if let Content::Result(f) = &s.content {
+            for row in candle_lab::read::bounds::beaten(f) {
+                candle_lab::note!(
+                    "warning: {}: {row} (a bound that is beaten is the wrong bound)",
+                    shown(&dir.join(&s.machine).join(&s.file))
+                );
+            }
+        }
+    }
     let built = report::build(&listing.sources)?;
     // Every target is checked before any is written.
     let mut targets = Vec::new();

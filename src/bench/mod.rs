@@ -9,6 +9,7 @@ pub mod decoder;
 mod gemm_mode;
 pub mod generate;
 pub mod kernels;
+pub mod ladder;
 pub mod matmul;
 pub mod memory;
 pub mod overhead;

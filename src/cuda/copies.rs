@@ -25,6 +25,11 @@ impl DeviceBuffer {
         Ok(Self { buf, stream })
     }
 
+    /// Its size in bytes.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
     /// `cuMemcpyDtoDAsync` from `src`, enqueued (the clock waits for it).
     pub fn copy_from(&mut self, src: &DeviceBuffer) -> Result<()> {
         self.stream

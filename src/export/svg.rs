@@ -9,7 +9,9 @@
 //! its own fonts, so no font files or system libraries are needed; text widths
 //! for layout are plotters' estimate, hence the generous margins.
 
+pub use super::lines::{log2_lines_svg, Line};
 use anyhow::{bail, Result};
+pub use plotters::chart::SeriesLabelPosition;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -61,101 +63,30 @@ pub struct SweepSeries {
 /// labelled at powers of two; sizes between them (1000, 1023, 3000) sit where
 /// they fall. Points that are not finite and positive are left out.
 pub fn sweep_svg(title: &str, series: &[SweepSeries]) -> Result<String> {
-    let points = |s: &SweepSeries| -> Vec<(f64, f64)> {
-        s.points
-            .iter()
-            .filter(|&&(n, g)| n > 0 && g.is_finite() && g > 0.0)
-            .map(|&(n, g)| (n as f64, g))
-            .collect()
-    };
-    let all: Vec<(f64, f64)> = series.iter().flat_map(points).collect();
-    if all.is_empty() {
-        bail!("nothing to plot: no series has a finite, positive point");
-    }
-    let (n_lo, n_hi) = all
+    let y_hi = series
         .iter()
-        .fold((f64::INFINITY, 0.0f64), |(lo, hi), &(n, _)| {
-            (lo.min(n), hi.max(n))
-        });
-    let peaks = series.iter().filter_map(|s| s.peak_gflops);
-    let y_hi = all.iter().map(|p| p.1).chain(peaks).fold(0.0, f64::max);
+        .flat_map(|s| s.points.iter().map(|p| p.1).chain(s.peak_gflops))
+        .filter(|g| g.is_finite())
+        .fold(0.0, f64::max);
     let (div, unit) = throughput_unit(y_hi);
-    // Half a doubling of room either side, so end markers are not clipped.
-    let x_range = (n_lo / 2f64.sqrt())..(n_hi * 2f64.sqrt());
-
-    let mut svg = String::new();
-    {
-        let root = canvas(&mut svg)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 24))
-            .margin(16)
-            .x_label_area_size(56)
-            .y_label_area_size(84)
-            .build_cartesian_2d(x_range.clone().log_scale().base(2.0), 0.0..y_hi / div * 1.1)
-            .map_err(draw_error)?;
-        chart
-            .configure_mesh()
-            .x_desc("matrix size n (n x n matrices), log2 scale")
-            .y_desc(format!("throughput ({unit})"))
-            .x_label_formatter(&|n| format!("{}", n.round()))
-            .y_label_formatter(&|g| format!("{g:.0}"))
-            .axis_desc_style((FONT, 18))
-            .label_style((FONT, 15))
-            .light_line_style(WHITE)
-            .draw()
-            .map_err(draw_error)?;
-
-        for (i, s) in series.iter().enumerate() {
-            let c = colour(i);
-            let line: Vec<(f64, f64)> = points(s).iter().map(|&(n, g)| (n, g / div)).collect();
-            // The line, its legend entry and its markers; `$p => $shape` is the
-            // marker at point `$p` (data coordinates, or pixels in the legend).
-            macro_rules! draw_with_marker {
-                ($p:ident => $shape:expr) => {{
-                    chart
-                        .draw_series(LineSeries::new(line.clone(), c.stroke_width(2)))
-                        .map_err(draw_error)?
-                        .label(&s.label)
-                        .legend(move |at| {
-                            let $p = (12, 0);
-                            EmptyElement::at(at)
-                                + PathElement::new(vec![(0, 0), (24, 0)], c.stroke_width(2))
-                                + $shape
-                        });
-                    chart
-                        .draw_series(line.iter().map(|&$p| $shape))
-                        .map_err(draw_error)?;
-                }};
-            }
-            // Lines also differ by marker, for grayscale print.
-            match i % 4 {
-                0 => draw_with_marker!(p => Circle::new(p, 4, c.filled())),
-                1 => draw_with_marker!(p => TriangleMarker::new(p, 6, c.filled())),
-                2 => draw_with_marker!(p => EmptyElement::at(p)
-                    + Rectangle::new([(-4, -4), (4, 4)], c.filled())),
-                _ => draw_with_marker!(p => Cross::new(p, 5, c.stroke_width(2))),
-            }
-        }
-        for (i, s) in series.iter().enumerate() {
-            let Some(peak) = s.peak_gflops.filter(|p| p.is_finite() && *p > 0.0) else {
-                continue;
-            };
-            let c = colour(i);
-            let ends = [(x_range.start, peak / div), (x_range.end, peak / div)];
-            chart
-                .draw_series(DashedLineSeries::new(ends, 10, 6, c.stroke_width(2)))
-                .map_err(draw_error)?
-                .label(format!("{} datasheet peak", s.label))
-                .legend(move |at| {
-                    EmptyElement::at(at)
-                        + PathElement::new(vec![(0, 0), (9, 0)], c.stroke_width(2))
-                        + PathElement::new(vec![(15, 0), (24, 0)], c.stroke_width(2))
-                });
-        }
-        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
-        root.present().map_err(draw_error)?;
-    }
-    Ok(svg)
+    let lines: Vec<Line> = series
+        .iter()
+        .map(|s| Line {
+            label: s.label.clone(),
+            points: s.points.iter().map(|&(n, g)| (n as f64, g / div)).collect(),
+            level: s
+                .peak_gflops
+                .map(|p| (format!("{} datasheet peak", s.label), p / div)),
+        })
+        .collect();
+    log2_lines_svg(
+        title,
+        "matrix size n (n x n matrices), log2 scale",
+        &format!("throughput ({unit})"),
+        &|n| format!("{}", n.round()),
+        &lines,
+        SeriesLabelPosition::UpperLeft,
+    )
 }
 
 /// One point of a roofline chart.
@@ -451,7 +382,7 @@ pub(super) fn canvas(svg: &mut String) -> Result<DrawingArea<SVGBackend<'_>, Shi
     Ok(root)
 }
 
-fn legend<'a, X, Y>(
+pub(super) fn legend<'a, X, Y>(
     chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
     position: SeriesLabelPosition,
 ) -> Result<()>

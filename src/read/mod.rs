@@ -6,6 +6,7 @@
 //! from every machine folder; [`folder`] is what report and summary may touch
 //! in a results folder.
 
+pub mod bounds;
 pub mod check;
 pub mod compare;
 pub mod entries;

@@ -189,6 +189,7 @@ pub fn build(sources: &[Source]) -> Result<Built> {
     let out = &mut built.readme;
     out.push_str(HEADER);
     files_section(out, sources);
+    bounds_section(out, sources);
     let of = |experiment: &str| -> Vec<&Source> {
         sources
             .iter()
@@ -241,6 +242,42 @@ fn files_section(out: &mut String, sources: &[Source]) {
                 f.date,
             ],
         );
+    }
+    out.push('\n');
+}
+
+/// Every row that beats its bound by more than 5%, by file: a bound that is
+/// beaten is the wrong bound (`crate::read::bounds`).
+fn bounds_section(out: &mut String, sources: &[Source]) {
+    let beaten: Vec<(String, Vec<String>)> = sources
+        .iter()
+        .filter_map(|s| match &s.content {
+            Content::Result(f) => Some((s.path(), crate::read::bounds::beaten(f))),
+            _ => None,
+        })
+        .filter(|(_, rows)| !rows.is_empty())
+        .collect();
+    out.push_str(
+        "## Bounds
+
+",
+    );
+    if beaten.is_empty() {
+        out.push_str(&format!(
+            "No row of any file is above {:.0}% of the bound it is held against.
+
+",
+            crate::schema::BEATEN_PCT
+        ));
+        return;
+    }
+    out.push_str(&format!(
+        "Rows above {:.0}% of the bound they are held against: each bound is wrong (its threads, \
+         footprint or cache level), not beaten.\n\n",
+        crate::schema::BEATEN_PCT
+    ));
+    for (path, rows) in beaten {
+        out.push_str(&format!("- {}: {}\n", link(&path, &path), rows.join("; ")));
     }
     out.push('\n');
 }

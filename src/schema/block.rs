@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{RowStatus, TimeSource, Timed};
+use super::{Bound, Ladder, RowStatus, TimeSource, Timed};
 use crate::precision::Precision;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -46,6 +46,9 @@ pub struct BlockResults {
     #[serde(default)]
     pub kernels: KernelChoice,
     pub phases: Vec<BlockPhase>,
+    /// The bandwidth ladder's points the rows were held against (2.4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<Ladder>,
     /// Candle's fused kernels against the same math from primitive ops.
     pub fused: Vec<FusedRow>,
 }
@@ -201,8 +204,14 @@ pub struct BlockMeasured {
     #[serde(default)]
     pub copy_ceiling_gb_per_s: Option<f64>,
     /// gb_per_s as a percentage of the row's copy ceiling (before 2.3: of the
-    /// body's one `copy_ceiling_gb_per_s`).
+    /// body's one `copy_ceiling_gb_per_s`; 2.4: of `bound`).
     pub pct_of_copy_ceiling: Option<f64>,
+    /// The ladder's point the row is held against (2.4): its read (a block
+    /// reads its weights, and decode its cache, and writes little) at the
+    /// row's footprint, the faster of one thread and the pool's; then
+    /// `copy_bytes` is its footprint and `copy_ceiling_gb_per_s` its rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Bound>,
     /// Peak memory during the end-to-end samples above the use before the
     /// block's inputs (the weights, made before, not included).
     pub peak_bytes: Option<u64>,

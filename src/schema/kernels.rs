@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{RowStatus, TelemetrySource, TimeSource, Timed};
+use super::{Bound, Ladder, RowStatus, TelemetrySource, TimeSource, Timed};
 use crate::precision::Precision;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -25,6 +25,9 @@ pub struct KernelsResults {
     pub cases: Vec<KernelCase>,
     /// One row per op, case and precision, in that order of loops (op outermost).
     pub rows: Vec<KernelRow>,
+    /// The bandwidth ladder's points the rows were held against (2.4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<Ladder>,
 }
 
 /// A shape the ops run at: a model's sizes in one phase. Each op takes its
@@ -169,6 +172,10 @@ pub struct KernelCeiling {
     pub time_source: TimeSource,
     /// 2 x bytes_copied / time_ms, in 10^9 bytes per second.
     pub gb_per_s: f64,
+    /// The ladder's point this is (2.4; before it, a one-thread copy at the
+    /// row's footprint): its kernel, threads and level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Bound>,
     #[serde(flatten)]
     pub timed: Timed,
 }
@@ -198,8 +205,16 @@ pub struct VariantMeasured {
     /// null without a measured Candle variant.
     pub speedup_vs_candle: Option<f64>,
     pub accuracy: KernelAccuracy,
+    /// Calls timed together in one sample (2.4: time_ms is then the median
+    /// sample less the clock's cost, over this; 1 in older files).
+    #[serde(default = "one")]
+    pub calls_per_sample: u64,
     #[serde(flatten)]
     pub timed: Timed,
+}
+
+fn one() -> u64 {
+    1
 }
 
 /// The output against an f64 computation of the same op from the same

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::timed::{SectionStatus, TelemetrySource, TimeSource, Timed};
+use super::{Bound, Ladder};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MemoryResults {
@@ -22,9 +23,15 @@ pub struct MemoryResults {
     pub cache_bytes: Option<u64>,
     pub telemetry: TelemetrySource,
     pub transfers: Transfers,
-    /// The measured ceiling: a plain copy between two preallocated buffers
-    /// (`memcpy` on the CPU, `cuMemcpyDtoD` on a GPU) of one f32 tensor's bytes.
+    /// The ladder's copy at two f32 tensors' footprint on the pool's threads
+    /// (the bandwidth ladder's point, `ladder`), as a row: what the older
+    /// files' single ceiling was.
     pub ceiling: BandwidthRow,
+    /// The bandwidth ladder (2.4): read, copy and triad at a footprint in each
+    /// cache level and in memory, on one thread and the pool's; every row's
+    /// `bound` is one of its points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<Ladder>,
     /// The datasheet's memory bandwidth of this GPU, when listed.
     pub datasheet_gb_per_s: Option<f64>,
     /// Candle's operations, each on `elements` elements.
@@ -70,9 +77,14 @@ pub struct BandwidthRow {
     pub elements_per_s: f64,
     /// flops / time_ms, in 10^9 per second (null when flops is 0).
     pub gflop_per_s: Option<f64>,
-    /// gb_per_s as a percentage of the measured ceiling's. The ceiling is a
-    /// copy's: an operation that only reads (sum) can pass 100.
+    /// gb_per_s as a percentage of `bound`'s (2.4; before it, of a copy's,
+    /// which an operation that only reads could pass).
     pub pct_of_ceiling: f64,
+    /// The ladder's point this row is held against: the kernel of its access
+    /// pattern at its footprint, the faster of one thread and the pool's
+    /// (2.4; null in older files, and for the ceiling row itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Bound>,
     /// gb_per_s as a percentage of the datasheet bandwidth, when known.
     pub pct_of_datasheet: Option<f64>,
     #[serde(flatten)]

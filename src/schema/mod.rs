@@ -22,6 +22,7 @@ mod cpu;
 mod cpu_vs_gpu;
 mod generate;
 mod kernels;
+mod ladder;
 mod matmul;
 mod memory;
 mod overhead;
@@ -60,6 +61,7 @@ pub use kernels::{
     Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow, KernelVariant,
     KernelsResults, VariantMeasured,
 };
+pub use ladder::{Bound, CacheLevel, Ladder, LadderKernel, LadderPoint, BEATEN_PCT};
 pub use matmul::{fill_vs_fp32, Accuracy, MatmulResults, Measured, Row, RowStatus};
 pub use memory::{
     BandwidthRow, Direction, HostMemory, MemoryResults, OomAttempt, OutOfMemory, Refusal, Roofline,

@@ -19,8 +19,9 @@ use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor};
 
 use crate::bench::gemm_mode::GemmMode;
+use crate::bench::ladder::Ladder;
 use crate::clock::Plan;
-use crate::formulas::{amdahl, block_bytes, block_flops, copy_traffic, gb_per_s, BlockDims};
+use crate::formulas::{amdahl, block_bytes, block_flops, gb_per_s, BlockDims};
 use crate::memory::fits::Need;
 use crate::memory::MemoryMeter;
 use crate::precision::Precision;
@@ -43,6 +44,8 @@ pub struct Config {
     pub seed: u64,
     /// Whose kernels the end-to-end rows run with.
     pub kernels: KernelChoice,
+    /// The ladder's largest footprint in bytes (`--ladder-max-mib`).
+    pub ladder_max: Option<u64>,
 }
 
 /// A Llama-7B-like layer on a GPU: hidden 4096, 32 heads, MLP 11008, 2048 tokens.
@@ -230,6 +233,7 @@ pub fn run(
         .collect();
     let mut fused = Vec::new();
     let mut outputs = Outputs::new();
+    let ladder = Ladder::new(device, telemetry, cfg.ladder_max)?;
     for &p in &cfg.precisions {
         let _mode = GemmMode::set(p);
         let block = match Block::new(weights, s, p.dtype(), device) {
@@ -242,7 +246,16 @@ pub fn run(
             }
         };
         for ph in &mut phases {
-            let r = measure(&block, ph, p, cfg.kernels, cfg.plan, telemetry, &reference);
+            let r = measure(
+                &block,
+                ph,
+                p,
+                cfg.kernels,
+                cfg.plan,
+                telemetry,
+                &ladder,
+                &reference,
+            );
             ph.rows.push(match r {
                 Ok((m, y)) => {
                     if p == Precision::F32 {
@@ -281,6 +294,7 @@ pub fn run(
         kernels: cfg.kernels,
         phases,
         fused,
+        ladder: Some(ladder.finish()),
     };
     Ok((results, outputs))
 }
@@ -343,22 +357,6 @@ fn clock(device: &Device) -> TimeSource {
     }
 }
 
-/// A plain device copy of the same footprint as a row that moves `bytes`:
-/// two buffers of bytes / 2, one read, one written, so the copy moves the
-/// row's bytes and sits in the same level of the memory hierarchy (cache or
-/// DRAM) as the row does. Returns the bytes moved and GB/s by the run's clock.
-fn copy_ceiling(
-    device: &Device,
-    bytes: u64,
-    plan: Plan,
-    telemetry: &Telemetry,
-) -> Result<(u64, f64)> {
-    let half = (bytes / 2).max(1);
-    let (_, _, timed) = crate::bench::memory::ceiling(device, half, plan, telemetry)?;
-    let moved = copy_traffic(half).bytes_moved();
-    Ok((moved, gb_per_s(moved, timed.rate_ms().0)))
-}
-
 #[allow(clippy::too_many_arguments)]
 fn measure(
     block: &Block,
@@ -367,6 +365,7 @@ fn measure(
     choice: KernelChoice,
     plan: Plan,
     telemetry: &Telemetry,
+    ladder: &Ladder,
     reference: &References,
 ) -> Result<(BlockMeasured, Tensor)> {
     let kernels = Kernels::of(choice);
@@ -428,15 +427,18 @@ fn measure(
     let dims = dims(&block.shape);
     let bytes_min = block_bytes(&dims, phase == Phase::Decode, dtype.size_in_bytes() as u64);
     let gb = gb_per_s(bytes_min, ms);
-    let (copy_bytes, ceiling) = copy_ceiling(device, bytes_min, plan, telemetry)?;
+    // The block reads its weights (and decode its cache) and writes little:
+    // the ladder's read at the block's footprint, on up to the pool's threads.
+    let bound = ladder.bound(ladder.kernel_for(1, 0), ladder.pool_threads(), bytes_min)?;
     let measured = BlockMeasured {
         bytes_min,
         tokens_per_s: ph.tokens as f64 / (ms * 1e-3),
         gflop_per_s: ph.flops / (ms * 1e-3) / 1e9,
         gb_per_s: gb,
-        copy_bytes: Some(copy_bytes),
-        copy_ceiling_gb_per_s: Some(ceiling),
-        pct_of_copy_ceiling: Some(100.0 * gb / ceiling),
+        copy_bytes: Some(bound.footprint_bytes),
+        copy_ceiling_gb_per_s: Some(bound.gb_per_s),
+        pct_of_copy_ceiling: Some(100.0 * gb / bound.gb_per_s),
+        bound: Some(bound),
         peak_bytes,
         matmul_share: part_ms(OpClass::is_matmul) / parts_sum_ms,
         parts_sum_ms,

@@ -3,22 +3,27 @@
 //! ops, per op, shape and precision, each against the copy ceiling for the
 //! bytes the op must move, measured in the same run.
 //!
-//! Per row (op x case x precision): random inputs made off the clock; a plain
-//! copy of the row's bytes between two preallocated buffers (`memcpy` on the
-//! CPU, `cuMemcpyDtoD` on a GPU: `bench::memory`'s ceiling), so that a shape
-//! that fits in a cache is held against the cache's speed and a large one
-//! against memory's; then each implementation timed by the clock's usual
-//! rules, its GB/s the row's least bytes (inputs read once, output written
-//! once, as `memory` counts them) over its median, its speed against Candle's,
-//! and its output's first rows against an f64 computation on the host. An
-//! implementation that fails (out of memory, an op Candle lacks on a device)
-//! is that variant's error; the others run.
+//! Per row (op x case x precision): random inputs made off the clock; the
+//! row's bound from the bandwidth ladder ([`crate::bench::ladder`]): the
+//! ladder kernel of the op's pattern (copy for a norm or a softmax, triad for
+//! an add or SwiGLU) at the row's own footprint, the faster of one thread and
+//! the pool's, so that a shape that fits in a cache is held against that
+//! cache at those threads and the large case (past every cache) against
+//! memory; then each implementation timed K calls a sample (a decode row's
+//! call is a few hundred nanoseconds: K makes a sample long against the
+//! clock, whose own cost is subtracted), its GB/s the row's least bytes
+//! (inputs read once, output written once, as `memory` counts them) over its
+//! time per call, its speed against Candle's, and its output's first rows
+//! against an f64 computation on the host. An implementation that fails (out
+//! of memory, an op Candle lacks on a device) is that variant's error; the
+//! others run.
 
 mod ops;
 
 use anyhow::{Context, Result};
 use candle_core::{DType, Device, Tensor};
 
+use crate::bench::ladder::{time_calls, Ladder};
 use crate::clock::Plan;
 use crate::formulas::gb_per_s;
 use crate::memory::fits::Need;
@@ -37,6 +42,8 @@ pub struct Config {
     pub precisions: Vec<Precision>,
     pub cases: Vec<KernelCase>,
     pub plan: Plan,
+    /// The ladder's largest footprint in bytes (`--ladder-max-mib`).
+    pub ladder_max: Option<u64>,
 }
 
 /// Columns of the large case's tensors (one MiB of f32 is 64 rows), as `memory`'s.
@@ -69,13 +76,25 @@ pub fn default_plan(on_cuda: bool) -> Plan {
     }
 }
 
-/// The large case's tensor size at f32 in MiB: 16 on the CPU (seconds for
-/// Candle's slowest 16-bit forms), 1024 on a GPU (far beyond its L2).
+/// The large case's tensor size at f32 in MiB: past every cache, so that it
+/// measures memory: twice the CPU's last-level cache (a copy's two tensors,
+/// four times it), between 16 and 1024 MiB; 1024 on a GPU (twenty times an
+/// H100's L2).
 pub fn default_large_mib(on_cuda: bool) -> u64 {
     if on_cuda {
-        1024
-    } else {
-        16
+        return 1024;
+    }
+    crate::env::cpu_last_level_cache()
+        .map_or(64, |(_, bytes)| (2 * bytes) >> 20)
+        .clamp(16, 1024)
+}
+
+/// The large case's plan: at most one warm-up and three timed runs (a call
+/// moves hundreds of MiB, and Candle's 16-bit forms take seconds there).
+pub fn large_plan(plan: Plan) -> Plan {
+    Plan {
+        warmup: plan.warmup.min(1),
+        iters: plan.iters.min(3),
     }
 }
 
@@ -109,7 +128,9 @@ pub fn cases(
     );
     let smol = format!("SmolLM2-135M (hidden 576, 9 heads, 3 KV heads, MLP 1536), {seq} tokens");
     let rows = (large_mib as usize * (1 << 20) / 4 / LARGE_COLS).max(1);
-    let large = format!("{large_mib} MiB per f32 tensor ({rows} x {LARGE_COLS}): memory-bound");
+    let large = format!(
+        "{large_mib} MiB per f32 tensor ({rows} x {LARGE_COLS}): past the caches, at most 3 timed runs"
+    );
     names
         .iter()
         .filter_map(|n| match n.as_str() {
@@ -155,11 +176,17 @@ pub fn needs(cfg: &Config) -> Vec<Need> {
 
 /// Runs every row of `cfg` on `device`.
 pub fn run(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<KernelsResults> {
+    let ladder = Ladder::new(device, telemetry, cfg.ladder_max)?;
     let mut rows = Vec::new();
     for &op in &cfg.ops {
         for case in &cfg.cases {
+            let plan = if case.name == "large" {
+                large_plan(cfg.plan)
+            } else {
+                cfg.plan
+            };
             for &p in &cfg.precisions {
-                let row = measure_row(device, cfg.plan, telemetry, op, case, p)
+                let row = measure_row(device, plan, telemetry, &ladder, op, case, p)
                     .with_context(|| format!("{} {} {p}", op.name(), case.name))?;
                 rows.push(row);
             }
@@ -173,6 +200,7 @@ pub fn run(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<Kerne
         telemetry: telemetry.source(),
         cases: cfg.cases.clone(),
         rows,
+        ladder: Some(ladder.finish()),
     })
 }
 
@@ -180,6 +208,7 @@ fn measure_row(
     device: &Device,
     plan: Plan,
     telemetry: &Telemetry,
+    ladder: &Ladder,
     op: KernelOp,
     case: &KernelCase,
     p: Precision,
@@ -195,27 +224,40 @@ fn measure_row(
     let inputs = ops::Inputs::new(op, &shape, dtype, device)?;
     let ones = Tensor::ones(width, dtype, device)?;
     let reference = Reference::new(op, &inputs, width)?;
-    let copied = (bytes_moved / 2).max(1);
-    let (_, call_name, timed) = crate::bench::memory::ceiling(device, copied, plan, telemetry)?;
-    let (ms, time_source) = timed.rate_ms();
+    let (reads, writes) = ops::streams(op);
+    let bound = ladder.bound(
+        ladder.kernel_for(reads, writes),
+        ladder.pool_threads(),
+        bytes_moved,
+    )?;
+    let point = ladder.point(bound.kernel, bound.threads, bound.footprint_bytes)?;
     let ceiling = KernelCeiling {
-        call: call_name.into(),
-        bytes_copied: copied,
-        time_ms: ms,
-        time_source,
-        gb_per_s: gb_per_s(2 * copied, ms),
-        timed,
+        call: format!(
+            "the ladder's {} on {} thread(s) at {} ({})",
+            bound.kernel.name(),
+            bound.threads,
+            crate::units::size(bound.footprint_bytes),
+            bound.level
+        ),
+        bytes_copied: point.bytes_moved / 2,
+        time_ms: point.time_per_call_ms,
+        time_source: point.timed.rate_ms().1,
+        gb_per_s: bound.gb_per_s,
+        bound: Some(bound),
+        timed: point.timed,
     };
 
     let mut variants = Vec::new();
     for &imp in implementations(op) {
         let label = format!("{} {} {p} {}", op.name(), case.name, imp.name());
         let measured = (|| -> Result<VariantMeasured> {
-            let timed = telemetry.time(device, plan, &label, || {
-                Ok(ops::run(op, imp, &inputs, &ones)?)
-            })?;
+            let (timed, calls_per_sample, time_ms) =
+                time_calls(device, telemetry, plan, &label, ladder.clock_ms(), || {
+                    ops::run(op, imp, &inputs, &ones)?;
+                    Ok(())
+                })?;
             let out = ops::run(op, imp, &inputs, &ones)?;
-            let (time_ms, time_source) = timed.rate_ms();
+            let time_source = timed.rate_ms().1;
             let rate = gb_per_s(bytes_moved, time_ms);
             Ok(VariantMeasured {
                 time_ms,
@@ -224,6 +266,7 @@ fn measure_row(
                 pct_of_ceiling: 100.0 * rate / ceiling.gb_per_s,
                 speedup_vs_candle: None,
                 accuracy: reference.check(&out)?,
+                calls_per_sample,
                 timed,
             })
         })();
@@ -351,6 +394,7 @@ mod tests {
                 warmup: 1,
                 iters: 2,
             },
+            ladder_max: Some(4 << 20),
         }
     }
 
@@ -400,7 +444,21 @@ mod tests {
         assert_eq!(r.rows.len(), 6 * 2 * 2);
         for row in &r.rows {
             assert_eq!(row.bytes_moved, row.bytes_read + row.bytes_written);
-            assert_eq!(row.ceiling.bytes_copied, row.bytes_moved / 2);
+            // Held against the ladder at the row's own footprint (within a
+            // few elements), for its pattern.
+            let b = row.ceiling.bound.as_ref().unwrap();
+            let (reads, writes) = ops::streams(row.op);
+            if device.is_cpu() {
+                assert_eq!(
+                    b.kernel,
+                    crate::schema::LadderKernel::for_streams(reads, writes)
+                );
+            }
+            assert_eq!(
+                b.footprint_bytes,
+                crate::bench::ladder::fitted(b.kernel, row.bytes_moved.min(4 << 20))
+            );
+            assert_eq!(row.ceiling.gb_per_s, b.gb_per_s);
             let names: Vec<_> = row.variants.iter().map(|v| v.implementation).collect();
             assert_eq!(names, implementations(row.op), "{:?}", row.op);
             let candle = row.measured(Implementation::Candle).unwrap();
@@ -411,6 +469,7 @@ mod tests {
                 assert!((m.gb_per_s - rate).abs() <= 1e-9 * rate);
                 assert!((m.pct_of_ceiling - 100.0 * rate / row.ceiling.gb_per_s).abs() < 1e-9);
                 assert_eq!(m.timed.samples_wall_ms.len(), 2);
+                assert!(m.calls_per_sample >= 1);
                 // The first 4 rows are checked.
                 let width = *row.shape.last().unwrap();
                 let want = (4 * width).min(row.elements as usize);

@@ -53,6 +53,15 @@ pub fn traffic(op: KernelOp, n: u64, width: u64, elem: u64) -> (u64, u64) {
     (read * elem, n * elem)
 }
 
+/// Streams the op reads and writes (a norm's weight row is not a stream):
+/// the ladder kernel whose pattern it has.
+pub fn streams(op: KernelOp) -> (u64, u64) {
+    match op {
+        KernelOp::RmsNorm | KernelOp::RmsNormMul | KernelOp::Softmax | KernelOp::Copy => (1, 1),
+        KernelOp::Swiglu | KernelOp::Add => (2, 1),
+    }
+}
+
 /// The implementations an op is measured in, in the table's order; the
 /// element-wise copy and add have no composed form (they are one primitive).
 pub fn implementations(op: KernelOp) -> &'static [Implementation] {

@@ -22,14 +22,14 @@ mod ops;
 mod rows;
 mod transfers;
 
+use crate::bench::ladder::Ladder;
 use crate::bench::matmul::{self, Inputs, Precision};
 use crate::clock::Plan;
-use crate::formulas::copy_traffic;
 use crate::memory::fits::Need;
 use crate::schema::{MemoryResults, Timed};
 use crate::telemetry::Telemetry;
 pub use ops::{traffic, Op};
-pub use rows::{bandwidth_row, roofline, transfer_row};
+pub use rows::{bandwidth_row, ceiling_row, roofline, transfer_row};
 pub use transfers::transfer_sizes;
 
 pub(crate) const MIB: u64 = 1 << 20;
@@ -49,6 +49,8 @@ pub struct Config {
     pub matmul_size: usize,
     /// Largest host <-> device transfer, in MiB (GPU only).
     pub transfer_max_mib: u64,
+    /// The ladder's largest footprint in bytes (`--ladder-max-mib`).
+    pub ladder_max: Option<u64>,
 }
 
 impl Config {
@@ -149,6 +151,9 @@ pub fn needs(device: &Device, cfg: &Config) -> Vec<Need> {
             device_bytes: 2 * x,
         });
     }
+    if let Ok(n) = crate::bench::ladder::need(device, cfg.ladder_max) {
+        needs.push(n);
+    }
     let m = cfg.matmul();
     needs.push(Need {
         what: format!("--matmul-size {}", m.size),
@@ -168,19 +173,13 @@ pub fn run(
     let datasheet = gpu_name.and_then(crate::peaks::datasheet_memory_gb_per_s);
     let transfers = transfers::transfers(device, cfg, telemetry)?;
 
+    // The ladder first: every level, then the point each row reads.
+    let ladder = Ladder::new(device, telemetry, cfg.ladder_max)?;
+    ladder.measure_all()?;
+    let threads = ladder.pool_threads();
     let bytes = cfg.tensor_bytes();
-    let (ceiling_op, ceiling_call, timed) = ceiling(device, bytes, cfg.plan, telemetry)?;
-    let ceiling = bandwidth_row(
-        ceiling_op,
-        ceiling_call.into(),
-        DType::U8,
-        DType::U8,
-        bytes,
-        copy_traffic(bytes),
-        timed,
-        None,
-        datasheet,
-    );
+    let copy = ladder.point(ladder.kernel_for(1, 1), threads, 2 * bytes)?;
+    let ceiling = rows::ceiling_row(&copy, datasheet);
 
     let n = cfg.elements();
     let a32 = Tensor::randn(0f32, 1f32, cfg.shape(), device)?;
@@ -193,15 +192,18 @@ pub fn run(
             .time(device, cfg.plan, &label, || Ok(op.run(a, b, dout)?))
             .with_context(|| format!("{} on {}", op.call(dout), din.as_str()))?;
         let elem = |d: DType| d.size_in_bytes() as u64;
+        let t = traffic(op, n, elem(din), elem(dout));
+        let (reads, writes) = op.streams();
+        let bound = ladder.bound(ladder.kernel_for(reads, writes), threads, t.bytes_moved())?;
         ops.push(bandwidth_row(
             op.name(),
             op.call(dout),
             din,
             dout,
             n,
-            traffic(op, n, elem(din), elem(dout)),
+            t,
             timed,
-            Some(ceiling.gb_per_s),
+            Some(bound),
             datasheet,
         ));
         Ok(())
@@ -225,7 +227,9 @@ pub fn run(
         let inputs = Inputs::random(mcfg.size, mcfg.accuracy_rows)?;
         matmul::run(device, gpu_name, &mcfg, &inputs)?
     };
-    let roofline = roofline(&ceiling, datasheet, &ops, mcfg.size, &matmuls);
+    // The roof is memory's: the ladder's copy past every cache, every thread.
+    let dram = ladder.bound(ladder.kernel_for(1, 1), threads, ladder.memory_footprint())?;
+    let roofline = roofline(dram.gb_per_s, datasheet, &ops, mcfg.size, &matmuls);
     let out_of_memory = oom::out_of_memory(device)?;
 
     let (rows, cols) = cfg.shape();
@@ -239,6 +243,7 @@ pub fn run(
         telemetry: telemetry.source(),
         transfers,
         ceiling,
+        ladder: Some(ladder.finish()),
         datasheet_gb_per_s: datasheet,
         ops,
         out_of_memory,
@@ -300,6 +305,7 @@ mod tests {
             dtypes,
             matmul_size: 32,
             transfer_max_mib: 1,
+            ladder_max: Some(4 << 20),
         }
     }
 
@@ -362,9 +368,20 @@ mod tests {
                 "{}",
                 row.op
             );
-            assert_eq!(row.timed.samples_wall_ms.len(), 2);
             assert_eq!(row.timed.gpu_ms.is_some(), device.is_cuda());
         }
+        for row in &r.ops {
+            assert_eq!(row.timed.samples_wall_ms.len(), 2);
+            // Held against the ladder at its own footprint.
+            let b = row.bound.as_ref().unwrap();
+            assert_eq!(
+                b.footprint_bytes,
+                crate::bench::ladder::fitted(b.kernel, row.bytes_moved)
+            );
+            assert_eq!(row.pct_of_ceiling, 100.0 * row.gb_per_s / b.gb_per_s);
+        }
+        let ladder = r.ladder.as_ref().unwrap();
+        assert!(ladder.points.iter().all(|p| p.footprint_bytes <= 4 << 20));
         assert_eq!(r.ceiling.bytes_moved, 2 << 20);
         assert_eq!(r.ceiling.pct_of_ceiling, 100.0);
         let add = |d: &str| {
@@ -377,7 +394,15 @@ mod tests {
         assert_eq!(add("f16").bytes_moved, 3 << 19);
         // Points for add, affine and sum per dtype, and one matmul per dtype.
         assert_eq!(r.roofline.points.len(), 3 * 2 + 2);
-        assert_eq!(r.roofline.memory_gb_per_s, r.ceiling.gb_per_s);
+        // The roof: the ladder's copy at its largest footprint, the faster
+        // of one thread and the pool's.
+        let roof = ladder
+            .points
+            .iter()
+            .filter(|p| p.footprint_bytes == 4 << 20 && p.kernel.streams() == (1, 1))
+            .map(|p| p.gb_per_s)
+            .fold(0.0, f64::max);
+        assert_eq!(r.roofline.memory_gb_per_s, roof);
         let mm = r
             .roofline
             .points

@@ -48,6 +48,15 @@ impl Op {
         }
     }
 
+    /// Streams it reads and writes: what the ladder's kernel for it moves.
+    pub fn streams(self) -> (u64, u64) {
+        match self {
+            Op::Copy | Op::Transpose | Op::Cast | Op::Affine => (1, 1),
+            Op::Add => (2, 1),
+            Op::Sum => (1, 0),
+        }
+    }
+
     /// Runs the operation once on Candle tensors.
     pub(super) fn run(self, a: &Tensor, b: &Tensor, out: DType) -> candle_core::Result<Tensor> {
         match self {

@@ -5,12 +5,13 @@ use candle_core::DType;
 
 use crate::formulas::{attainable_gflop_per_s, gb_per_s, matmul_flops, per_s, Traffic};
 use crate::schema::{
-    BandwidthRow, Direction, HostMemory, Roofline, RooflinePoint, Row, Timed, TransferRow,
+    BandwidthRow, Bound, Direction, HostMemory, LadderPoint, Roofline, RooflinePoint, Row, Timed,
+    TransferRow,
 };
 
 /// One row from its bytes and its samples. Rates divide by the row's
-/// [`Timed::rate_ms`]; percentages compare them with the measured `ceiling`
-/// and the datasheet (both GB/s).
+/// [`Timed::rate_ms`]; percentages compare them with the ladder's `bound` for
+/// the row (none: the row is the ceiling itself, 100%) and the datasheet.
 #[allow(clippy::too_many_arguments)]
 pub fn bandwidth_row(
     op: &str,
@@ -20,7 +21,7 @@ pub fn bandwidth_row(
     elements: u64,
     t: Traffic,
     timed: Timed,
-    ceiling_gb_per_s: Option<f64>,
+    bound: Option<Bound>,
     datasheet_gb_per_s: Option<f64>,
 ) -> BandwidthRow {
     let (time_ms, time_source) = timed.rate_ms();
@@ -43,9 +44,43 @@ pub fn bandwidth_row(
         gflop_per_s: (t.flops > 0).then(|| per_s(t.flops, time_ms) / 1e9),
         // No ceiling given: this row is the ceiling, 100% by definition (and
         // exactly: 100 x rate / rate can round to 100.00000000000001).
-        pct_of_ceiling: ceiling_gb_per_s.map_or(100.0, |c| 100.0 * rate / c),
+        pct_of_ceiling: bound.as_ref().map_or(100.0, |b| 100.0 * rate / b.gb_per_s),
         pct_of_datasheet: datasheet_gb_per_s.map(|d| 100.0 * rate / d),
+        bound,
         timed,
+    }
+}
+
+/// A ladder point as the memory table's ceiling row: its time per call, its
+/// bytes, 100% of itself.
+pub fn ceiling_row(p: &LadderPoint, datasheet_gb_per_s: Option<f64>) -> BandwidthRow {
+    let (_, time_source) = p.timed.rate_ms();
+    let half = p.bytes_moved / 2;
+    BandwidthRow {
+        op: format!("ladder {}", p.kernel.name()),
+        call: format!(
+            "the ladder's {} on {} thread(s), {}",
+            p.kernel.name(),
+            p.threads,
+            p.level
+        ),
+        dtype_in: "u8".into(),
+        dtype_out: "u8".into(),
+        elements: half,
+        bytes_read: half,
+        bytes_written: p.bytes_moved - half,
+        bytes_moved: p.bytes_moved,
+        flops: 0,
+        flop_per_byte: 0.0,
+        time_ms: p.time_per_call_ms,
+        time_source,
+        gb_per_s: p.gb_per_s,
+        elements_per_s: per_s(half, p.time_per_call_ms),
+        gflop_per_s: None,
+        pct_of_ceiling: 100.0,
+        pct_of_datasheet: datasheet_gb_per_s.map(|d| 100.0 * p.gb_per_s / d),
+        bound: None,
+        timed: p.timed.clone(),
     }
 }
 
@@ -72,13 +107,12 @@ pub fn transfer_row(
 /// no FLOPs to plot), and the matmuls that ran, whose bytes are their
 /// payload (A, B and C once each: the least a matmul can move).
 pub fn roofline(
-    ceiling: &BandwidthRow,
+    memory: f64,
     datasheet: Option<f64>,
     ops: &[BandwidthRow],
     matmul_size: usize,
     matmuls: &[Row],
 ) -> Roofline {
-    let memory = ceiling.gb_per_s;
     let mut points: Vec<RooflinePoint> = ops
         .iter()
         .filter_map(|r| {
@@ -126,6 +160,16 @@ mod tests {
     use crate::bench::memory::{traffic, Op};
     use crate::telemetry::timed_at as timed;
 
+    fn bound(gb_per_s: f64) -> Bound {
+        Bound {
+            kernel: crate::schema::LadderKernel::Copy,
+            threads: 2,
+            footprint_bytes: 8 << 20,
+            level: "L3".into(),
+            gb_per_s,
+        }
+    }
+
     #[test]
     fn rows_divide_their_bytes_by_their_own_time() {
         let t = traffic(Op::Add, 1 << 20, 4, 4);
@@ -137,7 +181,7 @@ mod tests {
             1 << 20,
             t,
             timed(&[2.0, 4.0, 3.0], &[]),
-            Some(10.0),
+            Some(bound(10.0)),
             None,
         );
         assert_eq!(cpu.time_ms, 3.0);
@@ -158,7 +202,7 @@ mod tests {
             1000,
             traffic(Op::Copy, 1000, 2, 2),
             timed(&[5.0], &[1.0]),
-            Some(4.0),
+            Some(bound(4.0)),
             Some(8.0),
         );
         assert_eq!(gpu.time_ms, 1.0);

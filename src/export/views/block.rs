@@ -383,6 +383,7 @@ mod tests {
             copy_bytes: Some(4 << 20),
             copy_ceiling_gb_per_s: Some(4.2),
             pct_of_copy_ceiling: Some(50.0),
+            bound: None,
             peak_bytes: None,
             parts,
             parts_sum_ms: 1.5,
@@ -418,6 +419,7 @@ mod tests {
             cache_bytes: Some(50 << 20),
             copy_ceiling_gb_per_s: None,
             kernels: Default::default(),
+            ladder: None,
             phases: vec![BlockPhase {
                 phase: Phase::Decode,
                 tokens: 1,

@@ -12,7 +12,7 @@ use crate::export::svg::{percent_bars_svg, BarSeries};
 use crate::export::table::Table;
 use crate::precision::Precision;
 use crate::schema::{
-    Implementation, KernelOp, KernelRow, KernelsResults, ResultFile, VariantMeasured,
+    Implementation, KernelOp, KernelRow, KernelsResults, ResultFile, VariantMeasured, BEATEN_PCT,
 };
 use crate::units::mib;
 
@@ -53,7 +53,8 @@ pub fn show(file: &ResultFile, r: &KernelsResults) -> Shown {
         }
         let mut t = Table::new(
             format!(
-                "{}: {}, the composed form, and a copy of the same bytes on {} (time from {})",
+                "{}: {}, the composed form, and the bandwidth ladder at the same footprint on {} \
+                 (time per call from {}, K calls a sample, the clock's cost subtracted)",
                 op.name(),
                 if pytorch {
                     "PyTorch's op"
@@ -68,7 +69,7 @@ pub fn show(file: &ResultFile, r: &KernelsResults) -> Shown {
                 "dtype",
                 "shape",
                 "MiB moved",
-                "ceiling GB/s",
+                "bound (kernel, threads, level, GB/s)",
                 &own_ms,
                 "candle ms",
                 "composed ms",
@@ -88,7 +89,10 @@ pub fn show(file: &ResultFile, r: &KernelsResults) -> Shown {
                 row.precision.to_string(),
                 shape(&row.shape),
                 format!("{:.2}", mib(row.bytes_moved)),
-                format!("{:.1}", row.ceiling.gb_per_s),
+                row.ceiling.bound.as_ref().map_or_else(
+                    || format!("{:.1}", row.ceiling.gb_per_s),
+                    super::ladder::bound_cell,
+                ),
                 ms(own),
                 ms(candle),
                 ms(row.measured(Implementation::Composed)),
@@ -153,12 +157,12 @@ pub fn notes(r: &KernelsResults) -> Vec<String> {
     if measured_large > 0 {
         notes.push(if short.is_empty() {
             format!(
-                "target met: every lab kernel reaches {TARGET_PCT:.0}% of the copy ceiling on the \
-                 large case"
+                "target met: every lab kernel reaches {TARGET_PCT:.0}% of its bound (the ladder's, \
+                 at its footprint) on the large case"
             )
         } else {
             format!(
-                "target ({TARGET_PCT:.0}% of the copy ceiling on the large case) missed by {} of \
+                "target ({TARGET_PCT:.0}% of the bound on the large case) missed by {} of \
                  {measured_large}: {}",
                 short.len(),
                 short.join(", ")
@@ -210,11 +214,38 @@ pub fn notes(r: &KernelsResults) -> Vec<String> {
         if bytes <= cache {
             notes.push(format!(
                 "note: the large case's {:.0} MiB fit in the {:.0} MiB cache: its rates are partly \
-                 the cache's (the ceiling, measured at the same size, is too)",
+                 the cache's (its bound, measured at the same footprint, says its level)",
                 mib(bytes),
                 mib(cache)
             ));
         }
+    }
+    let beaten: Vec<String> = r
+        .rows
+        .iter()
+        .flat_map(|row| {
+            row.variants.iter().filter_map(move |v| {
+                let m = v.measured.as_ref()?;
+                (m.pct_of_ceiling > BEATEN_PCT).then(|| {
+                    format!(
+                        "{} {} {} {} {:.0}%",
+                        row.op.name(),
+                        row.case,
+                        row.precision,
+                        v.implementation.name(),
+                        m.pct_of_ceiling
+                    )
+                })
+            })
+        })
+        .collect();
+    if !beaten.is_empty() {
+        notes.push(format!(
+            "warning: {} variants beat their bound by more than 5% (a bound that is beaten is the \
+             wrong bound): {}",
+            beaten.len(),
+            beaten.join(", ")
+        ));
     }
     notes
 }

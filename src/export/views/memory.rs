@@ -16,8 +16,9 @@ pub fn notes(r: &MemoryResults) -> Vec<String> {
     // An add's three tensors are its working set.
     if let Some(cache) = r.cache_bytes.filter(|&c| c >= 3 * r.tensor_bytes_f32) {
         notes.push(format!(
-            "note: three {:.0} MiB tensors fit in the {:.0} MiB cache: these rates are partly the \
-             cache's; --mib {} or more measures memory",
+            "note: three {:.0} MiB tensors fit in the {:.0} MiB cache: each row is held against \
+             the ladder at its own footprint (the level column), and --mib {} or more measures \
+             memory",
             mib(r.tensor_bytes_f32),
             mib(cache),
             (cache / MIB).next_power_of_two()
@@ -46,9 +47,13 @@ pub fn tables(r: &MemoryResults, device: &str) -> Vec<Table> {
         tables.push(t);
     }
 
+    if let Some(l) = &r.ladder {
+        tables.push(super::ladder::table(l, device));
+    }
     let mut t = Table::new(
         format!(
-            "memory-bound operations on {device}, {} elements ({:.0} MiB at f32), time from {}",
+            "memory-bound operations on {device}, {} elements ({:.0} MiB at f32), time from {}; \
+             each against the ladder's point for its pattern at its footprint",
             r.elements,
             mib(r.tensor_bytes_f32),
             match r.ceiling.time_source {
@@ -65,7 +70,8 @@ pub fn tables(r: &MemoryResults, device: &str) -> Vec<Table> {
             "ms",
             "GB/s",
             "G elem/s",
-            "% ceiling",
+            "bound GB/s",
+            "% bound",
             "% datasheet",
         ],
     );
@@ -88,6 +94,9 @@ pub fn tables(r: &MemoryResults, device: &str) -> Vec<Table> {
             } else {
                 format!("{:.2}", row.elements_per_s / 1e9)
             },
+            row.bound
+                .as_ref()
+                .map_or("(the bound)".into(), super::ladder::bound_cell),
             format!("{:.0}%", row.pct_of_ceiling),
             row.pct_of_datasheet
                 .map_or("-".into(), |p| format!("{p:.0}%")),
@@ -160,6 +169,16 @@ pub fn tables(r: &MemoryResults, device: &str) -> Vec<Table> {
     }
     tables.push(t);
     tables
+}
+
+/// The ladder's chart (`memory.svg`): GB/s against footprint.
+pub fn chart(file: &ResultFile, r: &MemoryResults) -> anyhow::Result<String> {
+    let l = r
+        .ladder
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("no ladder in this file"))?;
+    let title = format!("bandwidth ladder on {}", file.device.label);
+    super::ladder::chart(&title, l)
 }
 
 /// The memory experiment's tables and notes.

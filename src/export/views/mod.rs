@@ -8,6 +8,7 @@ pub mod block;
 pub mod cpu_vs_gpu;
 pub mod generate;
 pub mod kernels;
+pub mod ladder;
 pub mod matmul;
 pub mod memory;
 pub mod overhead;
@@ -235,12 +236,11 @@ pub fn has_records(kind: Kind) -> bool {
 /// Whether results of `kind` have a chart beside the JSON ([`chart`]).
 pub fn has_chart(kind: Kind) -> bool {
     match kind {
-        Kind::Sweep | Kind::Kernels | Kind::Generate => true,
+        Kind::Sweep | Kind::Kernels | Kind::Generate | Kind::Memory => true,
         Kind::Basics
         | Kind::Precision
         | Kind::Matmul
         | Kind::CpuVsGpu
-        | Kind::Memory
         | Kind::Overhead
         | Kind::Block => false,
     }
@@ -257,6 +257,8 @@ pub fn chart(file: &ResultFile) -> Option<String> {
         // None when no variant ran.
         Body::Kernels(r) => kernels::chart(file, r).ok(),
         Body::Generate(r) => generate::chart(file, r).ok(),
+        // The bandwidth ladder; none in files before 2.4.
+        Body::Memory(r) => memory::chart(file, r).ok(),
         _ => None,
     }
 }

@@ -175,9 +175,14 @@ pub(super) fn roofline(built: &mut Built, files: &[&Source]) -> Result<()> {
         let title = format!("roofline on {}", f.device);
         let out = &mut built.readme;
         out.push_str(&format!(
-            "### {}: {}\n\nMeasured ceilings: copy {:.1} GB/s{}; commit {}, {}, {}.\n\n",
+            "### {}: {}\n\nMeasured ceilings: {} {:.1} GB/s{}; commit {}, {}, {}.\n\n",
             s.machine,
             f.device,
+            if m.ladder.is_some() {
+                "the ladder's copy past the caches"
+            } else {
+                "copy"
+            },
             r.memory_gb_per_s,
             r.compute_gflop_per_s.map_or(String::new(), |c| format!(
                 ", fastest matmul {} GFLOP/s",
@@ -187,9 +192,21 @@ pub(super) fn roofline(built: &mut Built, files: &[&Source]) -> Result<()> {
             f.date,
             f.framework,
         ));
+        if let Some(ladder) = &m.ladder {
+            let title = format!("bandwidth ladder on {}", f.device);
+            if let Ok(svg) = crate::export::views::ladder::chart(&title, ladder) {
+                let path = s.chart_path();
+                out.push_str(&figure(
+                    &format!("bandwidth ladder on {}", s.machine),
+                    &path,
+                    &s.path(),
+                ));
+                built.files.push((path, svg));
+            }
+        }
         match roofline_svg(&title, r.memory_gb_per_s, r.compute_gflop_per_s, &dots) {
             Ok(svg) => {
-                let path = s.chart_path();
+                let path = s.chart_path().replace(".svg", "-roofline.svg");
                 out.push_str(&figure(
                     &format!("roofline on {}", s.machine),
                     &path,

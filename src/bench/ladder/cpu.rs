@@ -1,0 +1,205 @@
+//! The ladder's CPU kernels, STREAM's three patterns over f32 arrays: read
+//! (a sum: one stream in), copy (one in, one out) and triad (`a = b + s*c`:
+//! two in, one out). What makes them a ceiling rather than one more op:
+//! - **Compiled for the CPU in hand.** Each loop runs in a function built for
+//!   AVX-512 or AVX2 when the CPU has it (checked at run time), so it moves
+//!   full vector registers; the copy is the C library's `memcpy`, which picks
+//!   its own widest path (and non-temporal stores for large copies).
+//! - **The sum in integers.** Floating-point adds may not be reordered, so a
+//!   float sum is one long dependency chain; the bits summed as wrapping u32
+//!   may, and the compiler spreads them over many vector accumulators.
+//! - **The same part to the same thread.** Threads take fixed, contiguous
+//!   parts by their index in Candle's own pool (the one its ops and the
+//!   suite's kernels run on), so a part stays in that core's private caches
+//!   from one call to the next.
+//! - **Nothing allocated, nothing faulted.** The arrays are made and written
+//!   once before timing; a call only moves bytes.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::schema::LadderKernel;
+
+/// The arrays one kernel works on, filled once (never zeros).
+pub struct Arrays {
+    kernel: LadderKernel,
+    a: Vec<f32>,
+    b: Vec<f32>,
+    c: Vec<f32>,
+    /// The sum's result, kept so the reads cannot be optimized away.
+    sink: AtomicU32,
+}
+
+impl Arrays {
+    /// Arrays for `kernel` whose footprint (all of them together) is about
+    /// `footprint` bytes; each at least 64 elements.
+    pub fn new(kernel: LadderKernel, footprint: u64) -> Self {
+        let (reads, writes) = kernel.streams();
+        let streams = (reads + writes) as usize;
+        let n = ((footprint as usize / 4) / streams).max(64);
+        let fill = |seed: f32, used: bool| -> Vec<f32> {
+            if !used {
+                return Vec::new();
+            }
+            (0..n)
+                .map(|i| 1.0 + ((i % 1021) as f32) * 1e-3 * seed)
+                .collect()
+        };
+        Self {
+            kernel,
+            a: fill(1.0, true),
+            b: fill(2.0, streams > 1),
+            c: fill(3.0, streams > 2),
+            sink: AtomicU32::new(0),
+        }
+    }
+
+    /// Elements per array.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.a.len()
+    }
+
+    /// Bytes of every array together.
+    pub fn footprint(&self) -> u64 {
+        ((self.a.len() + self.b.len() + self.c.len()) * 4) as u64
+    }
+
+    /// STREAM's bytes per call: each element of each stream once.
+    pub fn bytes_moved(&self) -> u64 {
+        self.footprint()
+    }
+
+    /// One call on `threads` threads: 1 on the calling thread, else every
+    /// thread of Candle's pool on its own part.
+    pub fn call(&mut self, threads: usize) {
+        let n = self.a.len();
+        let (kernel, sink) = (self.kernel, &self.sink);
+        if threads <= 1 {
+            part(kernel, &mut self.a, &self.b, &self.c, sink);
+            return;
+        }
+        let pool = candle_core::utils::barrier_pool();
+        let chunk = n.div_ceil(pool.n_workers() + 1);
+        // The pool's closure must be Sync: the arrays travel as addresses.
+        let (a, b, c) = (
+            self.a.as_mut_ptr() as usize,
+            self.b.as_ptr() as usize,
+            self.c.as_ptr() as usize,
+        );
+        let (has_b, has_c) = (!self.b.is_empty(), !self.c.is_empty());
+        pool.execute(|tid| {
+            let start = (tid * chunk).min(n);
+            let len = chunk.min(n - start);
+            // SAFETY: each thread index is handed out once per call, so the
+            // ranges [start, start + len) are disjoint and inside every array
+            // in use (all n long); the arrays are borrowed (a mutably) until
+            // `execute` returns, after every part.
+            let (a, b, c) = unsafe {
+                let at = |p: usize, used: bool| -> &[f32] {
+                    if used {
+                        std::slice::from_raw_parts((p as *const f32).add(start), len)
+                    } else {
+                        &[]
+                    }
+                };
+                (
+                    std::slice::from_raw_parts_mut((a as *mut f32).add(start), len),
+                    at(b, has_b),
+                    at(c, has_c),
+                )
+            };
+            part(kernel, a, b, c, sink);
+        });
+    }
+
+    /// Reads the sink, so the sums' work is observed.
+    pub fn observed(&self) -> u32 {
+        self.sink.load(Ordering::Relaxed)
+    }
+}
+
+/// The kernel over one part of the arrays (`b` and `c` as long as `a`
+/// where the kernel reads them).
+fn part(kernel: LadderKernel, a: &mut [f32], b: &[f32], c: &[f32], sink: &AtomicU32) {
+    if a.is_empty() {
+        return;
+    }
+    match kernel {
+        LadderKernel::Read => {
+            sink.fetch_add(sum_bits(a), Ordering::Relaxed);
+        }
+        LadderKernel::Copy | LadderKernel::DeviceCopy => a.copy_from_slice(b),
+        LadderKernel::Triad => triad(a, b, c, 0.5),
+    }
+}
+
+/// Defines `$name` as `$body` compiled for AVX-512, for AVX2 and for the
+/// crate's baseline, the widest this CPU has called.
+macro_rules! widest {
+    (fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? $body:block) => {
+        fn $name($($arg: $ty),*) $(-> $ret)? {
+            #[inline(always)]
+            fn body($($arg: $ty),*) $(-> $ret)? $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f")]
+                fn avx512($($arg: $ty),*) $(-> $ret)? { body($($arg),*) }
+                #[target_feature(enable = "avx2")]
+                fn avx2($($arg: $ty),*) $(-> $ret)? { body($($arg),*) }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: this CPU has AVX-512F, the feature `avx512` is built with.
+                    return unsafe { avx512($($arg),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: this CPU has AVX2, the feature `avx2` is built with.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            body($($arg),*)
+        }
+    };
+}
+
+widest! {
+    fn sum_bits(x: &[f32]) -> u32 {
+        x.iter().fold(0u32, |acc, v| acc.wrapping_add(v.to_bits()))
+    }
+}
+
+widest! {
+    fn triad(a: &mut [f32], b: &[f32], c: &[f32], s: f32) {
+        for ((a, &b), &c) in a.iter_mut().zip(b).zip(c) {
+            *a = b + s * c;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kernel_does_its_work_on_any_thread_count() {
+        for threads in [1, candle_core::utils::get_num_threads().max(2)] {
+            let mut r = Arrays::new(LadderKernel::Read, 4000);
+            assert_eq!(r.len(), 1000);
+            r.call(threads);
+            let want =
+                r.a.iter()
+                    .fold(0u32, |acc, v| acc.wrapping_add(v.to_bits()));
+            assert_eq!(r.observed(), want, "{threads} threads");
+            let mut c = Arrays::new(LadderKernel::Copy, 8000);
+            assert_eq!(
+                (c.len(), c.footprint(), c.bytes_moved()),
+                (1000, 8000, 8000)
+            );
+            c.call(threads);
+            assert_eq!(c.a, c.b);
+            let mut t = Arrays::new(LadderKernel::Triad, 12000);
+            t.call(threads);
+            for i in [0, 499, 999] {
+                assert_eq!(t.a[i], t.b[i] + 0.5 * t.c[i]);
+            }
+        }
+    }
+}

@@ -1,0 +1,508 @@
+//! The bandwidth ladder: what this device can move at a footprint, measured
+//! in the run that holds rows against it. STREAM's kernels (McCalpin 1995)
+//! and BabelStream's (Deakin et al. 2018): read (a sum), copy and triad
+//! (`a = b + s*c`), each at footprints that land in every cache level and in
+//! memory (four times the last level's capacity: past any cache), on one
+//! thread and on every thread of Candle's CPU pool ([`cpu`]); on a GPU the
+//! suite's own CUDA kernels and the driver's device-to-device copy.
+//!
+//! A [`Ladder`] measures a point the first time it is asked for and keeps it,
+//! so a run pays for the points its rows read and its result file holds them
+//! all ([`Ladder::finish`]). A row is held against [`Ladder::bound`]: the
+//! faster of one thread and the row's threads, for the kernel whose pattern
+//! is the row's, at the row's own footprint, named by the level it lives in
+//! ([`levels::place`]). Samples are long enough to dwarf the clock: a sample
+//! is K calls, K chosen so it lasts [`SAMPLE_MS`] or more, and the clock's
+//! own cost (an empty work item through the same path) is subtracted before
+//! dividing by K.
+
+mod cpu;
+pub mod levels;
+
+use std::cell::RefCell;
+
+use anyhow::{Context, Result};
+use candle_core::Device;
+
+use crate::clock::Plan;
+use crate::memory::fits::Need;
+use crate::schema::{Bound, CacheLevel, LadderKernel, LadderPoint};
+use crate::telemetry::Telemetry;
+
+/// Samples per point: a median of 5 after one warm-up call on the CPU; 20
+/// after 3 on a GPU, where a call takes microseconds.
+pub fn plan(on_cuda: bool) -> Plan {
+    if on_cuda {
+        Plan {
+            warmup: 3,
+            iters: 20,
+        }
+    } else {
+        Plan {
+            warmup: 1,
+            iters: 5,
+        }
+    }
+}
+
+/// A sample lasts at least this long: thousands of times the clock's own
+/// cost (tens of nanoseconds), so what is subtracted is a correction, not
+/// the measurement.
+pub const SAMPLE_MS: f64 = 0.25;
+
+/// Calls per sample for work that takes `one_call_ms`: enough that a sample
+/// lasts `sample_ms`, at most a million.
+pub fn calls_per_sample(one_call_ms: f64, sample_ms: f64) -> u64 {
+    if !(one_call_ms > 0.0) {
+        return 1;
+    }
+    ((sample_ms / one_call_ms).ceil() as u64).clamp(1, 1_000_000)
+}
+
+/// Memory's footprint: four times the last cache's capacity, at least 256
+/// MiB (a cache the system does not report could be that large).
+pub const MIN_MEMORY_FOOTPRINT: u64 = 256 << 20;
+
+/// The ladder of one run on one device.
+pub struct Ladder<'a> {
+    device: &'a Device,
+    telemetry: &'a Telemetry,
+    plan: Plan,
+    caches: Vec<CacheLevel>,
+    memory: &'static str,
+    pool_threads: usize,
+    clock_ms: f64,
+    /// The largest footprint measured (`--ladder-max-mib`); memory's
+    /// footprint is four times the last cache's when none is set.
+    max_footprint: Option<u64>,
+    points: RefCell<Vec<LadderPoint>>,
+}
+
+impl<'a> Ladder<'a> {
+    /// A ladder for `device` with no point yet, no footprint over
+    /// `max_footprint` bytes (when given); the clock's cost is measured now.
+    pub fn new(
+        device: &'a Device,
+        telemetry: &'a Telemetry,
+        max_footprint: Option<u64>,
+    ) -> Result<Self> {
+        let over = crate::clock::clock_overhead(device)?;
+        let (caches, memory) = caches(device)?;
+        Ok(Self {
+            device,
+            telemetry,
+            plan: plan(device.is_cuda()),
+            caches,
+            memory,
+            pool_threads: if device.is_cuda() {
+                1
+            } else {
+                candle_core::utils::get_num_threads()
+            },
+            clock_ms: over.gpu_median_ms.unwrap_or(over.wall_median_ms),
+            max_footprint,
+            points: RefCell::new(Vec::new()),
+        })
+    }
+
+    /// The clock's own cost per sample, subtracted from every K-call sample.
+    pub fn clock_ms(&self) -> f64 {
+        self.clock_ms
+    }
+
+    /// The threads a row may use: Candle's CPU pool (1 on a GPU).
+    pub fn pool_threads(&self) -> usize {
+        self.pool_threads
+    }
+
+    /// The ladder kernel of a pattern that reads `reads` streams and writes
+    /// `writes`: on a GPU, its one kernel so far (the driver's copy).
+    pub fn kernel_for(&self, reads: u64, writes: u64) -> LadderKernel {
+        if self.device.is_cuda() {
+            LadderKernel::DeviceCopy
+        } else {
+            LadderKernel::for_streams(reads, writes)
+        }
+    }
+
+    /// Where `footprint` lives at `threads` threads.
+    pub fn level(&self, footprint: u64, threads: usize) -> String {
+        levels::place(footprint, threads, &self.caches, self.memory)
+    }
+
+    /// Memory's footprint on this device (four times its last cache), or
+    /// the cap when it is smaller.
+    pub fn memory_footprint(&self) -> u64 {
+        let f = *levels::standard_footprints(1, &self.caches, MIN_MEMORY_FOOTPRINT)
+            .last()
+            .unwrap_or(&MIN_MEMORY_FOOTPRINT);
+        self.max_footprint.map_or(f, |m| f.min(m))
+    }
+
+    /// The point of `kernel` at `threads` and (about) `footprint` bytes,
+    /// measured the first time it is asked for.
+    pub fn point(
+        &self,
+        kernel: LadderKernel,
+        threads: usize,
+        footprint: u64,
+    ) -> Result<LadderPoint> {
+        let mut v = self.points_at(kernel, &[threads], footprint, false)?;
+        Ok(v.remove(0))
+    }
+
+    /// What work of `kernel`'s pattern over `footprint` bytes, with up to
+    /// `threads` threads, can at best reach: the faster of the point on one
+    /// thread and on `threads` (a small footprint runs faster alone than
+    /// split), at that footprint.
+    pub fn bound(&self, kernel: LadderKernel, threads: usize, footprint: u64) -> Result<Bound> {
+        let threads = threads.clamp(1, self.pool_threads);
+        let counts: Vec<usize> = if threads > 1 {
+            vec![1, threads]
+        } else {
+            vec![1]
+        };
+        let best = self
+            .points_at(kernel, &counts, footprint, false)?
+            .into_iter()
+            .max_by(|a, b| a.gb_per_s.total_cmp(&b.gb_per_s))
+            .context("no ladder point")?;
+        Ok(Bound {
+            kernel,
+            threads: best.threads,
+            footprint_bytes: best.footprint_bytes,
+            level: best.level,
+            gb_per_s: best.gb_per_s,
+        })
+    }
+
+    /// Every kernel at a footprint in each level and in memory, on one
+    /// thread and on the pool's: the whole ladder (`memory`'s table).
+    pub fn measure_all(&self) -> Result<()> {
+        let mut threads = vec![1];
+        if self.pool_threads > 1 {
+            threads.push(self.pool_threads);
+        }
+        for kernel in kernels(self.device) {
+            for &t in &threads {
+                for f in self.standard_footprints(t) {
+                    self.points_at(kernel, &[t], f, true)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The footprints that land in each level at `threads`, and memory's,
+    /// within the cap.
+    fn standard_footprints(&self, threads: usize) -> Vec<u64> {
+        let mut fs = levels::standard_footprints(threads, &self.caches, MIN_MEMORY_FOOTPRINT);
+        if let Some(m) = self.max_footprint {
+            fs.retain(|f| *f < m);
+            fs.push(m);
+        }
+        fs
+    }
+
+    /// The points of `kernel` at (about) `footprint` bytes on each of
+    /// `threads`, those not measured yet measured now on one set of arrays;
+    /// `standard`: one of the ladder's own footprints (a level's).
+    fn points_at(
+        &self,
+        kernel: LadderKernel,
+        threads: &[usize],
+        footprint: u64,
+        standard: bool,
+    ) -> Result<Vec<LadderPoint>> {
+        let footprint = fitted(
+            kernel,
+            self.max_footprint.map_or(footprint, |m| footprint.min(m)),
+        );
+        let find = |t: usize| {
+            self.points.borrow().iter().position(|p| {
+                p.kernel == kernel && p.threads == t && p.footprint_bytes == footprint
+            })
+        };
+        let threads: Vec<usize> = threads
+            .iter()
+            .map(|t| (*t).clamp(1, self.pool_threads))
+            .collect();
+        let missing: Vec<usize> = threads
+            .iter()
+            .copied()
+            .filter(|t| find(*t).is_none())
+            .collect();
+        if !missing.is_empty() {
+            let mut work = Work::new(self.device, kernel, footprint)?;
+            for t in missing {
+                let p = self.measure(&mut work, kernel, t, standard)?;
+                self.points.borrow_mut().push(p);
+            }
+        }
+        let mut out = Vec::with_capacity(threads.len());
+        for t in threads {
+            let i = find(t).context("a ladder point just measured")?;
+            let points = &mut self.points.borrow_mut();
+            points[i].standard |= standard;
+            out.push(points[i].clone());
+        }
+        Ok(out)
+    }
+
+    /// The ladder as the result file keeps it.
+    pub fn finish(self) -> crate::schema::Ladder {
+        crate::schema::Ladder {
+            caches: self.caches,
+            pool_threads: self.pool_threads,
+            clock_overhead_ms: self.clock_ms,
+            points: self.points.into_inner(),
+        }
+    }
+
+    /// Times one point on `work`: K calls per sample, the clock's cost
+    /// subtracted. The clock covers K calls of the kernel and the device's
+    /// synchronization (the clock's own rules: warm-up first, then each
+    /// sample).
+    fn measure(
+        &self,
+        work: &mut Work,
+        kernel: LadderKernel,
+        threads: usize,
+        standard: bool,
+    ) -> Result<LadderPoint> {
+        let label = format!(
+            "ladder {} {threads}t {}",
+            kernel.name(),
+            crate::units::size(work.footprint())
+        );
+        let (timed, k, per_call) = time_calls(
+            self.device,
+            self.telemetry,
+            self.plan,
+            &label,
+            self.clock_ms,
+            || work.call(threads),
+        )?;
+        let bytes = work.bytes_moved();
+        Ok(LadderPoint {
+            kernel,
+            threads,
+            footprint_bytes: work.footprint(),
+            level: self.level(work.footprint(), threads),
+            standard,
+            bytes_moved: bytes,
+            calls_per_sample: k,
+            time_per_call_ms: per_call,
+            gb_per_s: crate::formulas::gb_per_s(bytes, per_call),
+            timed,
+        })
+    }
+}
+
+/// Times `call` K times per sample under `plan`, K chosen from the fastest
+/// of three single calls (the first wakes the pool) so that a sample lasts
+/// [`SAMPLE_MS`] or more; returns the samples, K, and the time per call:
+/// (the median sample - the clock's own cost `clock_ms`) / K. The clock
+/// covers K calls and the device's synchronization after them.
+pub fn time_calls(
+    device: &Device,
+    telemetry: &Telemetry,
+    plan: Plan,
+    label: &str,
+    clock_ms: f64,
+    mut call: impl FnMut() -> Result<()>,
+) -> Result<(crate::schema::Timed, u64, f64)> {
+    let mut one = f64::INFINITY;
+    for _ in 0..3 {
+        let started = std::time::Instant::now();
+        call()?;
+        crate::device::sync(device)?;
+        one = one.min(started.elapsed().as_secs_f64() * 1e3);
+    }
+    let k = calls_per_sample(one, SAMPLE_MS);
+    let timed = telemetry.time(device, plan, label, || {
+        for _ in 0..k {
+            call()?;
+        }
+        Ok(())
+    })?;
+    let (median, _) = timed.rate_ms();
+    // Never below a thousandth of the raw time: a clock cost measured larger
+    // than a sample must not make a rate infinite.
+    let per_call = ((median - clock_ms) / k as f64).max(median / k as f64 * 1e-3);
+    Ok((timed, k, per_call))
+}
+
+/// The kernels a device's ladder has.
+pub fn kernels(device: &Device) -> Vec<LadderKernel> {
+    if device.is_cuda() {
+        vec![LadderKernel::DeviceCopy]
+    } else {
+        LadderKernel::CPU.to_vec()
+    }
+}
+
+/// The footprint a kernel's arrays really have for a request of `footprint`
+/// bytes (whole f32 elements, each array the same length, at least 64).
+pub fn fitted(kernel: LadderKernel, footprint: u64) -> u64 {
+    let (r, w) = kernel.streams();
+    let streams = r + w;
+    (footprint / 4 / streams).max(64) * 4 * streams
+}
+
+/// What the whole ladder holds at once: memory's footprint (or the cap,
+/// `max_footprint`), on the device.
+pub fn need(device: &Device, max_footprint: Option<u64>) -> Result<Need> {
+    let (caches, _) = caches(device)?;
+    let f = *levels::standard_footprints(1, &caches, MIN_MEMORY_FOOTPRINT)
+        .last()
+        .unwrap_or(&MIN_MEMORY_FOOTPRINT);
+    let f = max_footprint.map_or(f, |m| f.min(m));
+    Ok(Need {
+        what: format!(
+            "the bandwidth ladder (a {} footprint past the caches)",
+            crate::units::size(f)
+        ),
+        host_bytes: 0,
+        device_bytes: f,
+    })
+}
+
+/// The caches a footprint is placed in on `device`, and memory's name.
+fn caches(device: &Device) -> Result<(Vec<CacheLevel>, &'static str)> {
+    if device.is_cuda() {
+        let l2 = crate::device::largest_cache(device)?;
+        let caches = l2
+            .map(|c| CacheLevel {
+                name: c.name,
+                bytes: c.bytes,
+                shared_by: 1,
+            })
+            .into_iter()
+            .collect();
+        return Ok((caches, levels::GPU_MEMORY));
+    }
+    Ok((levels::cpu_caches(), levels::CPU_MEMORY))
+}
+
+/// A kernel's arrays on the device, ready to be called.
+enum Work {
+    Cpu(cpu::Arrays),
+    #[cfg(feature = "cuda")]
+    Gpu(
+        Box<crate::cuda::DeviceBuffer>,
+        Box<crate::cuda::DeviceBuffer>,
+    ),
+}
+
+impl Work {
+    fn new(device: &Device, kernel: LadderKernel, footprint: u64) -> Result<Self> {
+        #[cfg(feature = "cuda")]
+        if let Device::Cuda(dev) = device {
+            let half = (fitted(kernel, footprint) / 2) as usize;
+            return Ok(Self::Gpu(
+                Box::new(crate::cuda::DeviceBuffer::zeroed(dev, half)?),
+                Box::new(crate::cuda::DeviceBuffer::zeroed(dev, half)?),
+            ));
+        }
+        let _ = device;
+        Ok(Self::Cpu(cpu::Arrays::new(kernel, footprint)))
+    }
+
+    fn call(&mut self, threads: usize) -> Result<()> {
+        match self {
+            Self::Cpu(a) => {
+                a.call(threads);
+                std::hint::black_box(a.observed());
+            }
+            #[cfg(feature = "cuda")]
+            Self::Gpu(dst, src) => {
+                let _ = threads;
+                dst.copy_from(src)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn footprint(&self) -> u64 {
+        match self {
+            Self::Cpu(a) => a.footprint(),
+            #[cfg(feature = "cuda")]
+            Self::Gpu(dst, src) => (dst.len() + src.len()) as u64,
+        }
+    }
+
+    fn bytes_moved(&self) -> u64 {
+        match self {
+            Self::Cpu(a) => a.bytes_moved(),
+            #[cfg(feature = "cuda")]
+            Self::Gpu(dst, src) => (dst.len() + src.len()) as u64,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_holds_every_footprint() {
+        let t = Telemetry::open(&Device::Cpu);
+        let ladder = Ladder::new(&Device::Cpu, &t, Some(64 << 10)).unwrap();
+        assert_eq!(ladder.memory_footprint(), 64 << 10);
+        ladder.measure_all().unwrap();
+        let file = ladder.finish();
+        assert!(file.points.iter().all(|p| p.footprint_bytes <= 64 << 10));
+        // Each kernel on 1 thread and the pool's, at the capped levels.
+        assert!(file.points.len() >= 3);
+    }
+
+    #[test]
+    fn a_sample_is_long_enough_to_dwarf_the_clock() {
+        assert_eq!(calls_per_sample(0.0001, 0.25), 2500);
+        assert_eq!(calls_per_sample(1.0, 0.25), 1);
+        assert_eq!(calls_per_sample(0.0, 0.25), 1);
+        assert_eq!(calls_per_sample(1e-12, 0.25), 1_000_000);
+        assert_eq!(fitted(LadderKernel::Triad, 1200), 1200);
+        assert_eq!(
+            fitted(LadderKernel::Copy, 10),
+            512,
+            "at least 64 elements an array"
+        );
+    }
+
+    fn ladder_on(device: &Device) {
+        let t = Telemetry::open(device);
+        let ladder = Ladder::new(device, &t, Some(1 << 20)).unwrap();
+        let f = 64 << 10;
+        let kernel = kernels(device)[0];
+        let b = ladder.bound(kernel, ladder.pool_threads(), f).unwrap();
+        assert!(b.gb_per_s > 0.0 && b.footprint_bytes == fitted(kernel, f));
+        // Asked again, the same point: measured once.
+        let again = ladder.bound(kernel, ladder.pool_threads(), f).unwrap();
+        assert_eq!(again, b);
+        let file = ladder.finish();
+        let n = if file.pool_threads > 1 { 2 } else { 1 };
+        assert_eq!(file.points.len(), n);
+        for p in &file.points {
+            assert!(p.calls_per_sample >= 1);
+            let expect = p.bytes_moved as f64 / (p.time_per_call_ms * 1e-3) / 1e9;
+            assert!((p.gb_per_s - expect).abs() <= 1e-9 * expect);
+            assert!(
+                p.time_per_call_ms * p.calls_per_sample as f64
+                    <= p.timed.median_ms.max(p.timed.gpu_median_ms.unwrap_or(0.0)) * 1.0001
+            );
+        }
+    }
+
+    #[test]
+    fn ladder_cpu() {
+        ladder_on(&Device::Cpu);
+    }
+
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn ladder_cuda() {
+        ladder_on(&Device::new_cuda(0).unwrap());
+    }
+}

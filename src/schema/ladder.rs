@@ -1,0 +1,137 @@
+//! The bandwidth ladder (schema 2.4): what this device can move, measured in
+//! the same run as the rows held against it. Read (a sum), copy and triad
+//! (`a = b + s*c`) kernels, STREAM's and BabelStream's, at footprints that land
+//! in each cache level and in memory, on one thread and on the compute pool's
+//! threads; on a GPU the same kernels and a device-to-device copy. Every
+//! bound a row is held against ([`Bound`]) names the point of the ladder it
+//! read: its kernel, threads, footprint and the level that footprint lives in.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::Timed;
+
+/// Above this percentage of its bound a row says its bound is wrong (its
+/// threads, footprint or level): within 5% is the noise of two medians.
+pub const BEATEN_PCT: f64 = 105.0;
+
+/// A ladder kernel: the access pattern of the bytes it moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LadderKernel {
+    /// One stream read and summed: no writes (a matrix-vector product's weights).
+    Read,
+    /// One stream read, one written (a norm, a softmax, a copy).
+    Copy,
+    /// Two streams read, one written: `a = b + s*c` (an add, SwiGLU).
+    Triad,
+    /// The driver's device-to-device copy (`cuMemcpyDtoD`), on a GPU.
+    DeviceCopy,
+}
+
+impl LadderKernel {
+    pub const CPU: [LadderKernel; 3] = [Self::Read, Self::Copy, Self::Triad];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Copy => "copy",
+            Self::Triad => "triad",
+            Self::DeviceCopy => "device copy",
+        }
+    }
+
+    /// Streams read and written per element.
+    pub fn streams(self) -> (u64, u64) {
+        match self {
+            Self::Read => (1, 0),
+            Self::Copy | Self::DeviceCopy => (1, 1),
+            Self::Triad => (2, 1),
+        }
+    }
+
+    /// The kernel whose pattern is an op's: the streams it reads and writes
+    /// (a norm's small weight vector is not a stream).
+    pub fn for_streams(reads: u64, writes: u64) -> Self {
+        match (reads, writes) {
+            (_, 0) => Self::Read,
+            (r, _) if r >= 2 => Self::Triad,
+            _ => Self::Copy,
+        }
+    }
+}
+
+/// One cache level as the system reports it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CacheLevel {
+    /// "L1d", "L2", "L3"; "L2 (GPU)".
+    pub name: String,
+    /// One instance's size.
+    pub bytes: u64,
+    /// Logical CPUs that share one instance (1: private to a thread).
+    pub shared_by: usize,
+}
+
+/// One point of the ladder.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LadderPoint {
+    pub kernel: LadderKernel,
+    /// Threads it ran on (1, or the compute pool's; 1 on a GPU: the launcher).
+    pub threads: usize,
+    /// Bytes of every array it touches together.
+    pub footprint_bytes: u64,
+    /// Where that footprint lives at these threads: "L1d", "L2", "L3", "DRAM"
+    /// (on a GPU "L2 (GPU)" or "device memory").
+    pub level: String,
+    /// One of the ladder's own footprints (a level's, the table and chart);
+    /// else a footprint a row asked for.
+    pub standard: bool,
+    /// STREAM's counting: each array element read or written once per call.
+    pub bytes_moved: u64,
+    /// Calls timed together in one sample, so that a sample stays far above
+    /// the clock's own cost.
+    pub calls_per_sample: u64,
+    /// (median sample - the clock's cost) / calls_per_sample.
+    pub time_per_call_ms: f64,
+    /// bytes_moved / time_per_call_ms, in 10^9 bytes per second.
+    pub gb_per_s: f64,
+    #[serde(flatten)]
+    pub timed: Timed,
+}
+
+/// The ladder a run measured: the caches it placed footprints in, the
+/// compute pool's threads, the clock's cost that was subtracted, and the
+/// points, in the order measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Ladder {
+    pub caches: Vec<CacheLevel>,
+    pub pool_threads: usize,
+    /// The clock's own cost per sample (an empty work item's median).
+    pub clock_overhead_ms: f64,
+    pub points: Vec<LadderPoint>,
+}
+
+/// What a row is held against: the best point of the ladder at its
+/// footprint and kernel with at most its threads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Bound {
+    pub kernel: LadderKernel,
+    pub threads: usize,
+    pub footprint_bytes: u64,
+    pub level: String,
+    pub gb_per_s: f64,
+}
+
+impl Ladder {
+    /// The point measured for `kernel` at `threads` and `footprint`, if any.
+    pub fn point(
+        &self,
+        kernel: LadderKernel,
+        threads: usize,
+        footprint: u64,
+    ) -> Option<&LadderPoint> {
+        self.points
+            .iter()
+            .find(|p| p.kernel == kernel && p.threads == threads && p.footprint_bytes == footprint)
+    }
+}
