@@ -35,6 +35,17 @@ module!(SOFTMAX, "softmax");
 module!(SWIGLU, "swiglu");
 module!(COPY, "copy");
 module!(ADD, "add");
+module!(LADDER, "ladder");
+
+impl Module {
+    pub(super) fn name(&self) -> &'static str {
+        self.name
+    }
+
+    pub(super) fn ptx(&self) -> &'static str {
+        self.ptx
+    }
+}
 
 /// A scalar argument, pushed after the tensors.
 pub(super) enum Scalar {

@@ -31,6 +31,8 @@ mod copy;
 mod cpu;
 mod exp;
 #[cfg(feature = "cuda")]
+pub mod ladder;
+#[cfg(feature = "cuda")]
 mod launch;
 mod rms_norm;
 mod softmax;

@@ -116,13 +116,9 @@ impl<'a> Ladder<'a> {
     }
 
     /// The ladder kernel of a pattern that reads `reads` streams and writes
-    /// `writes`: on a GPU, its one kernel so far (the driver's copy).
+    /// `writes`.
     pub fn kernel_for(&self, reads: u64, writes: u64) -> LadderKernel {
-        if self.device.is_cuda() {
-            LadderKernel::DeviceCopy
-        } else {
-            LadderKernel::for_streams(reads, writes)
-        }
+        LadderKernel::for_streams(reads, writes)
     }
 
     /// Where `footprint` lives at `threads` threads.
@@ -333,21 +329,28 @@ pub fn time_calls(
     Ok((timed, k, per_call))
 }
 
-/// The kernels a device's ladder has.
+/// The kernels a device's ladder has: read, copy and triad, and on a GPU
+/// the driver's device-to-device copy beside the suite's.
 pub fn kernels(device: &Device) -> Vec<LadderKernel> {
+    let mut k = LadderKernel::CPU.to_vec();
     if device.is_cuda() {
-        vec![LadderKernel::DeviceCopy]
-    } else {
-        LadderKernel::CPU.to_vec()
+        k.push(LadderKernel::DeviceCopy);
     }
+    k
+}
+
+/// Elements of each of a kernel's arrays for a request of `footprint` bytes:
+/// whole float4s (a GPU thread's 16-byte load), at least 256 per array.
+pub fn elements(kernel: LadderKernel, footprint: u64) -> usize {
+    let (r, w) = kernel.streams();
+    ((footprint / 4 / (r + w)) as usize / 4 * 4).max(256)
 }
 
 /// The footprint a kernel's arrays really have for a request of `footprint`
-/// bytes (whole f32 elements, each array the same length, at least 64).
+/// bytes: [`elements`] f32 per array, every array together.
 pub fn fitted(kernel: LadderKernel, footprint: u64) -> u64 {
     let (r, w) = kernel.streams();
-    let streams = r + w;
-    (footprint / 4 / streams).max(64) * 4 * streams
+    (elements(kernel, footprint) * 4) as u64 * (r + w)
 }
 
 /// What the whole ladder holds at once: memory's footprint (or the cap,
@@ -388,8 +391,12 @@ fn caches(device: &Device) -> Result<(Vec<CacheLevel>, &'static str)> {
 /// A kernel's arrays on the device, ready to be called.
 enum Work {
     Cpu(cpu::Arrays),
+    /// The suite's CUDA read, copy or triad (`crate::kernels::ladder`).
     #[cfg(feature = "cuda")]
-    Gpu(
+    Gpu(crate::kernels::ladder::GpuArrays),
+    /// The driver's copy between two buffers.
+    #[cfg(feature = "cuda")]
+    DeviceCopy(
         Box<crate::cuda::DeviceBuffer>,
         Box<crate::cuda::DeviceBuffer>,
     ),
@@ -399,14 +406,30 @@ impl Work {
     fn new(device: &Device, kernel: LadderKernel, footprint: u64) -> Result<Self> {
         #[cfg(feature = "cuda")]
         if let Device::Cuda(dev) = device {
-            let half = (fitted(kernel, footprint) / 2) as usize;
-            return Ok(Self::Gpu(
-                Box::new(crate::cuda::DeviceBuffer::zeroed(dev, half)?),
-                Box::new(crate::cuda::DeviceBuffer::zeroed(dev, half)?),
-            ));
+            use crate::kernels::ladder::{GpuArrays, Pattern};
+            let pattern = match kernel {
+                LadderKernel::Read => Pattern::Read,
+                LadderKernel::Copy => Pattern::Copy,
+                LadderKernel::Triad => Pattern::Triad,
+                LadderKernel::DeviceCopy => {
+                    let half = elements(kernel, footprint) * 4;
+                    return Ok(Self::DeviceCopy(
+                        Box::new(crate::cuda::DeviceBuffer::zeroed(dev, half)?),
+                        Box::new(crate::cuda::DeviceBuffer::zeroed(dev, half)?),
+                    ));
+                }
+            };
+            return Ok(Self::Gpu(GpuArrays::new(
+                dev,
+                pattern,
+                elements(kernel, footprint),
+            )?));
         }
         let _ = device;
-        Ok(Self::Cpu(cpu::Arrays::new(kernel, footprint)))
+        Ok(Self::Cpu(cpu::Arrays::new(
+            kernel,
+            elements(kernel, footprint),
+        )))
     }
 
     fn call(&mut self, threads: usize) -> Result<()> {
@@ -416,28 +439,27 @@ impl Work {
                 std::hint::black_box(a.observed());
             }
             #[cfg(feature = "cuda")]
-            Self::Gpu(dst, src) => {
-                let _ = threads;
-                dst.copy_from(src)?;
-            }
+            Self::Gpu(a) => a.call()?,
+            #[cfg(feature = "cuda")]
+            Self::DeviceCopy(dst, src) => dst.copy_from(src)?,
         }
         Ok(())
     }
 
+    /// Bytes of every array together: also what a call moves (STREAM's
+    /// counting: each element of each stream once).
     fn footprint(&self) -> u64 {
         match self {
             Self::Cpu(a) => a.footprint(),
             #[cfg(feature = "cuda")]
-            Self::Gpu(dst, src) => (dst.len() + src.len()) as u64,
+            Self::Gpu(a) => a.footprint(),
+            #[cfg(feature = "cuda")]
+            Self::DeviceCopy(dst, src) => (dst.len() + src.len()) as u64,
         }
     }
 
     fn bytes_moved(&self) -> u64 {
-        match self {
-            Self::Cpu(a) => a.bytes_moved(),
-            #[cfg(feature = "cuda")]
-            Self::Gpu(dst, src) => (dst.len() + src.len()) as u64,
-        }
+        self.footprint()
     }
 }
 
@@ -463,11 +485,16 @@ mod tests {
         assert_eq!(calls_per_sample(1.0, 0.25), 1);
         assert_eq!(calls_per_sample(0.0, 0.25), 1);
         assert_eq!(calls_per_sample(1e-12, 0.25), 1_000_000);
-        assert_eq!(fitted(LadderKernel::Triad, 1200), 1200);
+        assert_eq!(fitted(LadderKernel::Triad, 12 << 10), 12 << 10);
+        assert_eq!(
+            fitted(LadderKernel::Triad, (12 << 10) + 40),
+            12 << 10,
+            "whole float4s"
+        );
         assert_eq!(
             fitted(LadderKernel::Copy, 10),
-            512,
-            "at least 64 elements an array"
+            2048,
+            "at least 256 elements an array"
         );
     }
 
