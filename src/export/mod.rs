@@ -11,7 +11,7 @@
 
 mod chart;
 pub mod csv;
-mod lines;
+pub mod lines;
 pub mod markdown;
 pub mod output;
 pub mod panels;

@@ -1,5 +1,5 @@
-//! Charts as SVG text, from plain data: [`sweep_svg`] draws GFLOP/s against
-//! matrix size (log2 axis, one line per precision, dashed datasheet peaks),
+//! Charts as SVG text, from plain data (the lines on a log2 axis, the sweep's
+//! and the ladder's, are `export::lines`'),
 //! [`bars_svg`] draws one bar per precision for one or more machines (and
 //! [`time_bars_svg`], [`percent_bars_svg`] the same in ms and in %), and
 //! [`roofline_svg`] draws achieved GFLOP/s against arithmetic intensity under
@@ -9,7 +9,6 @@
 //! its own fonts, so no font files or system libraries are needed; text widths
 //! for layout are plotters' estimate, hence the generous margins.
 
-pub use super::lines::{log2_lines_svg, Line};
 use anyhow::{bail, Result};
 pub use plotters::chart::SeriesLabelPosition;
 use plotters::coord::Shift;
@@ -38,55 +37,12 @@ pub(super) fn colour(i: usize) -> RGBColor {
 
 /// The unit an axis shows throughput in: GFLOP/s, or TFLOP/s once values reach
 /// 10,000 GFLOP/s (a GPU), so tick labels stay short. Returns (divisor, unit).
-fn throughput_unit(max_gflops: f64) -> (f64, &'static str) {
+pub(super) fn throughput_unit(max_gflops: f64) -> (f64, &'static str) {
     if max_gflops >= 1e4 {
         (1e3, "TFLOP/s")
     } else {
         (1.0, "GFLOP/s")
     }
-}
-
-/// One line of a sweep chart: a precision's throughput at each size.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SweepSeries {
-    /// Legend entry, e.g. "fp16".
-    pub label: String,
-    /// (n, GFLOP/s) per measured size; missing sizes are simply absent.
-    pub points: Vec<(usize, f64)>,
-    /// The datasheet peak for this precision on this GPU, drawn as a dashed
-    /// line in the series' colour.
-    pub peak_gflops: Option<f64>,
-}
-
-/// Throughput against n, as an SVG document: GFLOP/s (TFLOP/s from 10,000
-/// GFLOP/s, so a GPU's ticks stay short). The x axis is log2 (sizes double),
-/// labelled at powers of two; sizes between them (1000, 1023, 3000) sit where
-/// they fall. Points that are not finite and positive are left out.
-pub fn sweep_svg(title: &str, series: &[SweepSeries]) -> Result<String> {
-    let y_hi = series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.1).chain(s.peak_gflops))
-        .filter(|g| g.is_finite())
-        .fold(0.0, f64::max);
-    let (div, unit) = throughput_unit(y_hi);
-    let lines: Vec<Line> = series
-        .iter()
-        .map(|s| Line {
-            label: s.label.clone(),
-            points: s.points.iter().map(|&(n, g)| (n as f64, g / div)).collect(),
-            level: s
-                .peak_gflops
-                .map(|p| (format!("{} datasheet peak", s.label), p / div)),
-        })
-        .collect();
-    log2_lines_svg(
-        title,
-        "matrix size n (n x n matrices), log2 scale",
-        &format!("throughput ({unit})"),
-        &|n| format!("{}", n.round()),
-        &lines,
-        SeriesLabelPosition::UpperLeft,
-    )
 }
 
 /// One point of a roofline chart.
@@ -423,30 +379,6 @@ pub(super) fn draw_error<E: std::error::Error + Send + Sync>(
 mod tests {
     use super::*;
 
-    fn sweep() -> Vec<SweepSeries> {
-        let sizes = [64, 128, 256, 512, 1000, 1023, 1024, 1025, 2048, 3000, 4096];
-        let line = |scale: f64| {
-            sizes
-                .iter()
-                .map(|&n| (n, scale * (n as f64).ln()))
-                .collect::<Vec<_>>()
-        };
-        vec![
-            SweepSeries {
-                label: "fp32".into(),
-                points: line(40.0),
-                peak_gflops: Some(600.0),
-            },
-            SweepSeries {
-                label: "bf16".into(),
-                points: line(25.0),
-                peak_gflops: None,
-            },
-        ]
-    }
-
-    /// Checks the document is well-formed enough to parse: one root, every
-    /// element closed.
     fn assert_svg(svg: &str) {
         assert!(svg.trim_start().starts_with("<svg"), "{}", &svg[..80]);
         assert!(svg.trim_end().ends_with("</svg>"));
@@ -464,66 +396,6 @@ mod tests {
             .skip(1)
             .filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.trim()))
             .collect()
-    }
-
-    #[test]
-    fn sweep_has_title_axes_units_legend_and_power_of_two_ticks() {
-        let svg = sweep_svg("matmul sweep, CPU", &sweep()).unwrap();
-        assert_svg(&svg);
-        let t = texts(&svg);
-        for want in [
-            "matmul sweep, CPU",
-            "throughput (GFLOP/s)",
-            "matrix size n (n x n matrices), log2 scale",
-            "fp32",
-            "bf16",
-            "fp32 datasheet peak",
-            "64",
-            "1024",
-            "4096",
-        ] {
-            assert!(t.contains(&want), "no text {want:?} in {t:?}");
-        }
-        assert!(!t.contains(&"bf16 datasheet peak"), "bf16 has no peak");
-        assert!(
-            !t.iter().any(|x| x.contains("TFLOP/s")),
-            "CPU values stay in GFLOP/s"
-        );
-        // fp32's markers are circles: one per measured size, one in the legend.
-        assert_eq!(svg.matches("<circle").count(), 11 + 1);
-        assert!(svg.contains("<polyline"), "lines are drawn");
-    }
-
-    #[test]
-    fn sweep_skips_points_it_cannot_place() {
-        let mut s = sweep();
-        s[0].points.push((8192, f64::NAN));
-        s[1].points.push((0, 10.0));
-        let svg = sweep_svg("t", &s).unwrap();
-        assert_svg(&svg);
-        assert_eq!(svg.matches("<circle").count(), 11 + 1);
-        let empty = [SweepSeries {
-            label: "fp32".into(),
-            points: vec![(64, f64::INFINITY)],
-            peak_gflops: None,
-        }];
-        assert!(sweep_svg("t", &empty).is_err());
-    }
-
-    #[test]
-    fn a_gpu_sweep_is_drawn_in_tflops_with_its_peak() {
-        let gpu = [SweepSeries {
-            label: "bf16".into(),
-            points: vec![(1024, 150_000.0), (4096, 600_000.0)],
-            peak_gflops: Some(989_400.0),
-        }];
-        let svg = sweep_svg("H200", &gpu).unwrap();
-        assert_svg(&svg);
-        let t = texts(&svg);
-        assert!(t.contains(&"throughput (TFLOP/s)"), "{t:?}");
-        assert!(t.contains(&"bf16 datasheet peak"), "{t:?}");
-        // The y axis reaches past the peak (989 TFLOP/s): a tick at 1000.
-        assert!(t.contains(&"1000"), "{t:?}");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use anyhow::Result;
 
-use crate::export::svg::{log2_lines_svg, Line, SeriesLabelPosition};
+use crate::export::lines::{log2_lines_svg, Line, SeriesLabelPosition};
 use crate::export::table::Table;
 use crate::schema::{Bound, Ladder};
 use crate::units::size;

@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use super::{num, Records, Shown};
-use crate::export::svg::{sweep_svg, SweepSeries};
+use crate::export::lines::{sweep_svg, SweepSeries};
 use crate::export::table::Table;
 use crate::schema::{
     DeviceInfo, DeviceKind, Environment, ResultFile, StopRule, SweepPoint, SweepResults,
