@@ -102,6 +102,34 @@ impl Telemetry {
     }
 }
 
+impl Telemetry {
+    /// Works compared with each other timed in turn (A B A B: the clock's
+    /// [`crate::clock::time_interleaved`]) under `plan`, behind one progress
+    /// bar labelled `label`, the GPU's state read before and after all of
+    /// them; one row per work, in order.
+    pub fn time_interleaved(
+        &self,
+        device: &Device,
+        plan: Plan,
+        label: &str,
+        works: &mut [crate::clock::Work<'_>],
+    ) -> Result<Vec<Timed>> {
+        let rounds = Plan {
+            warmup: plan.warmup * works.len(),
+            iters: plan.iters * works.len(),
+        };
+        let bar = crate::clock::progress_bar(&rounds.into(), label);
+        let before = self.state();
+        let samples = crate::clock::time_interleaved(device, plan, &bar, works);
+        let after = self.state();
+        bar.finish_and_clear();
+        samples?
+            .into_iter()
+            .map(|s| to_timed(s, before.clone(), after.clone()))
+            .collect()
+    }
+}
+
 /// One line for the terminal: where GPU state comes from, or why there is none.
 pub fn line(t: &TelemetrySource) -> String {
     match (&t.source, &t.unavailable_reason) {

@@ -10,6 +10,7 @@
 //! [`clock_overhead`] times an empty work item through the same path.
 
 mod events;
+mod interleave;
 mod overhead;
 mod progress;
 mod rules;
@@ -25,6 +26,7 @@ use crate::device::sync;
 pub use crate::schema::{Adaptive, ClockOverhead, Plan, Sampling, StopRule};
 use crate::schema::{Availability, RowKind};
 use events::EventClock;
+pub use interleave::{time_interleaved, Work};
 pub use overhead::{clock_overhead, clock_overhead_on, OVERHEAD_PLAN};
 pub use progress::progress_bar;
 use rules::Rules;

@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Bound, Ladder, RowStatus, TimeSource, Timed};
+use super::{Bound, Ladder, RatioInterval, RowStatus, TimeSource, Timed};
 use crate::precision::Precision;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -172,14 +172,18 @@ pub struct BlockMeasured {
     /// One block call, end to end.
     pub end_to_end: Timed,
     /// With `--kernels both`: the same call end to end with the suite's own
-    /// kernels, timed right after `end_to_end` on the same inputs (2.3; null
-    /// otherwise).
+    /// kernels, on the same inputs (2.3; null otherwise), timed in turn with
+    /// `end_to_end`, a sample of each at a time (2.4; right after it before).
     #[serde(default)]
     pub lab_end_to_end: Option<Timed>,
     /// `lab_end_to_end`'s median over `end_to_end`'s, by the body's clock:
     /// under 1, the suite's kernels made the layer faster.
     #[serde(default)]
     pub lab_vs_candle: Option<f64>,
+    /// Its 95% bootstrap interval (2.4; null with under 3 samples a side:
+    /// the ratio then gives a direction only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab_vs_candle_interval: Option<RatioInterval>,
     /// The least one call moves: every weight once, the input and output, the
     /// keys and values written (prefill), or the cache read and the new
     /// token's written into it (decode: a preallocated cache, nothing cached

@@ -71,7 +71,7 @@ pub use overhead::{
     CacheRow, CacheSection, FirstCall, JitCache, LaunchMode, LaunchRow, OverheadResults,
 };
 pub use precision::{Accumulation, FormatLimits, Limits, PointOne, PrecisionResults, RoundTrip};
-pub use timed::{GpuState, SectionStatus, TelemetrySource, TimeSource, Timed};
+pub use timed::{GpuState, RatioInterval, SectionStatus, TelemetrySource, TimeSource, Timed};
 
 pub use sampling::{Adaptive, ClockOverhead, Plan, Sampling, StopRule};
 pub use sweep::{SweepPoint, SweepResults};

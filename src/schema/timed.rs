@@ -43,6 +43,28 @@ impl Timed {
     }
 }
 
+/// A ratio's 95% percentile-bootstrap interval (compare's method,
+/// `stats::bootstrap_ratio`, 2.4): both ends of median(B) / median(A) over
+/// resamples of each side's samples.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RatioInterval {
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl RatioInterval {
+    /// The interval of median(b) / median(a), or `None` with too few samples
+    /// on a side (then a ratio shows its direction only).
+    pub fn of(a: &[f64], b: &[f64]) -> Option<Self> {
+        crate::stats::bootstrap_ratio(a, b).map(|i| Self { lo: i.lo, hi: i.hi })
+    }
+
+    /// Whether 1 lies inside: no difference shown.
+    pub fn holds_one(&self) -> bool {
+        self.lo <= 1.0 && 1.0 <= self.hi
+    }
+}
+
 /// Which median a row's rates divide by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -27,7 +27,7 @@ use crate::memory::MemoryMeter;
 use crate::precision::Precision;
 use crate::schema::{
     BlockAccuracy, BlockMeasured, BlockPhase, BlockResults, BlockRow, BlockShape, KernelChoice,
-    OpClass, Phase, RowStatus, TimeSource,
+    OpClass, Phase, RatioInterval, RowStatus, TimeSource,
 };
 use crate::stats::relative_errors;
 use crate::telemetry::Telemetry;
@@ -375,7 +375,7 @@ fn measure(
     let x = block.input(phase);
     let aux = block.aux(phase, x.dim(1)?, dtype)?;
     // Decode's preallocated cache, made off the clock; each call rewinds it.
-    let mut cache = match phase {
+    let cache = match phase {
         Phase::Prefill => None,
         Phase::Decode => Some(block.decode_cache()?),
     };
@@ -383,22 +383,40 @@ fn measure(
     let base = meter.used_bytes()?;
     meter.reset_peak()?;
     let label = format!("{} {p}", phase.name());
-    let end_to_end = telemetry.time(device, plan, &label, || {
-        block.forward(x, phase, &aux, cache.as_mut(), kernels)
-    })?;
+    // With both kernels, candle-nn's and the suite's take turns, a sample
+    // each at a time, on the same inputs: their ratio is measured side by
+    // side, whatever drifts falls on both.
+    let cache = std::cell::RefCell::new(cache);
+    let (end_to_end, lab_end_to_end) = match choice {
+        KernelChoice::Both => {
+            let mut candle = || {
+                block.forward(x, phase, &aux, cache.borrow_mut().as_mut(), kernels)?;
+                Ok(())
+            };
+            let mut lab = || {
+                block.forward(x, phase, &aux, cache.borrow_mut().as_mut(), Kernels::Lab)?;
+                Ok(())
+            };
+            let mut t = telemetry.time_interleaved(
+                device,
+                plan,
+                &format!("{label} candle | lab"),
+                &mut [&mut candle, &mut lab],
+            )?;
+            let lab = t.pop();
+            (t.pop().context("the candle samples")?, lab)
+        }
+        KernelChoice::Candle | KernelChoice::Lab => (
+            telemetry.time(device, plan, &label, || {
+                block.forward(x, phase, &aux, cache.borrow_mut().as_mut(), kernels)
+            })?,
+            None,
+        ),
+    };
+    let mut cache = cache.into_inner();
     let peak_bytes = match (base, meter.peak_bytes()?) {
         (Some(base), Some(peak)) => Some(peak.saturating_sub(base)),
         _ => None,
-    };
-    // The same call with the suite's kernels, right after, on the same inputs:
-    // the two measured side by side in one run.
-    let lab_end_to_end = match choice {
-        KernelChoice::Both => {
-            Some(telemetry.time(device, plan, &format!("{label} lab"), || {
-                block.forward(x, phase, &aux, cache.as_mut(), Kernels::Lab)
-            })?)
-        }
-        KernelChoice::Candle | KernelChoice::Lab => None,
     };
 
     // Accuracy from one more, untimed, call: the tokens the reference has.
@@ -444,6 +462,9 @@ fn measure(
         parts_sum_ms,
         parts,
         lab_vs_candle: lab_end_to_end.as_ref().map(|t| t.rate_ms().0 / ms),
+        lab_vs_candle_interval: lab_end_to_end
+            .as_ref()
+            .and_then(|t| RatioInterval::of(rate_samples(&end_to_end), rate_samples(t))),
         lab_end_to_end,
         end_to_end,
         // Filled once the phase's fp32 row is known.
@@ -457,6 +478,15 @@ fn measure(
         },
     };
     Ok((measured, checked))
+}
+
+/// The samples a row's rate divides by: CUDA events' on a GPU, else the wall's.
+fn rate_samples(t: &crate::schema::Timed) -> &[f64] {
+    if t.gpu_median_ms.is_some() {
+        &t.samples_gpu_ms
+    } else {
+        &t.samples_wall_ms
+    }
 }
 
 /// The matmul classes' time in a measured row (the rates' time source).

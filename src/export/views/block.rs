@@ -94,6 +94,41 @@ pub fn show(file: &ResultFile, r: &BlockResults) -> Shown {
     Shown { tables, notes }
 }
 
+/// A layer's time with the suite's kernels over candle-nn's, its interval,
+/// and a flag when the gain is larger than the time of all the op classes the
+/// suite's kernels replace (norms, softmax, element-wise): that much cannot
+/// come from them, so it is noise or a side effect, not their gain.
+fn ratio_cell(m: &crate::schema::BlockMeasured) -> Option<String> {
+    let x = m.lab_vs_candle?;
+    let interval = match &m.lab_vs_candle_interval {
+        Some(i) if i.holds_one() => format!(" [{:.2}, {:.2}]: no difference shown", i.lo, i.hi),
+        Some(i) => format!(" [{:.2}, {:.2}]", i.lo, i.hi),
+        None => " (direction only: under 3 samples)".into(),
+    };
+    let (candle_ms, _) = m.end_to_end.rate_ms();
+    let changed: f64 = m
+        .parts
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.class,
+                OpClass::Norm | OpClass::Softmax | OpClass::Elementwise
+            )
+        })
+        .map(|p| p.timed.rate_ms().0)
+        .sum();
+    let gain_ms = candle_ms * (1.0 - x);
+    let flag = if gain_ms > changed && changed > 0.0 {
+        format!(
+            " (flagged: the {gain_ms:.3} ms gained exceeds the {changed:.3} ms of the op classes \
+             the suite's kernels replace: noise or a side effect)"
+        )
+    } else {
+        String::new()
+    };
+    Some(format!("{x:.2}x{interval}{flag}"))
+}
+
 /// With `--kernels both`: what the suite's own kernels did to the layer, row
 /// by row (the time with them over the time with candle-nn's, measured side
 /// by side in the run, by the body's clock); `None` otherwise.
@@ -106,8 +141,8 @@ pub fn kernels_line(r: &BlockResults) -> Option<String> {
                 .rows
                 .iter()
                 .filter_map(|row| {
-                    let x = row.measured.as_ref()?.lab_vs_candle?;
-                    Some(format!("{} {x:.2}x", row.precision))
+                    let m = row.measured.as_ref()?;
+                    Some(format!("{} {}", row.precision, ratio_cell(m)?))
                 })
                 .collect();
             (!rows.is_empty()).then(|| format!("{}: {}", ph.phase.name(), rows.join(", ")))
@@ -376,6 +411,7 @@ mod tests {
             end_to_end: timed_at(&[3.0; 3], &[2.0; 3]),
             lab_end_to_end: Some(timed_at(&[2.4; 3], &[1.5; 3])),
             lab_vs_candle: Some(0.75),
+            lab_vs_candle_interval: None,
             bytes_min: 4 << 20,
             tokens_per_s: 500.0,
             gflop_per_s: 1.0,

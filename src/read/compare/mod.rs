@@ -7,10 +7,8 @@
 //! [`entries`](crate::read::entries)), rows, verdicts and the gate's answer out;
 //! `render` turns them into a table or Markdown.
 
-use rand::{rngs::StdRng, Rng, SeedableRng};
-
 pub use crate::read::entries::{load, Entry};
-use crate::stats::quantile_sorted;
+pub use crate::stats::{bootstrap_ratio, Interval, CONFIDENCE, MIN_SAMPLES, RESAMPLES, SEED};
 
 mod render;
 pub use render::{method, render_method, Comparison, Format};
@@ -24,18 +22,6 @@ pub use render::{method, render_method, Comparison, Format};
 /// matters moves a matmul by tens of percent). The band is symmetric in ratio
 /// space, 1/1.05 to 1.05, so swapping A and B swaps FAST and SLOW.
 pub const BAND: f64 = 0.05;
-/// Two-sided confidence level of the bootstrap interval.
-pub const CONFIDENCE: f64 = 0.95;
-/// Bootstrap resamples per row: the interval's ends move by well under 1% of
-/// the ratio between seeds at this count.
-pub const RESAMPLES: usize = 10_000;
-/// Fixed seed, fresh for every row: a rerun prints the same intervals, and a
-/// row's interval does not depend on which other rows the files hold.
-pub const SEED: u64 = 0x5EED_C0DE;
-/// Fewer samples than this on a side give no verdict: the median of one or
-/// two samples has no spread a resample could show.
-pub const MIN_SAMPLES: usize = 3;
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// B takes less time than A, by more than the band.
@@ -54,13 +40,6 @@ impl std::fmt::Display for Verdict {
             Verdict::Same => "SAME",
         })
     }
-}
-
-/// A confidence interval of the ratio B/A.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Interval {
-    pub lo: f64,
-    pub hi: f64,
 }
 
 /// One line of a comparison: a pair, or an entry that only one file has.
@@ -112,39 +91,6 @@ fn pair(a: &Entry, b: &Entry) -> Row {
         a: a.clone(),
         b: b.clone(),
     }
-}
-
-/// The [`CONFIDENCE`] percentile-bootstrap interval of median(b) / median(a):
-/// [`RESAMPLES`] times, resample each side with replacement (same size as the
-/// side) and take the ratio of the two medians; the interval is the middle
-/// [`CONFIDENCE`] share of those ratios. `None` when a side has fewer than
-/// [`MIN_SAMPLES`] samples or one that is not a positive finite time.
-pub fn bootstrap_ratio(a: &[f64], b: &[f64]) -> Option<Interval> {
-    let usable = |s: &[f64]| s.len() >= MIN_SAMPLES && s.iter().all(|x| x.is_finite() && *x > 0.0);
-    if !usable(a) || !usable(b) {
-        return None;
-    }
-    let mut rng = StdRng::seed_from_u64(SEED);
-    let mut scratch = Vec::with_capacity(a.len().max(b.len()));
-    let mut ratios: Vec<f64> = (0..RESAMPLES)
-        .map(|_| {
-            let mb = resampled_median(b, &mut rng, &mut scratch);
-            mb / resampled_median(a, &mut rng, &mut scratch)
-        })
-        .collect();
-    ratios.sort_by(f64::total_cmp);
-    let tail = (1.0 - CONFIDENCE) / 2.0;
-    Some(Interval {
-        lo: quantile_sorted(&ratios, tail),
-        hi: quantile_sorted(&ratios, 1.0 - tail),
-    })
-}
-
-fn resampled_median(samples: &[f64], rng: &mut StdRng, scratch: &mut Vec<f64>) -> f64 {
-    scratch.clear();
-    scratch.extend((0..samples.len()).map(|_| samples[rng.random_range(0..samples.len())]));
-    scratch.sort_by(f64::total_cmp);
-    quantile_sorted(scratch, 0.5)
 }
 
 /// SLOW when the whole interval lies above 1 + [`BAND`], FAST when it lies
