@@ -108,6 +108,22 @@ pub struct Availability {
     pub reasons: Vec<String>,
 }
 
+/// A CPU row that held under this share of the threads it was given says so
+/// (its threads idled: a part of the work ran on one).
+pub const THREADS_HELD_MIN: f64 = 0.75;
+
+impl Availability {
+    /// "held 1.0 of 2 threads" for a CPU row whose threads idled (it held
+    /// under [`THREADS_HELD_MIN`] of them and no one else took them); `None`
+    /// otherwise (a contended row says so on its own).
+    pub fn idle_threads(&self) -> Option<String> {
+        let held = self.threads_held?;
+        let share = self.held_fraction?;
+        (self.row_kind == RowKind::Cpu && !self.contended && share < THREADS_HELD_MIN)
+            .then(|| format!("held {held:.1} of {} threads", self.threads))
+    }
+}
+
 /// A row's verdict: see [`verdict`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {

@@ -42,7 +42,7 @@ use strum::{EnumDiscriminants, EnumIter, IntoStaticStr};
 pub use availability::{
     verdict, Availability, QuietReport, RowKind, Verdict, HELD_FRACTION_MIN,
     IDLE_SHARE_OF_SHORTFALL_MAX, MIN_JUDGED_WINDOW_S, OTHERS_SHARE_MAX, QUIET_OTHERS_PCT_MAX,
-    QUIET_STEAL_PCT_MAX, STEAL_PCT_MAX,
+    QUIET_STEAL_PCT_MAX, STEAL_PCT_MAX, THREADS_HELD_MIN,
 };
 pub use basics::{
     BasicsResults, Broadcast, Described, Elementwise, Transfer, TransferStatus, View,
@@ -84,8 +84,11 @@ pub use sweep::{SweepPoint, SweepResults};
 /// `jit_cache`, the block's key/value heads (grouped-query attention), the
 /// clock its tables read (`time_source`), the device's largest cache, and each
 /// row's own copy ceiling of the row's footprint, the kernels a block ran
-/// with, and the `kernels` and `generate` bodies.
-pub const SCHEMA_VERSION: &str = "2.3";
+/// with, and the `kernels` and `generate` bodies; 2.4 the bandwidth ladder
+/// (`ladder` in `memory`, `kernels`, `block` and `generate`) and each row's
+/// `bound` from it, `kernels`' calls per sample, and the intervals of the
+/// ratios measured side by side.
+pub const SCHEMA_VERSION: &str = "2.4";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
 

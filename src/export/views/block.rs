@@ -163,10 +163,11 @@ fn rows_table(title: String, p: &BlockPhase) -> Table {
         &[
             "precision",
             "median ms",
+            "threads held",
             TOKENS_PER_S,
             "GFLOP/s",
             "GB/s",
-            "% copy",
+            "% bound",
             "x fp32",
             "matmuls x fp32",
             "Amdahl x fp32",
@@ -187,6 +188,7 @@ fn rows_table(title: String, p: &BlockPhase) -> Table {
         t.row([
             row.precision.to_string(),
             format!("{:.3}", ms(&m.end_to_end)) + super::mark(m.end_to_end.availability.as_ref()),
+            super::threads_cell(m.end_to_end.availability.as_ref()),
             format!("{:.0}", m.tokens_per_s),
             format!("{:.1}", m.gflop_per_s),
             format!("{:.1}", m.gb_per_s),
@@ -250,10 +252,24 @@ pub fn ceiling_note(r: &BlockResults) -> Option<String> {
     if rows.iter().all(|m| m.copy_bytes.is_none()) {
         return r.copy_ceiling_gb_per_s.map(|c| {
             format!(
-                "% copy: GB/s against one device copy of decode's f32 bytes (32 MiB to 1 GiB), \
+                "% bound: GB/s against one device copy of decode's f32 bytes (32 MiB to 1 GiB), \
                  {c:.1} GB/s (a file before schema 2.3)"
             )
         });
+    }
+    if let Some(b) = rows.iter().find_map(|m| m.bound.as_ref()) {
+        let bounds: Vec<String> = rows
+            .iter()
+            .filter_map(|m| m.bound.as_ref())
+            .map(super::ladder::bound_cell)
+            .collect();
+        return Some(format!(
+            "% bound: each row's GB/s (its least bytes: weights once, the cache read, the token \
+             written) against the bandwidth ladder's {} at the row's own footprint, the faster \
+             of one thread and the pool's, measured in this run: decode {}",
+            b.kernel.name(),
+            bounds.join(", ")
+        ));
     }
     let (lo, hi) = rows.iter().fold((u64::MAX, 0), |(lo, hi), m| {
         (lo.min(m.bytes_min), hi.max(m.bytes_min))

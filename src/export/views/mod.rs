@@ -74,6 +74,23 @@ pub fn mark(a: Option<&Availability>) -> &'static str {
     }
 }
 
+/// A CPU row's threads held in a table cell: "1.9 of 2", with " idle" when it
+/// held under 75% of them ([`Availability::idle_threads`]); "-" unknown.
+pub fn threads_cell(a: Option<&Availability>) -> String {
+    let Some(a) = a else { return "-".into() };
+    match (a.threads_held, a.row_kind) {
+        (Some(h), crate::schema::RowKind::Cpu) => {
+            let idle = if a.idle_threads().is_some() {
+                " idle"
+            } else {
+                ""
+            };
+            format!("{h:.1} of {}{idle}", a.threads)
+        }
+        _ => "-".into(),
+    }
+}
+
 /// Every timed row of `file` with its availability, named for a message.
 pub fn availabilities(file: &ResultFile) -> Vec<(String, &Availability)> {
     fn push<'a>(
