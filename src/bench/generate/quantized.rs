@@ -5,20 +5,23 @@
 //! every 2-D weight requantized (dequantized to f32, then
 //! `QTensor::quantize` to the row's type) into a GGUF written in memory
 //! (`gguf_file::write`) and loaded through the same `from_gguf`, so both run
-//! the same model code. Random weights take the second way from f32.
+//! the same model code. Random weights take the second way from f32. A row's
+//! weights are quantized once ([`Gguf::of`]): the model and its matmuls alone
+//! both read that one GGUF.
 
 use std::collections::HashMap;
-use std::io::Cursor;
+use std::io::{Cursor, Read, Seek};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use candle_core::quantized::ggml_file::qtensor_from_ggml;
 use candle_core::quantized::gguf_file::{self, Content, Value};
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
+use rayon::prelude::*;
 
 use super::gguf::{tensor_bytes, type_name};
-use super::weights::{head_name, Source};
+use super::weights::{head_name, Source, Weights};
 use super::{layer_matmul_names, tensor_shapes};
 use super::{Dims, Lm};
 
@@ -56,20 +59,22 @@ pub fn check_target(d: &Dims, target: GgmlDType) -> Result<()> {
     Ok(())
 }
 
-/// The tensor `name` as the row holds it, on the host.
+/// The tensor `name` as the row holds it, on the host: a file's own blocks
+/// where the row keeps its stored type, else the f32 weights quantized.
 pub fn row_tensor(
-    source: &Source,
+    weights: &Weights,
     types: &HashMap<String, GgmlDType>,
     name: &str,
 ) -> Result<QTensor> {
     let t = *types
         .get(name)
         .with_context(|| format!("no tensor {name}"))?;
-    let stored = source.stored(name)?;
-    if stored.dtype() == t {
-        return Ok(stored);
+    if let Source::File(f) = weights.source() {
+        if f.content.tensor_infos.get(name).map(|i| i.ggml_dtype) == Some(t) {
+            return weights.source().stored(name);
+        }
     }
-    let f = stored.dequantize(&Device::Cpu)?;
+    let f = weights.f32(name)?;
     QTensor::quantize(&f, t).with_context(|| format!("quantizing {name} to {}", type_name(t)))
 }
 
@@ -93,14 +98,17 @@ fn metadata(d: &Dims) -> Vec<(&'static str, Value)> {
     ]
 }
 
-/// A row's weights as GGUF bytes in memory.
-fn gguf_bytes(source: &Source, types: &HashMap<String, GgmlDType>) -> Result<Vec<u8>> {
-    let d = source.dims();
-    let mut tensors = Vec::new();
-    for (name, _) in tensor_shapes(d) {
-        let t = row_tensor(source, types, &name)?;
-        tensors.push((name, t));
-    }
+/// A row's weights as GGUF bytes in memory, every tensor quantized on all
+/// cores (each alone: the threads change no value).
+fn gguf_bytes(weights: &Weights, types: &HashMap<String, GgmlDType>) -> Result<Vec<u8>> {
+    let d = weights.dims();
+    let tensors = tensor_shapes(d)
+        .into_par_iter()
+        .map(|(name, _)| {
+            let t = row_tensor(weights, types, &name)?;
+            Ok((name, t))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let md = metadata(d);
     let md: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (*k, v)).collect();
     let ts: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
@@ -109,6 +117,58 @@ fn gguf_bytes(source: &Source, types: &HashMap<String, GgmlDType>) -> Result<Vec
     Ok(out.into_inner())
 }
 
+/// One quantized row's weights as a GGUF, made once: the file itself where
+/// the row is its stored type, else every tensor quantized into a GGUF held
+/// in memory. The model and the row's matmuls alone both read it.
+pub enum Gguf {
+    File(PathBuf),
+    Memory(Vec<u8>),
+}
+
+impl Gguf {
+    /// The row of `target` from `weights`.
+    pub fn of(weights: &Weights, target: GgmlDType) -> Result<Self> {
+        match weights.source() {
+            Source::File(f) if target == f.layer_type() => Ok(Self::File(f.path.clone())),
+            _ => Ok(Self::Memory(gguf_bytes(
+                weights,
+                &row_types(weights.source(), target)?,
+            )?)),
+        }
+    }
+
+    /// Its bytes, when it is held in memory.
+    pub fn bytes_in_memory(&self) -> usize {
+        match self {
+            Self::File(_) => 0,
+            Self::Memory(b) => b.len(),
+        }
+    }
+
+    /// `f` on the GGUF's header and a reader at its start.
+    fn read<T>(&self, f: impl FnOnce(Content, &mut dyn ReadSeek) -> Result<T>) -> Result<T> {
+        match self {
+            Self::File(path) => {
+                let mut r = std::io::BufReader::new(
+                    std::fs::File::open(path)
+                        .with_context(|| format!("cannot open {}", crate::quote::shown(path)))?,
+                );
+                let content = Content::read(&mut r)?;
+                f(content, &mut r)
+            }
+            Self::Memory(bytes) => {
+                let mut r = Cursor::new(bytes.as_slice());
+                let content = Content::read(&mut r)?;
+                f(content, &mut r)
+            }
+        }
+    }
+}
+
+/// What candle's GGUF reader reads from.
+trait ReadSeek: Read + Seek {}
+impl<T: Read + Seek> ReadSeek for T {}
+
 /// quantized_llama for one row.
 pub struct QuantizedLm {
     model: ModelWeights,
@@ -116,21 +176,15 @@ pub struct QuantizedLm {
 }
 
 impl QuantizedLm {
-    /// Loads the row of `target` from `source` onto `device`.
-    pub fn load(source: &Source, target: GgmlDType, device: &Device) -> Result<Self> {
-        let types = row_types(source, target)?;
-        let model = match source {
-            Source::File(f) if target == f.layer_type() => {
-                let mut r = std::io::BufReader::new(std::fs::File::open(&f.path)?);
-                let content = Content::read(&mut r)?;
-                ModelWeights::from_gguf(content, &mut r, device)?
-            }
-            _ => {
-                let mut r = Cursor::new(gguf_bytes(source, &types)?);
-                let content = Content::read(&mut r)?;
-                ModelWeights::from_gguf(content, &mut r, device)?
-            }
-        };
+    /// Loads the row of `target` from `weights` onto `device`.
+    pub fn load(weights: &Weights, target: GgmlDType, device: &Device) -> Result<Self> {
+        Self::from_gguf(&Gguf::of(weights, target)?, device)
+    }
+
+    /// Loads the row held in `gguf` onto `device`.
+    pub fn from_gguf(gguf: &Gguf, device: &Device) -> Result<Self> {
+        let model =
+            gguf.read(|content, mut r| Ok(ModelWeights::from_gguf(content, &mut r, device)?))?;
         Ok(Self {
             model,
             device: device.clone(),
@@ -169,35 +223,27 @@ pub fn bytes(d: &Dims, types: &HashMap<String, GgmlDType>) -> (u64, u64) {
 }
 
 /// Every layer's projections and the head as the row holds them, on
-/// `device`, for timing the matmuls alone.
-pub fn matmuls(
-    source: &Source,
-    types: &HashMap<String, GgmlDType>,
-    device: &Device,
-) -> Result<(Vec<[QMatMul; 7]>, QMatMul)> {
-    let d = source.dims();
-    let on = |name: &str| -> Result<QMatMul> {
-        let t = row_tensor(source, types, name)?;
-        // The same blocks, moved: GGUF's raw bytes read onto the device.
-        let t = if device.is_cpu() {
-            t
-        } else {
-            let dims = t.shape().dims().to_vec();
-            qtensor_from_ggml(t.dtype(), &t.data()?, dims, device)?
+/// `device`, for timing the matmuls alone: read from the row's GGUF, its
+/// blocks moved as they are (never quantized again).
+pub fn matmuls(gguf: &Gguf, d: &Dims, device: &Device) -> Result<(Vec<[QMatMul; 7]>, QMatMul)> {
+    gguf.read(|content, mut r| {
+        let mut on = |name: &str| -> Result<QMatMul> {
+            let t = content.tensor(&mut r, name, device)?;
+            Ok(QMatMul::from_qtensor(t)?)
         };
-        Ok(QMatMul::from_qtensor(t)?)
-    };
-    let mut layers = Vec::with_capacity(d.layers);
-    for l in 0..d.layers {
-        let names = layer_matmul_names(l);
-        let mut v = Vec::with_capacity(7);
-        for n in &names {
-            v.push(on(n)?);
+        let mut layers = Vec::with_capacity(d.layers);
+        for l in 0..d.layers {
+            let names = layer_matmul_names(l);
+            let mut v = Vec::with_capacity(7);
+            for n in &names {
+                v.push(on(n)?);
+            }
+            let arr: [QMatMul; 7] = v
+                .try_into()
+                .map_err(|_| anyhow::anyhow!("seven projections"))?;
+            layers.push(arr);
         }
-        let arr: [QMatMul; 7] = v
-            .try_into()
-            .map_err(|_| anyhow::anyhow!("seven projections"))?;
-        layers.push(arr);
-    }
-    Ok((layers, on(head_name(d))?))
+        let head = on(head_name(d))?;
+        Ok((layers, head))
+    })
 }
