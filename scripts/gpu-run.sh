@@ -85,8 +85,8 @@ esac
 # harnesses lead the second call, and the sweep, which keeps its finished points,
 # ends it.
 PLAN=$(cat <<'END_OF_PLAN'
-nvidia-smi              1   5  1      -   the GPU, its driver and clocks (nvidia-smi.txt)
-matmul                  1  20  5-10   30  4096 in every precision, and the reference lab's fp32 on the CPU
+nvidia-smi              1  10  1-3    -   the GPU, its driver and clocks (nvidia-smi.txt)
+matmul                  1  15  5-10   30  4096 in every precision, and the reference lab's fp32 on the CPU
 matmul-SIZE             1  30  15-25  30  SIZE in seven precisions, no CPU
 pytorch-matmul-SIZE     1  30  15-25  45  PyTorch at the same settings (no bf16-reduced)
 compare                 1  10  1      20  Candle against PyTorch at SIZE (informational)
@@ -585,7 +585,8 @@ if [[ $mode == cuda ]]; then
   # A bundle's kernels load only on the GPUs its architecture allows (README, On a GPU).
   want=$(sed -n 's/^compute_cap=//p' "$bin/BUNDLE")
   arch=$(sed -n 's/^arch=//p' "$bin/BUNDLE")
-  have=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>&1 | head -n 1 | tr -d ' .')
+  # (Under a timeout: a GPU that does not answer must not hang the call.)
+  have=$(timeout 30 nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>&1 | head -n 1 | tr -d ' .')
   [[ $have =~ ^[0-9]+$ ]] || stop "nvidia-smi gave no compute capability ('$have')"
   if [[ $arch == *[af] && $have != "$want" ]] || ((have < want)); then
     stop "this GPU is compute capability $have; the bundle's kernels are $arch. Build one for it: just pack-gpu $have"
@@ -818,7 +819,7 @@ run_planned() {
   case $name in
     nvidia-smi)
       step nvidia-smi "$limit" nvidia-smi
-      nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv > "$work/gpu.csv" 2>&1
+      timeout 10 nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv > "$work/gpu.csv" 2>&1
       cp "$work/logs/nvidia-smi.log" "$work/nvidia-smi.txt"
       ;;
     matmul-"$size") program "$name" "$limit" "$bin/experiments/matmul" "${matmul_args[@]}" --output "$matmul_json" ;;
