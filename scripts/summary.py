@@ -7,7 +7,10 @@ the GPU machine has python3 but no jq. Rows are found by shape (an object with
 "precision" and "status" or "median_ms"), wherever a report nests them; their
 figures are read where each schema keeps them (`figures`). A row the GPU's
 library refused as unsupported (status "unsupported", schema 2.3) is counted
-apart: neither failed nor measured.
+apart: neither failed nor measured. A report saved partway (a run stopped after
+some rows: its notes begin "partial:") is named, and a rehearsal's host-side
+times (host-side.tsv: each step's time on the CPU before its first device call)
+are shown.
 
 Usage: summary.py WORK_DIR [ELAPSED_S] > summary.md
 """
@@ -92,6 +95,33 @@ PEAK_NOTE = (
 )
 
 
+def partial_notes(value):
+    """The "partial: ..." notes anywhere in a report (generate's rows saved as they end)."""
+    if isinstance(value, dict):
+        notes = value.get("notes")
+        if isinstance(notes, list):
+            yield from (n for n in notes if isinstance(n, str) and n.startswith("partial:"))
+        for key, child in value.items():
+            if key != "notes":
+                yield from partial_notes(child)
+    elif isinstance(value, list):
+        for child in value:
+            yield from partial_notes(child)
+
+
+def host_side(work):
+    """summary.md's lines for a rehearsal's host-side.tsv (step, seconds, exit, what it said)."""
+    path = work / "host-side.tsv"
+    if not path.exists():
+        return []
+    out = ["", "## Host side: each step on this CPU before its first device call", "",
+           "| step | seconds | exit | what it said |", "| --- | ---: | ---: | --- |"]
+    for line in path.read_text().splitlines():
+        cells = (line.split("\t") + ["", "", "", ""])[:4]
+        out.append("| " + " | ".join(cell(c) for c in cells) + " |")
+    return out
+
+
 def read_text(path):
     return path.read_text().strip() if path.exists() else ""
 
@@ -162,6 +192,10 @@ def main(work, elapsed=None):
     unreadable = [n for n, r in reports.items() if "unreadable" in r]
     if unreadable:
         out += ["", "Unreadable reports: " + ", ".join(unreadable)]
+    partial = [f"{n} ({note})" for n, r in reports.items() for note in partial_notes(r)]
+    if partial:
+        out += ["", "Saved partway, the rows finished before the run stopped: " + "; ".join(partial)]
+    out += host_side(work)
     print("\n".join(out))
 
 

@@ -77,6 +77,22 @@ class SummaryTest(unittest.TestCase):
         # unsupported exits 0, and the summary says every step passed.
         self.assertIn("every step passed", md)
 
+    def test_a_report_saved_partway_is_named(self):
+        note = "partial: 2 of 5 rows, saved as they finished; the run had not ended"
+        body = {"generate": {"rows": [], "notes": [note, "another note"]}}
+        (self.work / "generate.json").write_text(json.dumps(body))
+        md = self.summary()
+        self.assertIn(f"Saved partway, the rows finished before the run stopped: generate.json ({note})", md)
+        self.assertNotIn("another note", md)
+
+    def test_a_rehearsals_host_side_times_are_shown(self):
+        (self.work / "host-side.tsv").write_text(
+            "generate\t0.4\t1\terror: CUDA_ERROR_STUB_LIBRARY\nbasics\t0.1\t1\terror: x | y\n")
+        md = self.summary()
+        self.assertIn("## Host side: each step on this CPU before its first device call", md)
+        self.assertIn("| generate | 0.4 | 1 | error: CUDA_ERROR_STUB_LIBRARY |", md)
+        self.assertIn("| basics | 0.1 | 1 | error: x \\| y |", md)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -192,6 +192,127 @@ fn random_weights_run_at_the_tiny_shape_on_cuda() {
     tiny_shape("cuda");
 }
 
+/// A run killed midway (SIGKILL: what gpu-run.sh's timeout sends a step that
+/// outlives its limit and its grace) keeps the rows it finished: each is saved
+/// as it finishes, with a note saying the file is partial. Three rows of
+/// about 1.5 s each on two cores: the kill lands while the second runs.
+#[test]
+fn a_run_killed_midway_keeps_its_finished_rows() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("g.json");
+    let mut child = std::process::Command::new(common::bin("generate"))
+        .args([
+            "--device",
+            "cpu",
+            "--shape",
+            "tiny",
+            "--dtypes",
+            "q8_0,fp32,fp16",
+        ])
+        .args([
+            "--iters",
+            "12",
+            "--warmup",
+            "1",
+            "--tokens",
+            "8",
+            "--pp-tokens",
+            "16",
+        ])
+        .arg("--output")
+        .arg(&json)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The first row is in once its three files are (the JSON is written last).
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !json.exists() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("no row was saved in two minutes");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "killed, not finished: {status:?}");
+    let file = candle_lab::schema::read(&json).unwrap();
+    let candle_lab::schema::Body::Generate(r) = file.body else {
+        panic!("not a generate result")
+    };
+    assert!(
+        (1..3).contains(&r.rows.len()),
+        "{} rows kept of 3",
+        r.rows.len()
+    );
+    assert_eq!(r.rows[0].precision, "q8_0");
+    for row in &r.rows {
+        assert_eq!(row.status, candle_lab::schema::RowStatus::Ok, "{row:?}");
+        assert!(row.measured.is_some());
+    }
+    let partial = format!("partial: {} of 3 rows", r.rows.len());
+    assert!(
+        r.notes.iter().any(|n| n.starts_with(&partial)),
+        "{:?}",
+        r.notes
+    );
+    let mut files: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        ["g.csv", "g.json", "g.svg"],
+        "no temporary file left"
+    );
+}
+
+/// `--prepare-only`: the weights made and every row's model loaded, each
+/// step timed in a line, nothing measured and no file written (the GPU call's
+/// rehearsal measures generate's host side with it).
+#[test]
+fn prepare_only_times_the_host_side_and_measures_nothing() {
+    let out = common::run(
+        "generate",
+        &[
+            "--device",
+            "cpu",
+            "--shape",
+            "tiny",
+            "--dtypes",
+            "q4_1,fp16",
+            "--prepare-only",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stderr}");
+    for want in [
+        "generate: the weights in f32 on the host, made once for every row: 20 tensors",
+        "generate q4_1: quantized once",
+        "generate fp16: its model loaded on the device in",
+    ] {
+        assert!(stderr.contains(want), "{want:?} not in {stderr}");
+    }
+    for want in [
+        "--prepare-only: q4_1: quantized once in",
+        "--prepare-only: fp16: loaded in",
+        "no row measured",
+    ] {
+        assert!(stdout.contains(want), "{want:?} not in {stdout}");
+    }
+    assert!(!stdout.contains("tok/s"), "no table of rows: {stdout}");
+    refused(
+        "generate",
+        &["--device", "cpu", "--shape", "tiny", "--prepare-only"],
+        "'--prepare-only' cannot be used with '--output <FILE>'",
+    );
+}
+
 #[test]
 fn bad_inputs_are_refused_before_any_work() {
     let dir = tempfile::tempdir().unwrap();

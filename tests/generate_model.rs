@@ -16,7 +16,7 @@ use candle_lab::bench::generate::gguf::ModelFile;
 use candle_lab::bench::generate::quantized::QuantizedLm;
 use candle_lab::bench::generate::setup::default_model_path;
 use candle_lab::bench::generate::text::Text;
-use candle_lab::bench::generate::weights::Source;
+use candle_lab::bench::generate::weights::{Source, Weights};
 use candle_lab::bench::generate::{answer, Lm};
 
 mod common;
@@ -83,8 +83,14 @@ fn candles_fp32_answer_is_transformers() {
     // With candle-nn's kernels and with the suite's own (`--kernels lab`).
     for kernels in [Kernels::Fused, Kernels::Lab] {
         let positions = prompt.len() + n;
-        let mut fp32 =
-            FloatLm::load(&source, DType::F32, &Device::Cpu, positions, kernels).unwrap();
+        let mut fp32 = FloatLm::load(
+            &Weights::uncached(&source),
+            DType::F32,
+            &Device::Cpu,
+            positions,
+            kernels,
+        )
+        .unwrap();
         let (got, _) = answer(&mut fp32, &prompt, n, &[]).unwrap();
         assert_eq!(got, ids(&g["ids"]), "{kernels:?}");
     }
@@ -92,7 +98,7 @@ fn candles_fp32_answer_is_transformers() {
     // answer: its prefill and one step through its cache (two tokens: the dev
     // build's quantized prefill alone takes half a minute).
     let t = source.layer_type();
-    let mut q = QuantizedLm::load(&source, t, &Device::Cpu).unwrap();
+    let mut q = QuantizedLm::load(&Weights::uncached(&source), t, &Device::Cpu).unwrap();
     let (got, _) = answer(&mut q as &mut dyn Lm, &prompt, 2, &[]).unwrap();
     assert_eq!(got, ids(&g["ids"])[..2]);
 }

@@ -11,6 +11,9 @@
 //! (i, i + d/2), `rope`. The loader undoes the permutation on Q's and K's rows
 //! ([`unpermute`], transformers' `reverse_permute_weights`), so the float
 //! path computes the checkpoint's own layout; both compute the same function.
+//!
+//! A row's weights are the run's f32 weights ([`Weights`]) moved to its
+//! device and cast there: nothing is drawn or converted again on the host.
 
 use std::collections::HashMap;
 
@@ -18,7 +21,7 @@ use anyhow::Result;
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::Linear;
 
-use super::weights::{head_name, Source};
+use super::weights::{head_name, Weights};
 use super::{Dims, Lm};
 use crate::bench::block::model::{causal_mask, Kernels, KvCache, Layer, LayerConfig, Rope};
 
@@ -82,17 +85,20 @@ pub struct FloatLm {
 }
 
 impl FloatLm {
-    /// The model of `source` in `dtype` on `device`, with caches of
+    /// The model of `weights` in `dtype` on `device`, with caches of
     /// `positions` positions, run with `kernels` (candle-nn's fused ones, or
-    /// the suite's).
+    /// the suite's). Each tensor is moved in f32 and cast on the device; the
+    /// row always holds weights of its own (a copy where the cast would share
+    /// the run's f32 tensor: an f32 row on the CPU), so its peak memory
+    /// counts them as every other row's does.
     pub fn load(
-        source: &Source,
+        weights: &Weights,
         dtype: DType,
         device: &Device,
         positions: usize,
         kernels: Kernels,
     ) -> Result<Self> {
-        let d = source.dims();
+        let d = weights.dims();
         let cfg = LayerConfig {
             hidden: d.hidden,
             heads: d.heads,
@@ -102,7 +108,11 @@ impl FloatLm {
             rms_eps: d.rms_eps,
             rope_theta: d.rope_theta,
         };
-        let on = |t: Tensor| -> Result<Tensor> { Ok(t.to_dtype(dtype)?.to_device(device)?) };
+        let on = |t: Tensor| -> Result<Tensor> {
+            let moved = t.to_device(device)?.to_dtype(dtype)?;
+            let shared = moved.device().same_device(t.device()) && moved.dtype() == t.dtype();
+            Ok(if shared { moved.copy()? } else { moved })
+        };
         let mut layers = Vec::with_capacity(d.layers);
         let mut caches = Vec::with_capacity(d.layers);
         for l in 0..d.layers {
@@ -111,29 +121,28 @@ impl FloatLm {
                     .iter()
                     .find(|(n, _)| *n == name)
                     .map_or(name, |(_, g)| *g);
-                let w = source.f32(&format!("blk.{l}.{gguf}.weight"))?;
-                let w = match name {
-                    "wq" => unpermute(&w, d.heads)?,
-                    "wk" => unpermute(&w, d.kv_heads)?,
-                    _ => w,
-                };
-                on(w)
+                let w = on(weights.f32(&format!("blk.{l}.{gguf}.weight"))?)?;
+                match name {
+                    "wq" => unpermute(&w, d.heads),
+                    "wk" => unpermute(&w, d.kv_heads),
+                    _ => Ok(w),
+                }
             })?);
             caches.push(KvCache::new(
                 1, d.kv_heads, positions, d.head_dim, dtype, device,
             )?);
         }
-        let embedding = on(source.f32("token_embd.weight")?)?;
+        let embedding = on(weights.f32("token_embd.weight")?)?;
         let head = match d.tied {
             true => Linear::new(embedding.clone(), None),
-            false => Linear::new(on(source.f32(head_name(d))?)?, None),
+            false => Linear::new(on(weights.f32(head_name(d))?)?, None),
         };
         Ok(Self {
             layers,
             caches,
             embedding,
             head,
-            norm: on(source.f32("output_norm.weight")?)?,
+            norm: on(weights.f32("output_norm.weight")?)?,
             rope: Rope::new(d.head_dim, d.rope_theta, 0, positions, dtype, device)?,
             masks: HashMap::new(),
             rms_eps: d.rms_eps as f32,

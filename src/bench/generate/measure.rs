@@ -10,45 +10,41 @@
 //! timed among the parts). Time to first token is the formatted prompt's pp
 //! and the pick of its first token.
 
-use std::collections::HashMap;
-
-use anyhow::Result;
-use candle_core::quantized::GgmlDType;
+use anyhow::{Context, Result};
 use candle_core::{Device, Tensor};
 
 use super::parts::{self, Mats};
 use super::pick;
-use super::weights::Source;
+use super::quantized::Gguf;
+use super::weights::{Source, Weights};
 use super::{float, quantized, text::Text, Config, Lm, RowKind};
 use crate::bench::block::model::Kernels;
 use crate::bench::decoder::{pp_flops, pp_matmul_flops, tg_bound_tokens_per_s};
 use crate::bench::gemm_mode::GemmMode;
-use crate::formulas::{copy_traffic, gb_per_s};
 use crate::memory::MemoryMeter;
 use crate::precision::Precision;
 use crate::schema::{
-    Answer, GenerateMeasured, GenerateResults, GenerateRow, KernelChoice, ModelPath, RowStatus,
-    Timed, VsFp32, LAB_SUFFIX,
+    Answer, GenerateMeasured, GenerateRow, KernelChoice, ModelPath, Timed, VsFp32, LAB_SUFFIX,
 };
 use crate::telemetry::Telemetry;
 
 /// A row's model, either path.
-enum Loaded {
-    Quantized(quantized::QuantizedLm, GgmlDType),
+pub(super) enum Loaded {
+    Quantized(quantized::QuantizedLm),
     Float(float::FloatLm),
 }
 
 impl Lm for Loaded {
     fn forward(&mut self, tokens: &[u32], pos: usize) -> Result<Tensor> {
         match self {
-            Self::Quantized(m, _) => m.forward(tokens, pos),
+            Self::Quantized(m) => m.forward(tokens, pos),
             Self::Float(m) => m.forward(tokens, pos),
         }
     }
 
     fn device(&self) -> &Device {
         match self {
-            Self::Quantized(m, _) => m.device(),
+            Self::Quantized(m) => m.device(),
             Self::Float(m) => m.device(),
         }
     }
@@ -89,131 +85,8 @@ fn rates(t: &Timed, tokens: usize) -> (f64, f64, f64) {
     (r(ms), r(max_ms), r(min_ms))
 }
 
-pub fn run(
-    device: &Device,
-    source: &Source,
-    cfg: &Config,
-    text: Option<&Text>,
-    telemetry: &Telemetry,
-) -> Result<GenerateResults> {
-    // The copy over at least the largest row's bytes per token (so no cache
-    // holds it), as `memory` measures it.
-    let largest = cfg
-        .rows
-        .iter()
-        .map(|r| row_bytes(source, *r).map(|(_, t)| t).unwrap_or(0))
-        .max()
-        .unwrap_or(0);
-    let copy_bytes = largest.clamp(32 << 20, 1 << 30);
-    let (_, _, copy) = crate::bench::memory::ceiling(device, copy_bytes, cfg.plan, telemetry)?;
-    let copy_gb_per_s = gb_per_s(copy_traffic(copy_bytes).bytes_moved(), copy.rate_ms().0);
-    let mut rows = Vec::new();
-    for (kind, kernels) in runs(&cfg.rows, cfg.kernels) {
-        let label = match kernels {
-            Kernels::Lab => format!("{}{LAB_SUFFIX}", kind.label(source)),
-            _ => kind.label(source),
-        };
-        crate::note!("generate {label}: loading");
-        let path = match kind {
-            RowKind::Quantized(_) => ModelPath::Quantized,
-            RowKind::Float(_) => ModelPath::Float,
-        };
-        let choice = match kernels {
-            Kernels::Lab => KernelChoice::Lab,
-            _ => KernelChoice::Candle,
-        };
-        // A panic inside Candle on this row is the row's error, as a failure is.
-        let rowed = crate::error::contained(&format!("row {label}"), || {
-            row(
-                device,
-                source,
-                cfg,
-                (kind, kernels),
-                &label,
-                text,
-                telemetry,
-                copy_gb_per_s,
-            )
-        });
-        let row = match rowed {
-            Ok(m) => GenerateRow {
-                precision: label,
-                path,
-                kernels: choice,
-                status: RowStatus::Ok,
-                error: None,
-                measured: Some(m),
-            },
-            Err(e) => {
-                let why = crate::error::error_line(&e);
-                crate::note!("generate {label}: row failed, recorded with its error ({why})");
-                GenerateRow {
-                    precision: label,
-                    path,
-                    kernels: choice,
-                    status: RowStatus::Error,
-                    error: Some(why),
-                    measured: None,
-                }
-            }
-        };
-        rows.push(row);
-    }
-    fill_vs_fp32(&mut rows);
-    let mut notes = Vec::new();
-    if cfg.kernels != KernelChoice::Candle
-        && cfg.rows.iter().any(|r| matches!(r, RowKind::Quantized(_)))
-    {
-        notes.push(
-            "--kernels: the quantized rows are candle-transformers' quantized_llama, whose \
-             norms and softmax are its own: they ran Candle's kernels"
-                .into(),
-        );
-    }
-    if device.is_cuda() {
-        notes.push(
-            "kernel launches per token: not counted (Candle exposes no launch counter, and \
-             CUDA's profiling API is not linked)"
-                .into(),
-        );
-    }
-    Ok(GenerateResults {
-        model: super::model_info(source),
-        prompt: cfg.prompt.clone(),
-        pp_tokens: cfg.pp_tokens,
-        tg_tokens: cfg.tg_tokens,
-        warmup: cfg.plan.warmup,
-        iters: cfg.plan.iters,
-        seed: cfg.seed,
-        copy_gb_per_s: Some(copy_gb_per_s),
-        copy_bytes,
-        kernels: cfg.kernels,
-        rows,
-        notes,
-    })
-}
-
-/// What the run times, in order: each row with candle's kernels, or with the
-/// suite's (`lab`: the float rows; the quantized path has no seam for them),
-/// or (`both`) each float row with candle's and then with the suite's.
-fn runs(rows: &[RowKind], choice: KernelChoice) -> Vec<(RowKind, Kernels)> {
-    let mut out = Vec::new();
-    for &kind in rows {
-        let float = matches!(kind, RowKind::Float(_));
-        match choice {
-            KernelChoice::Lab if float => out.push((kind, Kernels::Lab)),
-            KernelChoice::Both if float => {
-                out.push((kind, Kernels::Fused));
-                out.push((kind, Kernels::Lab));
-            }
-            _ => out.push((kind, Kernels::Fused)),
-        }
-    }
-    out
-}
-
 /// (bytes held, bytes per token) of a row.
-fn row_bytes(source: &Source, kind: RowKind) -> Result<(u64, u64)> {
+pub(super) fn row_bytes(source: &Source, kind: RowKind) -> Result<(u64, u64)> {
     let d = source.dims();
     Ok(match kind {
         RowKind::Quantized(t) => quantized::bytes(d, &quantized::row_types(source, t)?),
@@ -221,21 +94,45 @@ fn row_bytes(source: &Source, kind: RowKind) -> Result<(u64, u64)> {
     })
 }
 
-fn types(source: &Source, t: GgmlDType) -> Result<HashMap<String, GgmlDType>> {
-    quantized::row_types(source, t)
+/// A row's model loaded on `device`, timed and said.
+pub(super) fn load(
+    device: &Device,
+    weights: &Weights,
+    cfg: &Config,
+    (kind, kernels, gguf): (RowKind, Kernels, Option<&Gguf>),
+    label: &str,
+) -> Result<Loaded> {
+    let started = std::time::Instant::now();
+    let lm = match kind {
+        RowKind::Quantized(_) => {
+            let gguf = gguf.context("a quantized row without its GGUF")?;
+            Loaded::Quantized(quantized::QuantizedLm::from_gguf(gguf, device)?)
+        }
+        RowKind::Float(p) => {
+            let positions = cfg.pp_tokens.max(cfg.prompt_ids.len() + cfg.tg_tokens);
+            let lm = float::FloatLm::load(weights, p.dtype(), device, positions, kernels)?;
+            Loaded::Float(lm)
+        }
+    };
+    crate::note!(
+        "generate {label}: its model loaded on the device in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(lm)
 }
 
 #[allow(clippy::too_many_arguments)]
-fn row(
+pub(super) fn row(
     device: &Device,
-    source: &Source,
+    weights: &Weights,
     cfg: &Config,
-    (kind, kernels): (RowKind, Kernels),
+    (kind, kernels, gguf): (RowKind, Kernels, Option<&Gguf>),
     label: &str,
     text: Option<&Text>,
     telemetry: &Telemetry,
     copy_gb_per_s: f64,
 ) -> Result<GenerateMeasured> {
+    let source = weights.source();
     let d = source.dims().clone();
     let precision = match kind {
         RowKind::Float(p) => p,
@@ -244,21 +141,7 @@ fn row(
     let _mode = GemmMode::set(precision);
     let meter = MemoryMeter::for_device(device)?;
     let base = meter.used_bytes()?;
-    let mut lm = match kind {
-        RowKind::Quantized(t) => {
-            Loaded::Quantized(quantized::QuantizedLm::load(source, t, device)?, t)
-        }
-        RowKind::Float(p) => {
-            let positions = cfg.pp_tokens.max(cfg.prompt_ids.len() + cfg.tg_tokens);
-            Loaded::Float(float::FloatLm::load(
-                source,
-                p.dtype(),
-                device,
-                positions,
-                kernels,
-            )?)
-        }
-    };
+    let mut lm = load(device, weights, cfg, (kind, kernels, gguf), label)?;
     meter.reset_peak()?;
     let (weight_bytes, weight_bytes_per_token) = row_bytes(source, kind)?;
 
@@ -293,11 +176,12 @@ fn row(
     // The matmuls alone and the op classes, from the row's own weights.
     let mats = match lm {
         Loaded::Float(f) => Mats::Float(f),
-        Loaded::Quantized(q, t) => {
+        Loaded::Quantized(q) => {
             // The model's own matmuls are private to quantized_llama: the same
-            // tensors are loaded again, once the model is gone.
+            // blocks are read again from the row's GGUF, once the model is gone.
             drop(q);
-            let (layers, head) = quantized::matmuls(source, &types(source, t)?, device)?;
+            let gguf = gguf.context("a quantized row without its GGUF")?;
+            let (layers, head) = quantized::matmuls(gguf, &d, device)?;
             Mats::Quantized { layers, head }
         }
     };
@@ -408,27 +292,7 @@ fn is_fp32(label: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn both_times_each_float_row_twice_and_a_quantized_row_once() {
-        let (q, f) = (
-            RowKind::Quantized(GgmlDType::Q4_1),
-            RowKind::Float(Precision::F32),
-        );
-        let got = runs(&[q, f], KernelChoice::Both);
-        assert_eq!(
-            got,
-            [(q, Kernels::Fused), (f, Kernels::Fused), (f, Kernels::Lab)]
-        );
-        assert_eq!(
-            runs(&[q, f], KernelChoice::Lab),
-            [(q, Kernels::Fused), (f, Kernels::Lab)]
-        );
-        assert_eq!(
-            runs(&[q, f], KernelChoice::Candle),
-            [(q, Kernels::Fused), (f, Kernels::Fused)]
-        );
-    }
+    use crate::schema::RowStatus;
 
     /// A measured row of `kind` whose pp and tg take `ms`.
     fn row(precision: &str, kernels: KernelChoice, ms: f64) -> GenerateRow {

@@ -15,6 +15,7 @@ pub mod gguf;
 mod measure;
 mod parts;
 pub mod quantized;
+mod rows;
 pub mod setup;
 pub mod text;
 pub mod weights;
@@ -294,8 +295,9 @@ pub fn model_info(source: &Source) -> ModelInfo {
 }
 
 /// What must fit: the largest row's weights and cache on the device, and on
-/// the host that row's weights made once more (requantizing, or reading a
-/// file's tensors before they move).
+/// the host the weights in f32 made once for every row (when a row needs
+/// them: [`weights::needs_f32`]) beside that row's weights made once more
+/// (its quantized GGUF, or a file's tensors before they move).
 pub fn needs(source: &Source, cfg: &Config) -> Vec<Need> {
     let d = source.dims();
     let per_elem = |r: &RowKind| -> f64 {
@@ -307,26 +309,40 @@ pub fn needs(source: &Source, cfg: &Config) -> Vec<Need> {
     let widest = cfg.rows.iter().map(per_elem).fold(0.0, f64::max);
     let embed_f32 = (d.vocab * d.hidden * 4) as u64;
     let weights = (d.params() as f64 * widest) as u64 + embed_f32;
+    let made_once = match weights::needs_f32(source, &cfg.rows) {
+        true => d.params() * 4,
+        false => 0,
+    };
     let positions = (cfg.pp_tokens.max(cfg.prompt_ids.len() + cfg.tg_tokens)) as u64;
     let cache = 2 * d.layers as u64 * positions * d.kv_width() as u64 * 4;
     let scores = d.heads as u64 * positions * positions * 4 * 3;
     vec![Need {
         what: format!("the model's largest row ({} parameters)", d.params()),
-        host_bytes: weights * 2,
+        host_bytes: made_once + weights * 2,
         device_bytes: weights + cache + scores,
     }]
 }
 
-/// Runs every row on `device`. A row that fails (out of memory, a type the
-/// device lacks) is that row's, recorded with its error; the others run.
+/// Runs every row on `device`, `on_row` given the results so far after each
+/// row but the last (the program saves them: a run stopped midway keeps its
+/// finished rows). A row that fails (out of memory, a type the device lacks)
+/// is that row's, recorded with its error; the others run.
 pub fn run(
     device: &Device,
     source: &Source,
     cfg: &Config,
     text: Option<&text::Text>,
     telemetry: &Telemetry,
+    on_row: &mut dyn FnMut(&GenerateResults) -> Result<()>,
 ) -> Result<GenerateResults> {
-    measure::run(device, source, cfg, text, telemetry)
+    rows::run(device, source, cfg, text, telemetry, on_row)
+}
+
+/// The run's weights and every row's model made and loaded, each timed, and
+/// nothing measured (`--prepare-only`): a result without rows whose notes
+/// give the times.
+pub fn prepare_only(device: &Device, source: &Source, cfg: &Config) -> Result<GenerateResults> {
+    rows::prepare_only(device, source, cfg)
 }
 
 /// Every tensor of a Llama with sizes `d`, by GGUF name, with its shape as

@@ -5,28 +5,27 @@
 //! every 2-D weight requantized (dequantized to f32, then
 //! `QTensor::quantize` to the row's type) into a GGUF written in memory
 //! (`gguf_file::write`) and loaded through the same `from_gguf`, so both run
-//! the same model code. Random weights take the second way from f32.
+//! the same model code. Random weights take the second way from f32. A row's
+//! weights are quantized once ([`Gguf::of`]): the model and its matmuls alone
+//! both read that one GGUF.
 
 use std::collections::HashMap;
-use std::io::Cursor;
+use std::io::{Cursor, Read, Seek};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use candle_core::quantized::ggml_file::qtensor_from_ggml;
-use candle_core::quantized::gguf_file::{self, Value};
+use candle_core::quantized::gguf_file::{self, Content, Value};
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
+use rayon::prelude::*;
 
 use super::gguf::check::model_metadata;
 use super::gguf::{open_regular, read, tensor_bytes, type_name};
-use crate::error::contained;
-
-/// What candle-transformers' loader reads a GGUF from.
-trait ReadSeek: std::io::Read + std::io::Seek {}
-impl<T: std::io::Read + std::io::Seek> ReadSeek for T {}
-use super::weights::{head_name, Source};
+use super::weights::{head_name, Source, Weights};
 use super::{layer_matmul_names, tensor_shapes};
 use super::{Dims, Lm};
+use crate::error::contained;
 
 /// The type each tensor has in a row of `target` from `source`: as stored
 /// when the target is the layers' stored type, else every 2-D weight in
@@ -67,31 +66,36 @@ pub fn check_target(d: &Dims, target: GgmlDType) -> Result<()> {
     Ok(())
 }
 
-/// The tensor `name` as the row holds it, on the host.
+/// The tensor `name` as the row holds it, on the host: a file's own blocks
+/// where the row keeps its stored type, else the f32 weights quantized.
 pub fn row_tensor(
-    source: &Source,
+    weights: &Weights,
     types: &HashMap<String, GgmlDType>,
     name: &str,
 ) -> Result<QTensor> {
     let t = *types
         .get(name)
         .with_context(|| format!("no tensor {name}"))?;
-    let stored = source.stored(name)?;
-    if stored.dtype() == t {
-        return Ok(stored);
+    if let Source::File(f) = weights.source() {
+        if f.gguf.tensor(name).map(|i| i.dtype) == Some(t) {
+            return weights.source().stored(name);
+        }
     }
-    let f = stored.dequantize(&Device::Cpu)?;
+    let f = weights.f32(name)?;
     QTensor::quantize(&f, t).with_context(|| format!("quantizing {name} to {}", type_name(t)))
 }
 
-/// A row's weights as GGUF bytes in memory.
-fn gguf_bytes(source: &Source, types: &HashMap<String, GgmlDType>) -> Result<Vec<u8>> {
-    let d = source.dims();
-    let mut tensors = Vec::new();
-    for (name, _) in tensor_shapes(d) {
-        let t = row_tensor(source, types, &name)?;
-        tensors.push((name, t));
-    }
+/// A row's weights as GGUF bytes in memory, every tensor quantized on all
+/// cores (each alone: the threads change no value).
+fn gguf_bytes(weights: &Weights, types: &HashMap<String, GgmlDType>) -> Result<Vec<u8>> {
+    let d = weights.dims();
+    let tensors = tensor_shapes(d)
+        .into_par_iter()
+        .map(|(name, _)| {
+            let t = row_tensor(weights, types, &name)?;
+            Ok((name, t))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let md = model_metadata(d);
     let md: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let ts: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
@@ -100,6 +104,67 @@ fn gguf_bytes(source: &Source, types: &HashMap<String, GgmlDType>) -> Result<Vec
     Ok(out.into_inner())
 }
 
+/// One quantized row's weights as a GGUF, made once: the file itself where
+/// the row is its stored type, else every tensor quantized into a GGUF held
+/// in memory. The model and the row's matmuls alone both read it, through
+/// the suite's checked structure ([`read`]) with the checked sizes as the
+/// metadata candle-transformers reads (never the file's own).
+pub enum Gguf {
+    File(PathBuf, Box<read::Gguf>, Dims),
+    Memory(Vec<u8>, Dims),
+}
+
+impl Gguf {
+    /// The row of `target` from `weights`.
+    pub fn of(weights: &Weights, target: GgmlDType) -> Result<Self> {
+        match weights.source() {
+            Source::File(f) if target == f.layer_type() => Ok(Self::File(
+                f.path.clone(),
+                Box::new(f.gguf.clone()),
+                f.dims.clone(),
+            )),
+            _ => Ok(Self::Memory(
+                gguf_bytes(weights, &row_types(weights.source(), target)?)?,
+                weights.dims().clone(),
+            )),
+        }
+    }
+
+    /// Its bytes, when it is held in memory.
+    pub fn bytes_in_memory(&self) -> usize {
+        match self {
+            Self::File(..) => 0,
+            Self::Memory(b, _) => b.len(),
+        }
+    }
+
+    /// `f` on the GGUF's header and a reader at its start.
+    fn read<T>(&self, f: impl FnOnce(Content, &mut dyn ReadSeek) -> Result<T>) -> Result<T> {
+        // candle's and candle-transformers' readers are handed what the
+        // suite checked; anything they still trip on is one line.
+        match self {
+            Self::File(path, g, d) => {
+                let (file, _) = open_regular(path)?;
+                let content = g.to_candle(model_metadata(d));
+                contained("reading the model (candle)", || {
+                    f(content, &mut std::io::BufReader::new(file))
+                })
+            }
+            Self::Memory(bytes, d) => {
+                let mut r = Cursor::new(bytes.as_slice());
+                let content = read::read(&mut r, bytes.len() as u64)?.to_candle(model_metadata(d));
+                contained("reading the requantized model (candle)", || {
+                    f(content, &mut r)
+                })
+            }
+        }
+    }
+}
+
+/// What candle's GGUF reader reads from.
+trait ReadSeek: Read + Seek {}
+impl<T: Read + Seek> ReadSeek for T {}
+
 /// quantized_llama for one row.
 pub struct QuantizedLm {
     model: ModelWeights,
@@ -107,29 +172,15 @@ pub struct QuantizedLm {
 }
 
 impl QuantizedLm {
-    /// Loads the row of `target` from `source` onto `device`.
-    pub fn load(source: &Source, target: GgmlDType, device: &Device) -> Result<Self> {
-        let types = row_types(source, target)?;
-        // Either way candle-transformers reads a structure checked by the
-        // suite's reader, with the checked sizes as its metadata.
-        let load = |content, r: &mut dyn ReadSeek| {
-            contained("loading the model (candle-transformers)", || {
-                Ok(ModelWeights::from_gguf(content, &mut { r }, device)?)
-            })
-        };
-        let model = match source {
-            Source::File(f) if target == f.layer_type() => {
-                let (file, _) = open_regular(&f.path)?;
-                load(f.candle_content(), &mut std::io::BufReader::new(file))?
-            }
-            _ => {
-                let bytes = gguf_bytes(source, &types)?;
-                let n = bytes.len() as u64;
-                let mut r = Cursor::new(bytes);
-                let content = read::read(&mut r, n)?.to_candle(model_metadata(source.dims()));
-                load(content, &mut r)?
-            }
-        };
+    /// Loads the row of `target` from `weights` onto `device`.
+    pub fn load(weights: &Weights, target: GgmlDType, device: &Device) -> Result<Self> {
+        Self::from_gguf(&Gguf::of(weights, target)?, device)
+    }
+
+    /// Loads the row held in `gguf` onto `device`.
+    pub fn from_gguf(gguf: &Gguf, device: &Device) -> Result<Self> {
+        let model =
+            gguf.read(|content, mut r| Ok(ModelWeights::from_gguf(content, &mut r, device)?))?;
         Ok(Self {
             model,
             device: device.clone(),
@@ -168,35 +219,27 @@ pub fn bytes(d: &Dims, types: &HashMap<String, GgmlDType>) -> (u64, u64) {
 }
 
 /// Every layer's projections and the head as the row holds them, on
-/// `device`, for timing the matmuls alone.
-pub fn matmuls(
-    source: &Source,
-    types: &HashMap<String, GgmlDType>,
-    device: &Device,
-) -> Result<(Vec<[QMatMul; 7]>, QMatMul)> {
-    let d = source.dims();
-    let on = |name: &str| -> Result<QMatMul> {
-        let t = row_tensor(source, types, name)?;
-        // The same blocks, moved: GGUF's raw bytes read onto the device.
-        let t = if device.is_cpu() {
-            t
-        } else {
-            let dims = t.shape().dims().to_vec();
-            qtensor_from_ggml(t.dtype(), &t.data()?, dims, device)?
+/// `device`, for timing the matmuls alone: read from the row's GGUF, its
+/// blocks moved as they are (never quantized again).
+pub fn matmuls(gguf: &Gguf, d: &Dims, device: &Device) -> Result<(Vec<[QMatMul; 7]>, QMatMul)> {
+    gguf.read(|content, mut r| {
+        let mut on = |name: &str| -> Result<QMatMul> {
+            let t = content.tensor(&mut r, name, device)?;
+            Ok(QMatMul::from_qtensor(t)?)
         };
-        Ok(QMatMul::from_qtensor(t)?)
-    };
-    let mut layers = Vec::with_capacity(d.layers);
-    for l in 0..d.layers {
-        let names = layer_matmul_names(l);
-        let mut v = Vec::with_capacity(7);
-        for n in &names {
-            v.push(on(n)?);
+        let mut layers = Vec::with_capacity(d.layers);
+        for l in 0..d.layers {
+            let names = layer_matmul_names(l);
+            let mut v = Vec::with_capacity(7);
+            for n in &names {
+                v.push(on(n)?);
+            }
+            let arr: [QMatMul; 7] = v
+                .try_into()
+                .map_err(|_| anyhow::anyhow!("seven projections"))?;
+            layers.push(arr);
         }
-        let arr: [QMatMul; 7] = v
-            .try_into()
-            .map_err(|_| anyhow::anyhow!("seven projections"))?;
-        layers.push(arr);
-    }
-    Ok((layers, on(head_name(d))?))
+        let head = on(head_name(d))?;
+        Ok((layers, head))
+    })
 }

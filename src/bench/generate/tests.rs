@@ -9,7 +9,7 @@ use candle_core::{DType, Device, Tensor};
 use super::float::FloatLm;
 use super::measure::answer;
 use super::quantized::QuantizedLm;
-use super::weights::{NamedShape, Source};
+use super::weights::{NamedShape, Source, Weights};
 use super::{Dims, Lm};
 use crate::bench::block::model::Kernels;
 
@@ -54,8 +54,15 @@ fn the_float_path_computes_what_quantized_llama_computes() {
     for tied in [true, false] {
         let source = tiny(tied);
         let dev = Device::Cpu;
-        let mut q = QuantizedLm::load(&source, GgmlDType::F32, &dev).unwrap();
-        let mut f = FloatLm::load(&source, DType::F32, &dev, 32, Kernels::Fused).unwrap();
+        let mut q = QuantizedLm::load(&Weights::uncached(&source), GgmlDType::F32, &dev).unwrap();
+        let mut f = FloatLm::load(
+            &Weights::uncached(&source),
+            DType::F32,
+            &dev,
+            32,
+            Kernels::Fused,
+        )
+        .unwrap();
         let prompt = [3u32, 17, 99, 5, 42];
         let (lq, lf) = (
             q.forward(&prompt, 0).unwrap(),
@@ -89,8 +96,8 @@ fn the_float_path_computes_what_quantized_llama_computes() {
 fn requantized_rows_run_and_stay_close_to_f32() {
     let source = tiny(true);
     let dev = Device::Cpu;
-    let mut f32 = QuantizedLm::load(&source, GgmlDType::F32, &dev).unwrap();
-    let mut q8 = QuantizedLm::load(&source, GgmlDType::Q8_0, &dev).unwrap();
+    let mut f32 = QuantizedLm::load(&Weights::uncached(&source), GgmlDType::F32, &dev).unwrap();
+    let mut q8 = QuantizedLm::load(&Weights::uncached(&source), GgmlDType::Q8_0, &dev).unwrap();
     let prompt = [3u32, 17, 99, 5, 42];
     let (a, b) = (
         f32.forward(&prompt, 0).unwrap(),
@@ -116,8 +123,22 @@ fn requantized_rows_run_and_stay_close_to_f32() {
 /// the same logits in prefill and in decode steps against the cache, at f32.
 fn lab_kernels_compute_the_same_model(dev: &Device) {
     let source = tiny(true);
-    let mut fused = FloatLm::load(&source, DType::F32, dev, 32, Kernels::Fused).unwrap();
-    let mut lab = FloatLm::load(&source, DType::F32, dev, 32, Kernels::Lab).unwrap();
+    let mut fused = FloatLm::load(
+        &Weights::uncached(&source),
+        DType::F32,
+        dev,
+        32,
+        Kernels::Fused,
+    )
+    .unwrap();
+    let mut lab = FloatLm::load(
+        &Weights::uncached(&source),
+        DType::F32,
+        dev,
+        32,
+        Kernels::Lab,
+    )
+    .unwrap();
     let prompt = [3u32, 17, 99, 5, 42];
     let (a, b) = (
         fused.forward(&prompt, 0).unwrap(),

@@ -66,8 +66,15 @@ pub fn chart(file: &ResultFile, r: &GenerateResults) -> Result<String> {
     panels_svg(&title, "tokens/s", &categories, &panels)
 }
 
-/// The generate tables and notes.
+/// The generate tables and notes; a result without rows (`--prepare-only`)
+/// is its notes alone.
 pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
+    if r.rows.is_empty() {
+        return Shown {
+            tables: Vec::new(),
+            notes: r.notes.clone(),
+        };
+    }
     let m = &r.model;
     let random = m.source == WeightSource::Random;
     let what = what(m);

@@ -1,0 +1,302 @@
+//! A run's rows in turn: the copy ceiling the tg bound is held against, the
+//! weights made once for every row, then each row (its GGUF made once when
+//! it is quantized, its model loaded, measured: [`super::measure`]), the
+//! results so far handed on after every row so that the program saves them
+//! as the sweep does, and a run stopped midway keeps what it measured.
+
+use anyhow::Result;
+use candle_core::Device;
+
+use super::measure::{fill_vs_fp32, load, row, row_bytes};
+use super::quantized::Gguf;
+use super::weights::{Source, Weights};
+use super::{text::Text, Config, RowKind};
+use crate::bench::block::model::Kernels;
+use crate::formulas::{copy_traffic, gb_per_s};
+use crate::schema::{
+    GenerateMeasured, GenerateResults, GenerateRow, KernelChoice, ModelPath, RowStatus, LAB_SUFFIX,
+};
+use crate::telemetry::Telemetry;
+
+/// Every row on `device`, each saved as it finishes: after every row but the
+/// last, `on_row` gets the results so far (marked partial in their notes),
+/// so a run stopped midway keeps the rows it measured. The weights are made
+/// once for every row before the first ([`Weights::for_rows`]), a quantized
+/// row's GGUF once for its model and its matmuls ([`Gguf::of`]); each of
+/// these host-side steps says how long it took.
+pub fn run(
+    device: &Device,
+    source: &Source,
+    cfg: &Config,
+    text: Option<&Text>,
+    telemetry: &Telemetry,
+    on_row: &mut dyn FnMut(&GenerateResults) -> Result<()>,
+) -> Result<GenerateResults> {
+    // The copy over at least the largest row's bytes per token (so no cache
+    // holds it), as `memory` measures it.
+    let largest = cfg
+        .rows
+        .iter()
+        .map(|r| row_bytes(source, *r).map(|(_, t)| t).unwrap_or(0))
+        .max()
+        .unwrap_or(0);
+    let copy_bytes = largest.clamp(32 << 20, 1 << 30);
+    let (_, _, copy) = crate::bench::memory::ceiling(device, copy_bytes, cfg.plan, telemetry)?;
+    let copy_gb_per_s = gb_per_s(copy_traffic(copy_bytes).bytes_moved(), copy.rate_ms().0);
+    let weights = made_once(source, cfg)?;
+    let planned = runs(&cfg.rows, cfg.kernels);
+    let mut rows = Vec::new();
+    for (i, &(kind, kernels)) in planned.iter().enumerate() {
+        let label = label(source, kind, kernels);
+        // A panic inside Candle on this row is the row's error, as a failure is.
+        let measured = crate::error::contained(&format!("row {label}"), || {
+            row_gguf(&weights, kind, &label).and_then(|gguf| {
+                let rowed = (kind, kernels, gguf.as_ref());
+                row(
+                    device,
+                    &weights,
+                    cfg,
+                    rowed,
+                    &label,
+                    text,
+                    telemetry,
+                    copy_gb_per_s,
+                )
+            })
+        });
+        rows.push(finished(label, kind, kernels, measured));
+        if i + 1 < planned.len() {
+            let done = (rows.len(), planned.len());
+            on_row(&results(
+                device,
+                source,
+                cfg,
+                (copy_bytes, copy_gb_per_s),
+                &rows,
+                Some(done),
+            ))?;
+        }
+    }
+    Ok(results(
+        device,
+        source,
+        cfg,
+        (copy_bytes, copy_gb_per_s),
+        &rows,
+        None,
+    ))
+}
+
+/// What a run does before its first measurement, alone and timed: the
+/// weights made once, then per row its GGUF (quantized rows) and its model
+/// loaded on `device`. `--prepare-only`: the host side the GPU call's plan
+/// sizes generate's step from (scripts/gpu-run.sh's rehearsal measures it on
+/// the CPU). The result has no rows; its notes give the times.
+pub fn prepare_only(device: &Device, source: &Source, cfg: &Config) -> Result<GenerateResults> {
+    let started = std::time::Instant::now();
+    let weights = made_once(source, cfg)?;
+    let mut times = vec![format!(
+        "--prepare-only: the weights made in {:.1} s",
+        started.elapsed().as_secs_f64()
+    )];
+    for (kind, kernels) in runs(&cfg.rows, cfg.kernels) {
+        let label = label(source, kind, kernels);
+        let t0 = std::time::Instant::now();
+        let gguf = row_gguf(&weights, kind, &label)?;
+        let made = t0.elapsed().as_secs_f64();
+        load(
+            device,
+            &weights,
+            cfg,
+            (kind, kernels, gguf.as_ref()),
+            &label,
+        )?;
+        let loaded = t0.elapsed().as_secs_f64() - made;
+        times.push(match gguf {
+            Some(g) if g.bytes_in_memory() > 0 => format!(
+                "--prepare-only: {label}: quantized once in {made:.1} s, loaded in {loaded:.1} s"
+            ),
+            _ => format!("--prepare-only: {label}: loaded in {loaded:.1} s"),
+        });
+    }
+    let mut r = results(device, source, cfg, (0, 0.0), &[], None);
+    r.copy_gb_per_s = None;
+    times.push(format!(
+        "--prepare-only: {:.1} s in all; no row measured",
+        started.elapsed().as_secs_f64()
+    ));
+    r.notes.splice(0..0, times);
+    Ok(r)
+}
+
+/// The weights `cfg`'s rows are made from, made once and timed.
+fn made_once<'a>(source: &'a Source, cfg: &Config) -> Result<Weights<'a>> {
+    let started = std::time::Instant::now();
+    let weights = Weights::for_rows(source, &cfg.rows)?;
+    let (tensors, bytes) = weights.kept();
+    if tensors > 0 {
+        crate::note!(
+            "generate: the weights in f32 on the host, made once for every row: {tensors} \
+             tensors, {:.2} GB, in {:.1} s on {} threads",
+            bytes as f64 / 1e9,
+            started.elapsed().as_secs_f64(),
+            rayon::current_num_threads()
+        );
+    }
+    Ok(weights)
+}
+
+/// A quantized row's GGUF, made once (timed); none for a float row.
+fn row_gguf(weights: &Weights, kind: RowKind, label: &str) -> Result<Option<Gguf>> {
+    let RowKind::Quantized(t) = kind else {
+        return Ok(None);
+    };
+    let started = std::time::Instant::now();
+    let gguf = Gguf::of(weights, t)?;
+    if gguf.bytes_in_memory() > 0 {
+        crate::note!(
+            "generate {label}: quantized once, {:.2} GB of GGUF in memory, in {:.1} s",
+            gguf.bytes_in_memory() as f64 / 1e9,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(Some(gguf))
+}
+
+/// A row's name: its kind's, and the suite's kernels said.
+fn label(source: &Source, kind: RowKind, kernels: Kernels) -> String {
+    match kernels {
+        Kernels::Lab => format!("{}{LAB_SUFFIX}", kind.label(source)),
+        _ => kind.label(source),
+    }
+}
+
+/// A row as the result keeps it: measured, or failed with its error.
+fn finished(
+    label: String,
+    kind: RowKind,
+    kernels: Kernels,
+    measured: Result<GenerateMeasured>,
+) -> GenerateRow {
+    let path = match kind {
+        RowKind::Quantized(_) => ModelPath::Quantized,
+        RowKind::Float(_) => ModelPath::Float,
+    };
+    let kernels = match kernels {
+        Kernels::Lab => KernelChoice::Lab,
+        _ => KernelChoice::Candle,
+    };
+    let (status, error, measured) = match measured {
+        Ok(m) => (RowStatus::Ok, None, Some(m)),
+        Err(e) => {
+            let why = crate::error::error_line(&e);
+            crate::note!("generate {label}: row failed, recorded with its error ({why})");
+            (RowStatus::Error, Some(why), None)
+        }
+    };
+    GenerateRow {
+        precision: label,
+        path,
+        kernels,
+        status,
+        error,
+        measured,
+    }
+}
+
+/// The result of `rows`; `partial` (done, planned) while the run goes on.
+fn results(
+    device: &Device,
+    source: &Source,
+    cfg: &Config,
+    (copy_bytes, copy_gb_per_s): (u64, f64),
+    rows: &[GenerateRow],
+    partial: Option<(usize, usize)>,
+) -> GenerateResults {
+    let mut rows = rows.to_vec();
+    fill_vs_fp32(&mut rows);
+    let mut notes = Vec::new();
+    if let Some((done, planned)) = partial {
+        notes.push(format!(
+            "partial: {done} of {planned} rows, saved as they finished; the run had not ended \
+             when this file was written"
+        ));
+    }
+    if cfg.kernels != KernelChoice::Candle
+        && cfg.rows.iter().any(|r| matches!(r, RowKind::Quantized(_)))
+    {
+        notes.push(
+            "--kernels: the quantized rows are candle-transformers' quantized_llama, whose \
+             norms and softmax are its own: they ran Candle's kernels"
+                .into(),
+        );
+    }
+    if device.is_cuda() {
+        notes.push(
+            "kernel launches per token: not counted (Candle exposes no launch counter, and \
+             CUDA's profiling API is not linked)"
+                .into(),
+        );
+    }
+    GenerateResults {
+        model: super::model_info(source),
+        prompt: cfg.prompt.clone(),
+        pp_tokens: cfg.pp_tokens,
+        tg_tokens: cfg.tg_tokens,
+        warmup: cfg.plan.warmup,
+        iters: cfg.plan.iters,
+        seed: cfg.seed,
+        copy_gb_per_s: Some(copy_gb_per_s),
+        copy_bytes,
+        kernels: cfg.kernels,
+        rows,
+        notes,
+    }
+}
+
+/// What the run times, in order: each row with candle's kernels, or with the
+/// suite's (`lab`: the float rows; the quantized path has no seam for them),
+/// or (`both`) each float row with candle's and then with the suite's.
+fn runs(rows: &[RowKind], choice: KernelChoice) -> Vec<(RowKind, Kernels)> {
+    let mut out = Vec::new();
+    for &kind in rows {
+        let float = matches!(kind, RowKind::Float(_));
+        match choice {
+            KernelChoice::Lab if float => out.push((kind, Kernels::Lab)),
+            KernelChoice::Both if float => {
+                out.push((kind, Kernels::Fused));
+                out.push((kind, Kernels::Lab));
+            }
+            _ => out.push((kind, Kernels::Fused)),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::precision::Precision;
+    use candle_core::quantized::GgmlDType;
+
+    #[test]
+    fn both_times_each_float_row_twice_and_a_quantized_row_once() {
+        let (q, f) = (
+            RowKind::Quantized(GgmlDType::Q4_1),
+            RowKind::Float(Precision::F32),
+        );
+        let got = runs(&[q, f], KernelChoice::Both);
+        assert_eq!(
+            got,
+            [(q, Kernels::Fused), (f, Kernels::Fused), (f, Kernels::Lab)]
+        );
+        assert_eq!(
+            runs(&[q, f], KernelChoice::Lab),
+            [(q, Kernels::Fused), (f, Kernels::Lab)]
+        );
+        assert_eq!(
+            runs(&[q, f], KernelChoice::Candle),
+            [(q, Kernels::Fused), (f, Kernels::Fused)]
+        );
+    }
+}
