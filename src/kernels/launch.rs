@@ -35,6 +35,7 @@ module!(SOFTMAX, "softmax");
 module!(SWIGLU, "swiglu");
 module!(COPY, "copy");
 module!(ADD, "add");
+module!(MATVEC, "matvec");
 
 /// A scalar argument, pushed after the tensors.
 pub(super) enum Scalar {
