@@ -162,8 +162,10 @@ pub fn run(
         && cfg.rows.iter().any(|r| matches!(r, RowKind::Quantized(_)))
     {
         notes.push(
-            "--kernels: the quantized rows are candle-transformers' quantized_llama, whose \
-             norms and softmax are its own: they ran Candle's kernels"
+            "--kernels: a quantized row with the suite's kernels is the float path's layers \
+             with the GGUF blocks as stored, multiplied by the suite's quantized kernels \
+             (kernels::QLinear); a quantized row with Candle's is candle-transformers' \
+             quantized_llama (QMatMul)"
                 .into(),
         );
     }
@@ -191,19 +193,19 @@ pub fn run(
 }
 
 /// What the run times, in order: each row with candle's kernels, or with the
-/// suite's (`lab`: the float rows; the quantized path has no seam for them),
-/// or (`both`) each float row with candle's and then with the suite's.
+/// suite's (`lab`), or (`both`) each row with candle's and then with the
+/// suite's. A quantized row with the suite's kernels is its own model path
+/// ([`float::FloatLm::load_quantized`]); with candle's, quantized_llama.
 fn runs(rows: &[RowKind], choice: KernelChoice) -> Vec<(RowKind, Kernels)> {
     let mut out = Vec::new();
     for &kind in rows {
-        let float = matches!(kind, RowKind::Float(_));
         match choice {
-            KernelChoice::Lab if float => out.push((kind, Kernels::Lab)),
-            KernelChoice::Both if float => {
+            KernelChoice::Lab => out.push((kind, Kernels::Lab)),
+            KernelChoice::Both => {
                 out.push((kind, Kernels::Fused));
                 out.push((kind, Kernels::Lab));
             }
-            _ => out.push((kind, Kernels::Fused)),
+            KernelChoice::Candle => out.push((kind, Kernels::Fused)),
         }
     }
     out
@@ -241,21 +243,27 @@ fn row(
     let _mode = GemmMode::set(precision);
     let meter = MemoryMeter::for_device(device)?;
     let base = meter.used_bytes()?;
-    let mut lm = match kind {
-        RowKind::Quantized(t) => {
-            Loaded::Quantized(quantized::QuantizedLm::load(source, t, device)?, t)
-        }
-        RowKind::Float(p) => {
-            let positions = cfg.pp_tokens.max(cfg.prompt_ids.len() + cfg.tg_tokens);
-            Loaded::Float(float::FloatLm::load(
-                source,
-                p.dtype(),
-                device,
-                positions,
-                kernels,
+    let positions = cfg.pp_tokens.max(cfg.prompt_ids.len() + cfg.tg_tokens);
+    let mut lm = match (kind, kernels) {
+        (RowKind::Quantized(t), Kernels::Lab) => {
+            let types = types(source, t)?;
+            Loaded::Float(float::FloatLm::load_quantized(
+                source, &types, device, positions,
             )?)
         }
+        (RowKind::Quantized(t), _) => {
+            Loaded::Quantized(quantized::QuantizedLm::load(source, t, device)?, t)
+        }
+        (RowKind::Float(p), _) => Loaded::Float(float::FloatLm::load(
+            source,
+            p.dtype(),
+            device,
+            positions,
+            kernels,
+        )?),
     };
+    // quantized_llama rotates interleaved pairs; the float path's layers halves.
+    let interleaved = matches!(lm, Loaded::Quantized(..));
     meter.reset_peak()?;
     let (weight_bytes, weight_bytes_per_token) = row_bytes(source, kind)?;
 
@@ -305,7 +313,6 @@ fn row(
     let shapes = parts::Shapes::new(&d, act, device, cfg.seed, cfg.pp_tokens, cfg.tg_tokens)?;
     let matmuls_pp = parts::matmuls(&mats, &shapes, true, telemetry, cfg.plan, label)?;
     let matmuls_tg = parts::matmuls(&mats, &shapes, false, telemetry, cfg.plan, label)?;
-    let interleaved = matches!(kind, RowKind::Quantized(_));
     let parts = parts::token_parts(
         &d,
         &shapes,
@@ -407,7 +414,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn both_times_each_float_row_twice_and_a_quantized_row_once() {
+    fn both_times_each_row_twice_candles_first() {
         let (q, f) = (
             RowKind::Quantized(GgmlDType::Q4_1),
             RowKind::Float(Precision::F32),
@@ -415,11 +422,16 @@ mod tests {
         let got = runs(&[q, f], KernelChoice::Both);
         assert_eq!(
             got,
-            [(q, Kernels::Fused), (f, Kernels::Fused), (f, Kernels::Lab)]
+            [
+                (q, Kernels::Fused),
+                (q, Kernels::Lab),
+                (f, Kernels::Fused),
+                (f, Kernels::Lab)
+            ]
         );
         assert_eq!(
             runs(&[q, f], KernelChoice::Lab),
-            [(q, Kernels::Fused), (f, Kernels::Lab)]
+            [(q, Kernels::Lab), (f, Kernels::Lab)]
         );
         assert_eq!(
             runs(&[q, f], KernelChoice::Candle),

@@ -6,7 +6,11 @@
 //! - [`Q8`], for the 32-value weight blocks (Q8_0, Q4_0, Q4_1): per block of
 //!   32, `d = max|x| / 127` (kept as the f16 ggml stores, so the sums equal
 //!   Candle's), `q = round(x / d)`, and `s = d * sum(q)` (Q8_1's sum: what a
-//!   block's offset, Q4_1's minimum or Q4_0's 8, multiplies).
+//!   block's offset, Q4_1's minimum or Q4_0's 8, multiplies), also kept
+//!   rounded as Q8_1 stores it (f16), for Q4_1: ggml and Candle multiply
+//!   Q4_1's minimum by that, and with it the lab's Q4_1 products are theirs
+//!   (measured on a tiny model: logits equal to 5e-7, where the exact sum
+//!   moved them by 1% of their scale, a tenth of what Q4_1 itself costs).
 //! - [`Q8K`], for the 256-value k-quant blocks (Q4_K, Q6_K): one scale per
 //!   256, `q = round(-127 x / max)` where `max` is the value of largest
 //!   magnitude (Candle's `BlockQ8K::from_float`), and the sums of each 16 `q`
@@ -30,6 +34,8 @@ pub(super) struct Q8 {
     pub d: Vec<f32>,
     /// Each block's scale times the sum of its values.
     pub s: Vec<f32>,
+    /// The same as Q8_1 holds it: `f16(f16(sum) * d)`, Candle's rounding.
+    pub s16: Vec<f32>,
     /// Blocks per row.
     pub blocks: usize,
 }
@@ -51,10 +57,12 @@ pub(super) fn q8(x: &[f32], k: usize) -> Q8 {
         qs: vec![0; n * QK],
         d: vec![0.0; n],
         s: vec![0.0; n],
+        s16: vec![0.0; n],
         blocks,
     };
     let qs = out.qs.chunks_exact_mut(QK);
-    for (((x, q), d), s) in x.chunks_exact(QK).zip(qs).zip(&mut out.d).zip(&mut out.s) {
+    let sums = out.s.iter_mut().zip(&mut out.s16);
+    for (((x, q), d), (s, s16)) in x.chunks_exact(QK).zip(qs).zip(&mut out.d).zip(sums) {
         let amax = x.iter().fold(0f32, |a, v| a.max(v.abs()));
         let scale = amax / 127.0;
         let inv = if scale != 0.0 { 1.0 / scale } else { 0.0 };
@@ -66,6 +74,7 @@ pub(super) fn q8(x: &[f32], k: usize) -> Q8 {
         }
         *d = f16::from_f32(scale).to_f32();
         *s = *d * sum as f32;
+        *s16 = f16::from_f32(f16::from_f32(sum as f32).to_f32() * *d).to_f32();
     }
     out
 }

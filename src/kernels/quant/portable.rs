@@ -36,12 +36,14 @@ fn dot32(kind: Kind, w: &[u8], a: &Q8, r: usize) -> f32 {
                     .sum();
                 (s, 0.0)
             }
-            Kind::Q4_0 => (nibble_dot(&blk[2..18], x), -8.0 * d),
-            _ => (nibble_dot(&blk[4..20], x), unsafe {
-                f16_at(blk.as_ptr().add(2))
-            }),
+            Kind::Q4_0 => (nibble_dot(&blk[2..18], x), -8.0 * d * a.s[i]),
+            // Q4_1's minimum times the sum as Q8_1 stores it (act.rs).
+            _ => {
+                let m = unsafe { f16_at(blk.as_ptr().add(2)) };
+                (nibble_dot(&blk[4..20], x), m * a.s16[i])
+            }
         };
-        sum += isum as f32 * d * a.d[i] + offset * a.s[i];
+        sum += isum as f32 * d * a.d[i] + offset;
     }
     sum
 }

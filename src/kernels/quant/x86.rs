@@ -121,6 +121,9 @@ pub(super) trait Block32 {
     /// Whether the values are signed bytes (Q8_0), whose AVX2 products move
     /// the sign onto the activations.
     const SIGNED: bool;
+    /// Whether the activations' sum multiplies as Q8_1 stores it (f16):
+    /// Q4_1's minimum, as ggml and Candle multiply it.
+    const SUM16: bool = false;
     /// The block at `p`: its values as bytes (unsigned, except Q8_0's on
     /// AVX2), its scale, and what multiplies the activation block's sum,
     /// each scalar in all 8 lanes.
@@ -171,6 +174,7 @@ impl Block32 for Q4_0 {
 impl Block32 for Q4_1 {
     const BYTES: usize = 20;
     const SIGNED: bool = false;
+    const SUM16: bool = true;
     #[inline(always)]
     unsafe fn unpack<I: Int>(p: *const u8) -> (__m256i, __m256, __m256) {
         unsafe { (nibbles(p.add(4)), f16x8(p), f16x8(p.add(2))) }
@@ -252,7 +256,8 @@ unsafe fn block32<I: Int, B: Block32, const R: usize>(
             }
             let p = I::dot(_mm256_setzero_si256(), aq, x);
             let dx = _mm256_broadcast_ss(&*a.d.as_ptr().add(i));
-            let sx = _mm256_broadcast_ss(&*a.s.as_ptr().add(i));
+            let sums = if B::SUM16 { &a.s16 } else { &a.s };
+            let sx = _mm256_broadcast_ss(&*sums.as_ptr().add(i));
             *sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(d, dx), *sum);
             *corr = _mm256_fmadd_ps(c, sx, *corr);
         }
