@@ -21,7 +21,7 @@
 use std::arch::x86_64::*;
 
 use super::act::{Q8, Q8K, QK, QK_K};
-use super::blocks::{q4k_scales, Kind};
+use super::blocks::{f16_table, q4k_scales, Kind};
 
 /// The integer multiply-adds of one instruction set.
 pub(super) trait Int: Copy {
@@ -100,13 +100,15 @@ fn hsum(v: __m256) -> f32 {
 }
 
 /// 16 bytes of nibbles as 32 bytes in value order: the low nibbles (values
-/// 0-15), then the high ones (16-31).
+/// 0-15), then the high ones (16-31). The 16 bytes are loaded into both
+/// halves at once and the upper half shifted by a blend, so nothing goes
+/// through the shuffle port (a 128-bit insert would).
 #[inline(always)]
 unsafe fn nibbles(p: *const u8) -> __m256i {
     unsafe {
-        let t = _mm_loadu_si128(p.cast());
-        let both = _mm256_set_m128i(_mm_srli_epi16::<4>(t), t);
-        _mm256_and_si256(both, _mm256_set1_epi8(15))
+        let both = _mm256_broadcastsi128_si256(_mm_loadu_si128(p.cast()));
+        let shifted = _mm256_blend_epi32::<0xf0>(both, _mm256_srli_epi16::<4>(both));
+        _mm256_and_si256(shifted, _mm256_set1_epi8(15))
     }
 }
 
@@ -130,7 +132,7 @@ pub(super) trait Block32 {
     ///
     /// # Safety
     /// `p` points at a whole block.
-    unsafe fn unpack<I: Int>(p: *const u8) -> (__m256i, __m256, __m256);
+    unsafe fn unpack<I: Int>(p: *const u8, t: *const f32) -> (__m256i, __m256, __m256);
 }
 
 /// Q8_0: d, then 32 signed bytes.
@@ -144,9 +146,9 @@ impl Block32 for Q8_0 {
     const BYTES: usize = 34;
     const SIGNED: bool = true;
     #[inline(always)]
-    unsafe fn unpack<I: Int>(p: *const u8) -> (__m256i, __m256, __m256) {
+    unsafe fn unpack<I: Int>(p: *const u8, t: *const f32) -> (__m256i, __m256, __m256) {
         unsafe {
-            let d = f16x8(p);
+            let d = f16x8(p, t);
             let q = load(p.add(2).cast());
             if I::OFFSET_Q8 {
                 // As unsigned q + 128, the 128 taken back from the sum.
@@ -163,9 +165,9 @@ impl Block32 for Q4_0 {
     const BYTES: usize = 18;
     const SIGNED: bool = false;
     #[inline(always)]
-    unsafe fn unpack<I: Int>(p: *const u8) -> (__m256i, __m256, __m256) {
+    unsafe fn unpack<I: Int>(p: *const u8, t: *const f32) -> (__m256i, __m256, __m256) {
         unsafe {
-            let d = f16x8(p);
+            let d = f16x8(p, t);
             (nibbles(p.add(2)), d, _mm256_mul_ps(d, _mm256_set1_ps(-8.0)))
         }
     }
@@ -176,16 +178,18 @@ impl Block32 for Q4_1 {
     const SIGNED: bool = false;
     const SUM16: bool = true;
     #[inline(always)]
-    unsafe fn unpack<I: Int>(p: *const u8) -> (__m256i, __m256, __m256) {
-        unsafe { (nibbles(p.add(4)), f16x8(p), f16x8(p.add(2))) }
+    unsafe fn unpack<I: Int>(p: *const u8, t: *const f32) -> (__m256i, __m256, __m256) {
+        unsafe { (nibbles(p.add(4)), f16x8(p, t), f16x8(p.add(2), t)) }
     }
 }
 
-/// The f16 at `p` as f32 in all 8 lanes (a broadcast load, then F16C: no
-/// scalar register in between, so no dependence on what it held).
+/// The f16 at `p` as f32 in all 8 lanes, through `table` ([`f16_table`]).
 #[inline(always)]
-unsafe fn f16x8(p: *const u8) -> __m256 {
-    unsafe { _mm256_cvtph_ps(_mm_set1_epi16(p.cast::<i16>().read_unaligned())) }
+unsafe fn f16x8(p: *const u8, table: *const f32) -> __m256 {
+    unsafe {
+        let bits = p.cast::<u16>().read_unaligned();
+        _mm256_broadcast_ss(&*table.add(usize::from(bits)))
+    }
 }
 
 /// `R` activation rows from `r0` against weight row `w` (`a.blocks` blocks
@@ -201,18 +205,19 @@ pub(super) unsafe fn row32<I: Int, B: Block32, const R: usize>(
     r0: usize,
 ) -> [f32; R] {
     let nb = a.blocks;
+    let t = f16_table().as_ptr();
     let zero = unsafe { _mm256_setzero_ps() };
     let (mut even, mut odd) = ([(zero, zero); R], [(zero, zero); R]);
     let mut b = 0;
     while b + 2 <= nb {
         unsafe {
-            block32::<I, B, R>(w, a, r0, b, &mut even);
-            block32::<I, B, R>(w, a, r0, b + 1, &mut odd);
+            block32::<I, B, R>(w, t, a, r0, b, &mut even);
+            block32::<I, B, R>(w, t, a, r0, b + 1, &mut odd);
         }
         b += 2;
     }
     if b < nb {
-        unsafe { block32::<I, B, R>(w, a, r0, b, &mut even) };
+        unsafe { block32::<I, B, R>(w, t, a, r0, b, &mut even) };
     }
     // The corrections are the same in all 8 lanes: one lane of them.
     std::array::from_fn(|r| unsafe {
@@ -232,13 +237,14 @@ pub(super) unsafe fn row32<I: Int, B: Block32, const R: usize>(
 #[inline(always)]
 unsafe fn block32<I: Int, B: Block32, const R: usize>(
     w: *const u8,
+    t: *const f32,
     a: &Q8,
     r0: usize,
     b: usize,
     acc: &mut [(__m256, __m256); R],
 ) {
     let nb = a.blocks;
-    let (q, d, c) = unsafe { B::unpack::<I>(w.add(b * B::BYTES)) };
+    let (q, d, c) = unsafe { B::unpack::<I>(w.add(b * B::BYTES), t) };
     let signed = B::SIGNED && !I::OFFSET_Q8;
     // |w| times x with w's sign: the same products, unsigned first.
     let aq = if signed {
@@ -271,12 +277,13 @@ unsafe fn block32<I: Int, B: Block32, const R: usize>(
 #[inline(always)]
 pub(super) unsafe fn row_q4k<I: Int, const R: usize>(w: *const u8, a: &Q8K, r0: usize) -> [f32; R] {
     let nb = a.blocks;
+    let t = f16_table().as_ptr();
     let mut acc = [unsafe { _mm256_setzero_ps() }; R];
     let mut mins = [unsafe { _mm256_setzero_ps() }; R];
     for b in 0..nb {
         unsafe {
             let blk = w.add(b * Kind::Q4K.bytes());
-            let (d, dmin) = (f16x8(blk), f16x8(blk.add(2)));
+            let (d, dmin) = (f16x8(blk, t), f16x8(blk.add(2), t));
             let (sc, mn) = q4k_scales(&*blk.add(4).cast::<[u8; 12]>());
             // Each min twice: the pair sums of the 16 bsums meet their 32's min.
             let m16: [i16; 16] = std::array::from_fn(|i| i16::from(mn[i / 2]));
@@ -317,11 +324,12 @@ pub(super) unsafe fn row_q4k<I: Int, const R: usize>(w: *const u8, a: &Q8K, r0: 
 #[inline(always)]
 pub(super) unsafe fn row_q6k<I: Int, const R: usize>(w: *const u8, a: &Q8K, r0: usize) -> [f32; R] {
     let nb = a.blocks;
+    let t = f16_table().as_ptr();
     let mut acc = [unsafe { _mm256_setzero_ps() }; R];
     for b in 0..nb {
         unsafe {
             let blk = w.add(b * Kind::Q6K.bytes());
-            let d = f16x8(blk.add(208));
+            let d = f16x8(blk.add(208), t);
             let sc = blk.add(192).cast::<i8>();
             let m4 = _mm256_set1_epi8(15);
             let m30 = _mm256_set1_epi8(0x30);
