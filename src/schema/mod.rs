@@ -58,7 +58,7 @@ pub use generate::{
 };
 pub use kernels::{
     Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow, KernelVariant,
-    KernelsResults, VariantMeasured,
+    KernelsResults, MatvecRow, VariantMeasured,
 };
 pub use matmul::{fill_vs_fp32, Accuracy, MatmulResults, Measured, Row, RowStatus};
 pub use memory::{
@@ -82,8 +82,9 @@ pub use sweep::{SweepPoint, SweepResults};
 /// `jit_cache`, the block's key/value heads (grouped-query attention), the
 /// clock its tables read (`time_source`), the device's largest cache, and each
 /// row's own copy ceiling of the row's footprint, the kernels a block ran
-/// with, and the `kernels` and `generate` bodies.
-pub const SCHEMA_VERSION: &str = "2.3";
+/// with, and the `kernels` and `generate` bodies; 2.4 the `kernels` body's
+/// matrix-vector rows (`matvec`) and their variants' `threads_held`.
+pub const SCHEMA_VERSION: &str = "2.4";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
 

@@ -9,6 +9,7 @@ pub mod cpu_vs_gpu;
 pub mod generate;
 pub mod kernels;
 pub mod matmul;
+pub mod matvec;
 pub mod memory;
 pub mod overhead;
 pub mod precision;
