@@ -3,11 +3,15 @@
 //! SwiGLU, copy, add; CustomOps with CPU and CUDA code) beside Candle's op,
 //! the same math from primitive ops, and a copy of the same bytes measured in
 //! the same run, per op, shape (the block's, SmolLM2-135M's, a large
-//! memory-bound one) and precision. The measurement is
+//! memory-bound one) and precision; and the matrix-vector products
+//! (`kernels::linear`, `kernels::QLinear`) against Candle's matmul and
+//! QMatMul at SmolLM2-135M's and Llama-3-8B's decode shapes, per weight type,
+//! against the bound their bytes set. The measurement is
 //! `candle_lab::bench::kernels`; docs/kernels.md says how to read it.
 
 use anyhow::{bail, Result};
 use candle_core::Device;
+use candle_lab::bench::kernels::matvec::{MatvecConfig, WeightType, MATRICES, MODELS};
 use candle_lab::bench::kernels::{
     self, cases, default_large_mib, default_plan, Config, CASE_NAMES,
 };
@@ -34,10 +38,36 @@ struct Flags {
     #[arg(long, value_delimiter = ',', default_value = "fp32,fp16,bf16", value_parser = precision)]
     dtypes: Vec<Precision>,
 
-    /// Ops, comma-separated: rms_norm, rms_norm_mul, softmax, swiglu, copy, add.
-    #[arg(long, value_delimiter = ',', default_value = "rms_norm,rms_norm_mul,softmax,swiglu,copy,add",
-          value_parser = KernelOp::parse)]
-    ops: Vec<KernelOp>,
+    /// Ops, comma-separated: rms_norm, rms_norm_mul, softmax, swiglu, copy,
+    /// add, and matvec (the matrix-vector rows: --models, --weights, --tokens).
+    #[arg(long, value_delimiter = ',',
+          default_value = "rms_norm,rms_norm_mul,softmax,swiglu,copy,add,matvec",
+          value_parser = op)]
+    ops: Vec<Op>,
+
+    /// The matrix-vector rows' shapes, comma-separated: smollm2-135m,
+    /// llama-3-8b (each's layer projections; SmolLM2's output head too).
+    #[arg(long, value_delimiter = ',', default_value = "smollm2-135m,llama-3-8b",
+          value_parser = model)]
+    models: Vec<String>,
+
+    /// Which weights of each model shape, comma-separated: q_o, k_v, gate_up,
+    /// down, head (SmolLM2's only: Llama-3-8B's 525M-weight head is left out).
+    #[arg(long, value_delimiter = ',', default_value = "q_o,k_v,gate_up,down,head",
+          value_parser = matrix)]
+    matrices: Vec<String>,
+
+    /// The matrix-vector rows' weight types, comma-separated: fp32, fp16,
+    /// bf16, q8_0, q4_0, q4_1, q4_k, q6_k (the k-quants where a row is whole
+    /// 256-value blocks).
+    #[arg(long, value_delimiter = ',', default_value = "fp32,fp16,bf16,q8_0,q4_0,q4_1,q4_k,q6_k",
+          value_parser = WeightType::parse)]
+    weights: Vec<WeightType>,
+
+    /// Activation rows of a matrix-vector call (1: a decode step; more: a
+    /// prompt chunk).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    tokens: u64,
 
     /// Shapes, comma-separated: block-prefill, block-decode, smollm2-prefill,
     /// smollm2-decode, large.
@@ -58,6 +88,44 @@ struct Flags {
 
     #[command(flatten)]
     ladder: LadderFlags,
+}
+
+/// An `--ops` value: one of the element-wise kernels, or the matrix-vector rows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Op {
+    Kernel(KernelOp),
+    Matvec,
+}
+
+fn op(s: &str) -> Result<Op, String> {
+    if s.trim() == "matvec" {
+        return Ok(Op::Matvec);
+    }
+    KernelOp::parse(s)
+        .map(Op::Kernel)
+        .map_err(|e| format!("{e}, matvec"))
+}
+
+fn model(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    match MODELS.contains(&s) {
+        true => Ok(s.to_string()),
+        false => Err(format!(
+            "unknown model '{s}': expected one of {}",
+            MODELS.join(", ")
+        )),
+    }
+}
+
+fn matrix(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    match MATRICES.contains(&s) {
+        true => Ok(s.to_string()),
+        false => Err(format!(
+            "unknown matrix '{s}': expected one of {}",
+            MATRICES.join(", ")
+        )),
+    }
 }
 
 /// fp32, fp16 or bf16 (and their aliases): what the kernels run, and all a
@@ -100,15 +168,39 @@ fn unique<T: PartialEq + Clone>(items: &[T]) -> Vec<T> {
 fn config(args: &Flags, on_cuda: bool) -> Result<Config> {
     let large_mib = args.large_mib.unwrap_or_else(|| default_large_mib(on_cuda));
     let seq = args.seq.map(|n| n as usize);
+    let ops = unique(&args.ops);
+    let kernel_ops: Vec<KernelOp> = ops
+        .iter()
+        .filter_map(|o| match o {
+            Op::Kernel(k) => Some(*k),
+            Op::Matvec => None,
+        })
+        .collect();
+    let matvec = ops.contains(&Op::Matvec).then(|| MatvecConfig {
+        models: unique(&args.models),
+        matrices: unique(&args.matrices),
+        weights: unique(&args.weights),
+        tokens: args.tokens as usize,
+    });
+    let none =
+        |m: &MatvecConfig| m.models.is_empty() || m.matrices.is_empty() || m.weights.is_empty();
+    if matvec.as_ref().is_some_and(none) {
+        bail!("nothing to run for matvec: --models, --matrices and --weights each need one value");
+    }
     let cfg = Config {
-        ops: unique(&args.ops),
+        ops: kernel_ops,
         precisions: unique(&args.dtypes),
         cases: cases(on_cuda, &unique(&args.cases), seq, large_mib),
+        matvec,
         plan: args.counts.plan(default_plan(on_cuda)),
         ladder_max: args.ladder.max_bytes(),
     };
-    if cfg.cases.is_empty() || cfg.ops.is_empty() || cfg.precisions.is_empty() {
-        bail!("nothing to run: --ops, --cases and --dtypes each need one value");
+    let elementwise = !cfg.ops.is_empty();
+    if elementwise && (cfg.cases.is_empty() || cfg.precisions.is_empty()) {
+        bail!("nothing to run: --cases and --dtypes each need one value");
+    }
+    if !elementwise && cfg.matvec.is_none() {
+        bail!("nothing to run: --ops needs one value");
     }
     Ok(cfg)
 }
@@ -120,11 +212,14 @@ impl Experiment for Kernels {
     const ABOUT: &'static str = "The suite's own kernels against Candle's ops, the composed \
         forms and a copy of the same bytes, per op, shape and precision.";
     /// The block's and SmolLM2's shapes at 16 tokens (the large case's
-    /// Candle rows at 16 bits take seconds even at 1 MiB in a dev build).
+    /// Candle rows at 16 bits take seconds even at 1 MiB in a dev build);
+    /// SmolLM2's Q/O and down weights in five types for the matrix-vector
+    /// rows (its head and the 8B shapes take minutes in a dev build).
     #[rustfmt::skip]
     const SMALL: &'static [&'static str] = &[
         "--cases", "block-prefill,block-decode,smollm2-decode", "--seq", "16", "--iters", "3",
-        "--warmup", "1", "--ladder-max-mib", "4",
+        "--warmup", "1", "--ladder-max-mib", "4", "--models", "smollm2-135m", "--matrices", "q_o,down",
+        "--weights", "fp32,bf16,q8_0,q4_1,q4_k",
     ];
     /// `just results`: 5 samples a variant, and the large case at 16 MiB a
     /// tensor (past the caches it is hundreds of MiB, and Candle's 16-bit
@@ -144,10 +239,15 @@ impl Experiment for Kernels {
 
     fn run(cfg: &Config, s: &Session) -> Result<Body> {
         candle_lab::note!(
-            "kernels: {} ops x {} cases x {} precisions, warmup {}, iters {}, on {}",
+            "kernels: {} ops x {} cases x {} precisions{}, warmup {}, iters {}, on {}",
             cfg.ops.len(),
             cfg.cases.len(),
             cfg.precisions.len(),
+            cfg.matvec.as_ref().map_or(String::new(), |m| format!(
+                ", matvec at {} model shapes x {} weight types",
+                m.models.len(),
+                m.weights.len()
+            )),
             cfg.plan.warmup,
             cfg.plan.iters,
             s.info.label

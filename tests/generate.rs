@@ -135,14 +135,15 @@ fn tiny_shape(device: &str) {
         .iter()
         .map(|r| r["precision"].as_str().unwrap())
         .collect();
-    // --kernels both: each float row, then again on the suite's kernels.
-    let floats: &[&str] = if device == "cuda" {
-        &["fp32", "tf32", "fp16", "bf16"]
+    // --kernels both: each row, then again on the suite's kernels (a
+    // quantized row's: the lab's quantized path).
+    let rows_of: &[&str] = if device == "cuda" {
+        &["q4_1", "q8_0", "fp32", "tf32", "fp16", "bf16"]
     } else {
-        &["fp32", "fp16", "bf16"]
+        &["q4_1", "q8_0", "fp32", "fp16", "bf16"]
     };
-    let mut want = vec!["q4_1".to_string(), "q8_0".to_string()];
-    for f in floats {
+    let mut want = Vec::new();
+    for f in rows_of {
         want.extend([f.to_string(), format!("{f} (lab kernels)")]);
     }
     assert_eq!(names, want);
@@ -150,6 +151,12 @@ fn tiny_shape(device: &str) {
     for r in rows {
         let lab = r["precision"].as_str().unwrap().ends_with("(lab kernels)");
         assert_eq!(r["kernels"], if lab { "lab" } else { "candle" }, "{r}");
+        let quantized = r["precision"].as_str().unwrap().starts_with('q');
+        assert_eq!(
+            r["path"],
+            if quantized { "quantized" } else { "float" },
+            "{r}"
+        );
         assert_eq!(r["status"], "ok", "{r}");
         assert!(r["measured"]["answer"]["text"].is_null());
         assert!(r["measured"]["tg_bound_tokens_per_s"].as_f64().unwrap() > 0.0);

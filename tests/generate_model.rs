@@ -5,7 +5,9 @@
 //! the GGUF gives transformers' ids for a handful of prompts, chat template
 //! included, and decodes them back; Candle's fp32 greedy answer (the float
 //! path) is transformers' (the fixture's 8 tokens: a prefill and seven steps
-//! through the cache); the stored Q4_1 path starts the same answer.
+//! through the cache), with candle-nn's kernels and with the suite's; the
+//! stored Q4_1 path starts the same answer, through quantized_llama and
+//! through the lab's quantized path.
 //! Without the file these skip with a line saying so, unless CI is set: CI
 //! fetches it, and there a missing file fails.
 
@@ -13,7 +15,7 @@ use candle_core::{DType, Device};
 use candle_lab::bench::block::model::Kernels;
 use candle_lab::bench::generate::float::FloatLm;
 use candle_lab::bench::generate::gguf::ModelFile;
-use candle_lab::bench::generate::quantized::QuantizedLm;
+use candle_lab::bench::generate::quantized::{row_types, QuantizedLm};
 use candle_lab::bench::generate::setup::default_model_path;
 use candle_lab::bench::generate::text::Text;
 use candle_lab::bench::generate::weights::{Source, Weights};
@@ -101,4 +103,15 @@ fn candles_fp32_answer_is_transformers() {
     let mut q = QuantizedLm::load(&Weights::uncached(&source), t, &Device::Cpu).unwrap();
     let (got, _) = answer(&mut q as &mut dyn Lm, &prompt, 2, &[]).unwrap();
     assert_eq!(got, ids(&g["ids"])[..2]);
+    // The lab's quantized path (block's layers on the same Q4_1 blocks, the
+    // suite's quantized kernels) gives candle's answer: they quantize the
+    // activations alike (a tiny model's logits agree to 5e-7, src/bench/
+    // generate/tests.rs). Two tokens again: the dev build's prefill is slow
+    // here too (unoptimized SIMD code).
+    let types = row_types(&source, t).unwrap();
+    let weights = Weights::uncached(&source);
+    let mut lab =
+        FloatLm::load_quantized(&weights, &types, &Device::Cpu, prompt.len() + 2).unwrap();
+    let (lab_ids, _) = answer(&mut lab, &prompt, 2, &[]).unwrap();
+    assert_eq!(lab_ids, got, "the lab's quantized path");
 }

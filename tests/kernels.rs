@@ -348,6 +348,8 @@ fn program_on(device: &str) {
     let args = [
         "--device",
         device,
+        "--ops",
+        "rms_norm,rms_norm_mul,softmax,swiglu,copy,add",
         "--cases",
         "block-decode,large",
         "--large-mib",
@@ -402,6 +404,101 @@ fn program_on(device: &str) {
 #[test]
 fn program_cpu() {
     program_on("cpu");
+}
+
+/// The matrix-vector rows as a user asks for them: one per weight type where
+/// the rows are whole blocks (no Q4_K at k = 576), each with both variants
+/// measured, rates from the weight's bytes, threads held, the bound; the
+/// table and the target's note; refusals.
+fn matvec_program_on(device: &str) {
+    let args = [
+        "--device",
+        device,
+        "--ops",
+        "matvec",
+        "--models",
+        "smollm2-135m",
+        "--matrices",
+        "k_v,down",
+        "--weights",
+        "fp32,bf16,q4_1,q4_k",
+        "--iters",
+        "2",
+        "--warmup",
+        "1",
+    ];
+    let (json, out) = run_result("kernels", &args);
+    let k = &json["kernels"];
+    assert!(
+        k["rows"].as_array().unwrap().is_empty(),
+        "no element-wise op asked for"
+    );
+    let rows = k["matvec"].as_array().unwrap();
+    let got: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["matrix"].as_str().unwrap(),
+                r["weights"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let want = [
+        ("k_v", "fp32"),
+        ("k_v", "bf16"),
+        ("k_v", "q4_1"),
+        ("down", "fp32"),
+        ("down", "bf16"),
+        ("down", "q4_1"),
+        ("down", "q4_k"),
+    ];
+    assert_eq!(got, want);
+    for r in rows {
+        let bytes = r["weight_bytes"].as_f64().unwrap();
+        assert_eq!(r["tokens"], 1);
+        assert!(r["bound_ms"].as_f64().unwrap() > 0.0);
+        let names: Vec<&str> = r["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["implementation"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["lab", "candle"]);
+        for v in r["variants"].as_array().unwrap() {
+            assert_eq!(v["status"], "ok", "{v}");
+            let m = &v["measured"];
+            let rate = bytes / (m["time_ms"].as_f64().unwrap() * 1e-3) / 1e9;
+            assert!((m["gb_per_s"].as_f64().unwrap() - rate).abs() <= 1e-9 * rate);
+            assert!(m["accuracy"]["max_rel_err"].as_f64().unwrap() < 0.05, "{v}");
+            if device == "cpu" {
+                assert!(m["threads_held"].as_f64().unwrap() > 0.0);
+            }
+        }
+    }
+    let tables = String::from_utf8_lossy(&out.stdout);
+    assert!(tables.contains("=== matvec: y = x W^T"), "{tables}");
+    assert!(tables.contains("matvec target"), "{tables}");
+
+    refused(
+        "kernels",
+        &["--ops", "matvec", "--models", "gpt-2"],
+        "unknown model 'gpt-2'",
+    );
+    refused(
+        "kernels",
+        &["--ops", "matvec", "--weights", "q5_0"],
+        "unknown weight type 'q5_0'",
+    );
+    refused(
+        "kernels",
+        &["--ops", "matvec", "--matrices", "lm"],
+        "unknown matrix 'lm'",
+    );
+}
+
+#[test]
+fn matvec_program_cpu() {
+    matvec_program_on("cpu");
 }
 
 #[test]
@@ -471,6 +568,7 @@ fn program_writes_csv_and_chart_and_refuses_bad_flags() {
     );
     refused("kernels", &["--cases", "huge"], "unknown case 'huge'");
     refused("kernels", &["--ops", "matmul"], "unknown op 'matmul'");
+    refused("kernels", &["--ops", "matmul"], "copy, add, matvec");
     refused("kernels", &["--large-mib", "0"], "--large-mib");
     let dry = common::run("kernels", &["--dry-run", "--device", "cpu"]);
     assert!(dry.status.success());
@@ -508,6 +606,11 @@ mod cuda {
 
     fn gpu() -> Device {
         Device::new_cuda(0).expect("a CUDA device for the cuda tests")
+    }
+
+    #[test]
+    fn matvec_program_cuda() {
+        matvec_program_on("cuda");
     }
 
     #[test]

@@ -129,7 +129,7 @@ impl Elem for bf16 {
 /// under half a unit of the last kept bit, plus that bit, and truncate. NaN
 /// keeps its sign and top mantissa bits and is made quiet.
 #[inline(always)]
-fn bf16_round(x: f32) -> bf16 {
+pub(super) fn bf16_round(x: f32) -> bf16 {
     let b = x.to_bits();
     let rounded = b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16;
     let quiet_nan = (b >> 16) | 0x40;

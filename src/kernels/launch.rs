@@ -35,6 +35,7 @@ module!(SOFTMAX, "softmax");
 module!(SWIGLU, "swiglu");
 module!(COPY, "copy");
 module!(ADD, "add");
+module!(MATVEC, "matvec");
 module!(LADDER, "ladder");
 
 impl Module {

@@ -8,7 +8,12 @@
 //!   `candle_nn::ops::rms_norm` computes),
 //! - [`softmax_last_dim`] (online max and sum),
 //! - [`swiglu`] (`silu(gate) * up` in one pass),
-//! - [`copy`] and [`add`] (element-wise, at the copy ceiling on the CPU).
+//! - [`copy`] and [`add`] (element-wise, at the copy ceiling on the CPU),
+//! - [`linear`] (`x W^T` on float weights, a decode row or a prompt chunk:
+//!   matrix-vector products on every thread),
+//! - [`QLinear`] (the same on GGUF blocks as stored: Q8_0, Q4_0, Q4_1, Q4_K,
+//!   Q6_K, the activations quantized to 8 bits once per row and dotted with
+//!   integer instructions).
 //!
 //! fp32, fp16 and bf16, always accumulated and computed in f32 (16-bit values
 //! are widened on load and rounded once on store). Another dtype, a rank the
@@ -34,7 +39,10 @@ mod exp;
 pub mod ladder;
 #[cfg(feature = "cuda")]
 mod launch;
+mod matvec;
+mod quant;
 mod rms_norm;
+mod rows;
 mod softmax;
 mod swiglu;
 
@@ -42,7 +50,11 @@ use candle_core::{bail, DType, Layout, Result, Tensor};
 
 pub use add::add;
 pub use copy::copy;
+pub use matvec::tiles::Tier as FloatTier;
+pub use matvec::{linear, linear_on, linear_with};
+pub use quant::{QLinear, QuantTier};
 pub use rms_norm::{rms_norm, rms_norm_mul};
+pub use rows::Threads;
 pub use softmax::softmax_last_dim;
 pub use swiglu::swiglu;
 

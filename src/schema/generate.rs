@@ -41,7 +41,8 @@ pub struct GenerateResults {
     pub notes: Vec<String>,
 }
 
-/// How a float row run with the suite's kernels is named: "fp32 (lab kernels)".
+/// How a row run with the suite's kernels is named: "fp32 (lab kernels)",
+/// "q4_1 (stored) (lab kernels)".
 pub const LAB_SUFFIX: &str = " (lab kernels)";
 
 /// Where the weights came from.
@@ -135,7 +136,9 @@ pub struct GenerateRow {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ModelPath {
-    /// candle-transformers' `quantized_llama` over GGUF blocks (QMatMul).
+    /// GGUF blocks as stored: candle-transformers' `quantized_llama`
+    /// (QMatMul) with Candle's kernels; with the suite's, `bench::block`'s
+    /// layers stacked on the suite's quantized kernels (`kernels::QLinear`).
     Quantized,
     /// `bench::block`'s decoder block, stacked, on dequantized weights.
     Float,

@@ -28,6 +28,43 @@ pub struct KernelsResults {
     /// The bandwidth ladder's points the rows were held against (2.4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ladder: Option<Ladder>,
+    /// The matrix-vector rows: one per model shape, matrix and weight type
+    /// (empty before 2.4 and in the PyTorch twin's).
+    #[serde(default)]
+    pub matvec: Vec<MatvecRow>,
+}
+
+/// `y = x W^T` on one weight at a model's decode shape, the weight in one
+/// type as a model stores it: the suite's op ([`Implementation::Lab`]:
+/// `kernels::linear`, `kernels::QLinear`) against Candle's (`matmul`,
+/// `QMatMul`) and the bound its bytes set.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MatvecRow {
+    /// The model whose shape this is ("smollm2-135m", "llama-3-8b").
+    pub model: String,
+    /// The projections of this shape in a layer ("q_o", "k_v", "gate_up",
+    /// "down") or the output head ("head").
+    pub matrix: String,
+    /// Weight rows (the outputs).
+    pub n: usize,
+    /// Weight columns (the activations' width).
+    pub k: usize,
+    /// Activation rows of one call: 1 is a decode step.
+    pub tokens: usize,
+    /// The weight's type: fp32, fp16, bf16 (the activations too), or a GGUF
+    /// block type (q8_0, q4_1, q4_k...; the activations f32).
+    pub weights: String,
+    /// The weight's bytes as stored: what one call must read. The
+    /// activations and the outputs are left out (under 1% of it here).
+    pub weight_bytes: u64,
+    /// A copy moving the weight's bytes (half read, half written, the same
+    /// footprint) in this run: the bandwidth the bound uses.
+    pub ceiling: KernelCeiling,
+    /// weight_bytes at the ceiling's rate: the least time a call can take.
+    pub bound_ms: f64,
+    /// Each variant's `gb_per_s` is weight_bytes over its time, and its
+    /// `pct_of_ceiling` the share of the bound it reaches.
+    pub variants: Vec<KernelVariant>,
 }
 
 /// A shape the ops run at: a model's sizes in one phase. Each op takes its
@@ -209,6 +246,11 @@ pub struct VariantMeasured {
     /// sample less the clock's cost, over this; 1 in older files).
     #[serde(default = "one")]
     pub calls_per_sample: u64,
+    /// Threads busy on average while the variant ran back to back for a
+    /// window of its own (every thread's CPU time over the wall time): the
+    /// matrix-vector rows'; null elsewhere and before 2.4.
+    #[serde(default)]
+    pub threads_held: Option<f64>,
     #[serde(flatten)]
     pub timed: Timed,
 }
@@ -228,6 +270,17 @@ pub struct KernelAccuracy {
     pub max_rel_err: f64,
     /// mean |got - want| / mean |want|.
     pub mean_rel_err: f64,
+}
+
+impl MatvecRow {
+    /// The variant of `implementation`, when measured.
+    pub fn measured(&self, implementation: Implementation) -> Option<&VariantMeasured> {
+        self.variants
+            .iter()
+            .find(|v| v.implementation == implementation)?
+            .measured
+            .as_ref()
+    }
 }
 
 impl KernelsResults {

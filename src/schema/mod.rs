@@ -59,7 +59,7 @@ pub use generate::{
 };
 pub use kernels::{
     Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow, KernelVariant,
-    KernelsResults, VariantMeasured,
+    KernelsResults, MatvecRow, VariantMeasured,
 };
 pub use ladder::{Bound, CacheLevel, Ladder, LadderKernel, LadderPoint, BEATEN_PCT};
 pub use matmul::{fill_vs_fp32, Accuracy, MatmulResults, Measured, Row, RowStatus};
@@ -86,8 +86,9 @@ pub use sweep::{SweepPoint, SweepResults};
 /// row's own copy ceiling of the row's footprint, the kernels a block ran
 /// with, and the `kernels` and `generate` bodies; 2.4 the bandwidth ladder
 /// (`ladder` in `memory`, `kernels`, `block` and `generate`) and each row's
-/// `bound` from it, `kernels`' calls per sample, and the intervals of the
-/// ratios measured side by side.
+/// `bound` from it, `kernels`' calls per sample, the intervals of the ratios
+/// measured side by side, and the `kernels` body's matrix-vector rows
+/// (`matvec`) and their variants' `threads_held`.
 pub const SCHEMA_VERSION: &str = "2.4";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;

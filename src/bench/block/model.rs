@@ -25,9 +25,13 @@
 
 use anyhow::{bail, ensure, Context, Result};
 use candle_core::{DType, Device, Tensor, D};
-use candle_nn::{Linear, Module};
+use candle_nn::Linear;
 
+use crate::kernels::QLinear;
 use crate::schema::BlockShape;
+
+mod proj;
+pub use proj::Proj;
 
 /// A layer's sizes and constants.
 #[derive(Clone, Debug, PartialEq)]
@@ -124,8 +128,9 @@ pub enum Kernels {
     /// `rope_slow`): the f64 reference, which the fused kernels are checked against.
     Composed,
     /// The suite's own kernels (`crate::kernels`, `--kernels lab`): RMSNorm
-    /// fused with its weight, softmax, SwiGLU's gate in one pass, and the
-    /// residual adds; rope stays candle-nn's fused one (the suite has none).
+    /// fused with its weight, softmax, SwiGLU's gate in one pass, the
+    /// residual adds, and the projections' matrix-vector products; rope
+    /// stays candle-nn's fused one (the suite has none).
     Lab,
 }
 
@@ -179,13 +184,13 @@ pub struct Layer {
     cfg: LayerConfig,
     attn_norm: Tensor,
     mlp_norm: Tensor,
-    wq: Linear,
-    wk: Linear,
-    wv: Linear,
-    wo: Linear,
-    gate: Linear,
-    up: Linear,
-    down: Linear,
+    wq: Proj,
+    wk: Proj,
+    wv: Proj,
+    wo: Proj,
+    gate: Proj,
+    up: Proj,
+    down: Proj,
 }
 
 impl Layer {
@@ -205,15 +210,69 @@ impl Layer {
             Ok(t)
         };
         let [an, q, k, v, o, mn, g, u, d] = cfg.weight_shapes();
-        let mut linear = |(name, shape): (&str, Vec<usize>)| -> Result<Linear> {
-            Ok(Linear::new(take(name, &shape)?, None))
+        let mut linear = |(name, shape): (&str, Vec<usize>)| -> Result<Proj> {
+            Ok(Proj::Float(Linear::new(take(name, &shape)?, None)))
         };
-        let (wq, wk, wv, wo) = (linear(q)?, linear(k)?, linear(v)?, linear(o)?);
-        let (gate, up, down) = (linear(g)?, linear(u)?, linear(d)?);
-        Ok(Self {
+        let projs = [
+            linear(q)?,
+            linear(k)?,
+            linear(v)?,
+            linear(o)?,
+            linear(g)?,
+            linear(u)?,
+            linear(d)?,
+        ];
+        let norms = (take(an.0, &an.1)?, take(mn.0, &mn.1)?);
+        Ok(Self::of(cfg, norms, projs))
+    }
+
+    /// The layer with its projections as GGUF blocks (`proj(name)`, for the
+    /// projection names of [`LayerConfig::weight_shapes`], each checked
+    /// against its shape) and its norms' scales from `norm(name)`: the lab's
+    /// quantized model path.
+    pub fn quantized(
+        cfg: &LayerConfig,
+        mut norm: impl FnMut(&str) -> Result<Tensor>,
+        mut proj: impl FnMut(&str) -> Result<QLinear>,
+    ) -> Result<Self> {
+        cfg.check()?;
+        let [an, q, k, v, o, mn, g, u, d] = cfg.weight_shapes();
+        let mut take = |(name, shape): (&str, Vec<usize>)| -> Result<Proj> {
+            let p = proj(name).with_context(|| format!("weight {name}"))?;
+            if [p.dims().0, p.dims().1] != shape[..] {
+                bail!("weight {name} is {:?}, the layer needs {shape:?}", p.dims());
+            }
+            Ok(Proj::Quantized(p))
+        };
+        let projs = [
+            take(q)?,
+            take(k)?,
+            take(v)?,
+            take(o)?,
+            take(g)?,
+            take(u)?,
+            take(d)?,
+        ];
+        let mut scale = |(name, shape): (&str, Vec<usize>)| -> Result<Tensor> {
+            let t = norm(name).with_context(|| format!("weight {name}"))?;
+            if t.dims() != shape {
+                bail!(
+                    "weight {name} has shape {:?}, the layer needs {shape:?}",
+                    t.dims()
+                );
+            }
+            Ok(t)
+        };
+        let norms = (scale(an)?, scale(mn)?);
+        Ok(Self::of(cfg, norms, projs))
+    }
+
+    fn of(cfg: &LayerConfig, (attn_norm, mlp_norm): (Tensor, Tensor), projs: [Proj; 7]) -> Self {
+        let [wq, wk, wv, wo, gate, up, down] = projs;
+        Self {
             cfg: cfg.clone(),
-            attn_norm: take(an.0, &an.1)?,
-            mlp_norm: take(mn.0, &mn.1)?,
+            attn_norm,
+            mlp_norm,
             wq,
             wk,
             wv,
@@ -221,7 +280,7 @@ impl Layer {
             gate,
             up,
             down,
-        })
+        }
     }
 
     pub fn config(&self) -> &LayerConfig {
@@ -229,7 +288,7 @@ impl Layer {
     }
 
     /// The seven projections, in order: Q, K, V, O, gate, up, down.
-    pub fn linears(&self) -> [&Linear; 7] {
+    pub fn linears(&self) -> [&Proj; 7] {
         [
             &self.wq, &self.wk, &self.wv, &self.wo, &self.gate, &self.up, &self.down,
         ]
@@ -265,19 +324,19 @@ impl Layer {
             Ok(y.reshape((b, t, n, d))?.transpose(1, 2)?.contiguous()?)
         };
         let xn = norm(x, &self.attn_norm)?;
-        let q = rope.apply(&heads_of(self.wq.forward(&xn)?, heads)?, k)?;
-        let keys = rope.apply(&heads_of(self.wk.forward(&xn)?, kv_heads)?, k)?;
-        let values = heads_of(self.wv.forward(&xn)?, kv_heads)?;
+        let q = rope.apply(&heads_of(self.wq.forward(&xn, k)?, heads)?, k)?;
+        let keys = rope.apply(&heads_of(self.wk.forward(&xn, k)?, kv_heads)?, k)?;
+        let values = heads_of(self.wv.forward(&xn, k)?, kv_heads)?;
         let (keys, values) = match cache {
             Some(cache) => cache.append(&keys, &values)?,
             None => (keys, values),
         };
         let attn = attention(&q, &keys, &values, mask, c, k)?;
         let attn = attn.transpose(1, 2)?.contiguous()?.reshape((b, t, h))?;
-        let h1 = k.add(x, &self.wo.forward(&attn)?)?;
+        let h1 = k.add(x, &self.wo.forward(&attn, k)?)?;
         let hn = norm(&h1, &self.mlp_norm)?;
-        let act = k.swiglu(&self.gate.forward(&hn)?, &self.up.forward(&hn)?)?;
-        k.add(&h1, &self.down.forward(&act)?)
+        let act = k.swiglu(&self.gate.forward(&hn, k)?, &self.up.forward(&hn, k)?)?;
+        k.add(&h1, &self.down.forward(&act, k)?)
     }
 }
 

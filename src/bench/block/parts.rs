@@ -4,7 +4,6 @@
 
 use anyhow::Result;
 use candle_core::{DType, Tensor, D};
-use candle_nn::Module;
 
 use super::model::Kernels;
 use super::weights::{Aux, Block};
@@ -121,14 +120,16 @@ pub fn time_parts(
         });
         anyhow::Ok(())
     };
+    // Candle's matmuls, as every part here is candle-nn's.
+    let mm = |w: &super::model::Proj, x: &Tensor| w.forward(x, Kernels::Fused);
     part(OpClass::Linear, 7, &mut || {
         for w in &lin[..3] {
-            drop(w.forward(&sh.xn)?);
+            drop(mm(w, &sh.xn)?);
         }
-        drop(lin[3].forward(&sh.attn)?);
-        drop(lin[4].forward(&sh.hn)?);
-        drop(lin[5].forward(&sh.hn)?);
-        Ok(lin[6].forward(&sh.act)?)
+        drop(mm(lin[3], &sh.attn)?);
+        drop(mm(lin[4], &sh.hn)?);
+        drop(mm(lin[5], &sh.hn)?);
+        mm(lin[6], &sh.act)
     })?;
     // Grouped as the layer does it: each key/value head against its group's
     // queries, one (groups x t) x d matrix.

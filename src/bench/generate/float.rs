@@ -3,6 +3,15 @@
 //! attention, a preallocated [`KvCache`]) stacked into a model, with the
 //! embedding, the final norm and the output head around it.
 //!
+//! A row's weights are the run's f32 weights ([`Weights`]) moved to its
+//! device and cast there: nothing is drawn or converted again on the host.
+//!
+//! The same model runs the lab's quantized rows ([`FloatLm::load_quantized`]):
+//! its projections and head are the row's GGUF blocks as stored, multiplied
+//! by the suite's quantized kernels ([`crate::kernels::QLinear`]), the rest
+//! f32, as candle-transformers' `quantized_llama` keeps it (the embedding
+//! dequantized for the lookup).
+//!
 //! Rotary layout: llama.cpp's converter (`convert_hf_to_gguf.py`,
 //! `LlamaModel.permute`) reorders the rows of Q and K, per head, so that
 //! GGUF's Llama weights rotate interleaved pairs (2i, 2i+1), as llama.cpp's
@@ -11,19 +20,21 @@
 //! (i, i + d/2), `rope`. The loader undoes the permutation on Q's and K's rows
 //! ([`unpermute`], transformers' `reverse_permute_weights`), so the float
 //! path computes the checkpoint's own layout; both compute the same function.
-//!
-//! A row's weights are the run's f32 weights ([`Weights`]) moved to its
-//! device and cast there: nothing is drawn or converted again on the host.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use anyhow::Result;
-use candle_core::{DType, Device, Module, Tensor};
+use candle_core::quantized::ggml_file::qtensor_from_ggml;
+use candle_core::quantized::{GgmlDType, QStorage, QTensor};
+use candle_core::{DType, Device, Tensor};
 use candle_nn::Linear;
 
+use super::quantized::row_tensor;
 use super::weights::{head_name, Weights};
 use super::{Dims, Lm};
-use crate::bench::block::model::{causal_mask, Kernels, KvCache, Layer, LayerConfig, Rope};
+use crate::bench::block::model::{causal_mask, Kernels, KvCache, Layer, LayerConfig, Proj, Rope};
+use crate::kernels::QLinear;
 
 /// What the result says about the rotary layout.
 pub const ROTARY_LAYOUT: &str = "GGUF's Llama Q and K rows are permuted by llama.cpp's converter \
@@ -57,6 +68,28 @@ pub fn unpermute(w: &Tensor, heads: usize) -> Result<Tensor> {
         .reshape((rows, cols))?)
 }
 
+/// [`unpermute`] on GGUF blocks as stored: each row of `w` is whole blocks,
+/// so the rows are moved as bytes, nothing dequantized.
+pub fn unpermute_blocks(w: &QTensor, heads: usize) -> Result<QTensor> {
+    let (rows, cols) = w.shape().dims2()?;
+    let t = w.dtype();
+    let row_bytes = cols / t.block_size() * t.type_size();
+    let data = w.data()?;
+    let (per_head, half) = (rows / heads, rows / heads / 2);
+    let mut out = Vec::with_capacity(data.len());
+    // New row (h, a, p) is old row (h, p, a), as unpermute's transpose.
+    for h in 0..heads {
+        for a in 0..2 {
+            for p in 0..half {
+                let old = h * per_head + 2 * p + a;
+                out.extend_from_slice(&data[old * row_bytes..(old + 1) * row_bytes]);
+            }
+        }
+    }
+    let storage = QStorage::from_data(Cow::Owned(out), &Device::Cpu, t)?;
+    Ok(QTensor::new(storage, (rows, cols))?)
+}
+
 /// The layer's block names for GGUF's.
 const NAMES: [(&str, &str); 9] = [
     ("attn_norm", "attn_norm"),
@@ -70,12 +103,33 @@ const NAMES: [(&str, &str); 9] = [
     ("w_down", "ffn_down"),
 ];
 
-/// The float model of one row.
+/// The layer's weight names in GGUF's (`wq` is `attn_q`).
+fn gguf_name(name: &str) -> &str {
+    NAMES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(name, |(_, g)| *g)
+}
+
+fn layer_config(d: &Dims) -> LayerConfig {
+    LayerConfig {
+        hidden: d.hidden,
+        heads: d.heads,
+        kv_heads: d.kv_heads,
+        head_dim: d.head_dim,
+        mlp: d.mlp,
+        rms_eps: d.rms_eps,
+        rope_theta: d.rope_theta,
+    }
+}
+
+/// The float model of one row (or, [`FloatLm::load_quantized`], the lab's
+/// quantized one).
 pub struct FloatLm {
     layers: Vec<Layer>,
     caches: Vec<KvCache>,
     embedding: Tensor,
-    head: Linear,
+    head: Proj,
     norm: Tensor,
     rope: Rope,
     masks: HashMap<(usize, usize), Tensor>,
@@ -99,50 +153,100 @@ impl FloatLm {
         kernels: Kernels,
     ) -> Result<Self> {
         let d = weights.dims();
-        let cfg = LayerConfig {
-            hidden: d.hidden,
-            heads: d.heads,
-            kv_heads: d.kv_heads,
-            head_dim: d.head_dim,
-            mlp: d.mlp,
-            rms_eps: d.rms_eps,
-            rope_theta: d.rope_theta,
-        };
+        let cfg = layer_config(d);
         let on = |t: Tensor| -> Result<Tensor> {
             let moved = t.to_device(device)?.to_dtype(dtype)?;
             let shared = moved.device().same_device(t.device()) && moved.dtype() == t.dtype();
             Ok(if shared { moved.copy()? } else { moved })
         };
         let mut layers = Vec::with_capacity(d.layers);
-        let mut caches = Vec::with_capacity(d.layers);
         for l in 0..d.layers {
             layers.push(Layer::new(&cfg, |name| {
-                let gguf = NAMES
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .map_or(name, |(_, g)| *g);
-                let w = on(weights.f32(&format!("blk.{l}.{gguf}.weight"))?)?;
+                let w = on(weights.f32(&format!("blk.{l}.{}.weight", gguf_name(name)))?)?;
                 match name {
                     "wq" => unpermute(&w, d.heads),
                     "wk" => unpermute(&w, d.kv_heads),
                     _ => Ok(w),
                 }
             })?);
-            caches.push(KvCache::new(
-                1, d.kv_heads, positions, d.head_dim, dtype, device,
-            )?);
         }
         let embedding = on(weights.f32("token_embd.weight")?)?;
         let head = match d.tied {
             true => Linear::new(embedding.clone(), None),
             false => Linear::new(on(weights.f32(head_name(d))?)?, None),
         };
+        let norm = on(weights.f32("output_norm.weight")?)?;
+        let parts = (embedding, Proj::Float(head), norm);
+        Self::of(d, layers, parts, (dtype, device, positions), kernels)
+    }
+
+    /// The lab's quantized row of `types` (the row's type per tensor, as
+    /// `quantized::row_types` gives them) from `weights` on `device`: the
+    /// projections and the head as GGUF blocks (Q and K's rows moved back to
+    /// the checkpoint's order, [`unpermute_blocks`]), run by the suite's
+    /// kernels; the norms, the embedding's lookup and the activations f32.
+    pub fn load_quantized(
+        weights: &Weights,
+        types: &HashMap<String, GgmlDType>,
+        device: &Device,
+        positions: usize,
+    ) -> Result<Self> {
+        let d = weights.dims();
+        let cfg = layer_config(d);
+        let on = |t: Tensor| -> Result<Tensor> { Ok(t.to_device(device)?) };
+        let blocks = |name: &str, heads: Option<usize>| -> Result<QLinear> {
+            let t = row_tensor(weights, types, name)?;
+            let t = match heads {
+                Some(h) => unpermute_blocks(&t, h)?,
+                None => t,
+            };
+            let t = if device.is_cpu() {
+                t
+            } else {
+                let dims = t.shape().dims().to_vec();
+                qtensor_from_ggml(t.dtype(), &t.data()?, dims, device)?
+            };
+            Ok(QLinear::new(t)?)
+        };
+        let mut layers = Vec::with_capacity(d.layers);
+        for l in 0..d.layers {
+            let name = |n: &str| format!("blk.{l}.{}.weight", gguf_name(n));
+            layers.push(Layer::quantized(
+                &cfg,
+                |n| on(weights.f32(&name(n))?),
+                |n| match n {
+                    "wq" => blocks(&name(n), Some(d.heads)),
+                    "wk" => blocks(&name(n), Some(d.kv_heads)),
+                    _ => blocks(&name(n), None),
+                },
+            )?);
+        }
+        let embedding = row_tensor(weights, types, "token_embd.weight")?.dequantize(device)?;
+        let head = Proj::Quantized(blocks(head_name(d), None)?);
+        let norm = on(weights.f32("output_norm.weight")?)?;
+        let f32 = (DType::F32, device, positions);
+        Self::of(d, layers, (embedding, head, norm), f32, Kernels::Lab)
+    }
+
+    fn of(
+        d: &Dims,
+        layers: Vec<Layer>,
+        (embedding, head, norm): (Tensor, Proj, Tensor),
+        (dtype, device, positions): (DType, &Device, usize),
+        kernels: Kernels,
+    ) -> Result<Self> {
+        let mut caches = Vec::with_capacity(d.layers);
+        for _ in 0..d.layers {
+            caches.push(KvCache::new(
+                1, d.kv_heads, positions, d.head_dim, dtype, device,
+            )?);
+        }
         Ok(Self {
             layers,
             caches,
             embedding,
             head,
-            norm: on(weights.f32("output_norm.weight")?)?,
+            norm,
             rope: Rope::new(d.head_dim, d.rope_theta, 0, positions, dtype, device)?,
             masks: HashMap::new(),
             rms_eps: d.rms_eps as f32,
@@ -155,14 +259,15 @@ impl FloatLm {
         self.layers.len()
     }
 
-    /// Projection `which` (Q, K, V, O, gate, up, down) of `layer` on `x`.
+    /// Projection `which` (Q, K, V, O, gate, up, down) of `layer` on `x`,
+    /// with the model's kernels.
     pub fn project(&self, layer: usize, which: usize, x: &Tensor) -> Result<Tensor> {
-        Ok(self.layers[layer].linears()[which].forward(x)?)
+        self.layers[layer].linears()[which].forward(x, self.kernels)
     }
 
     /// The output head on `x`.
     pub fn head(&self, x: &Tensor) -> Result<Tensor> {
-        Ok(self.head.forward(x)?)
+        self.head.forward(x, self.kernels)
     }
 }
 
@@ -195,7 +300,7 @@ impl Lm for FloatLm {
         }
         let last = x.narrow(1, t - 1, 1)?.contiguous()?;
         let last = self.kernels.rms_norm(&last, &self.norm, self.rms_eps)?;
-        Ok(self.head.forward(&last)?.squeeze(0)?)
+        Ok(self.head.forward(&last, self.kernels)?.squeeze(0)?)
     }
 
     fn device(&self) -> &Device {

@@ -103,13 +103,20 @@ pub(super) fn load(
     label: &str,
 ) -> Result<Loaded> {
     let started = std::time::Instant::now();
-    let lm = match kind {
-        RowKind::Quantized(_) => {
+    let positions = cfg.pp_tokens.max(cfg.prompt_ids.len() + cfg.tg_tokens);
+    let lm = match (kind, kernels) {
+        // The suite's quantized path: the float path's layers on the blocks.
+        (RowKind::Quantized(t), Kernels::Lab) => {
+            let types = quantized::row_types(weights.source(), t)?;
+            Loaded::Float(float::FloatLm::load_quantized(
+                weights, &types, device, positions,
+            )?)
+        }
+        (RowKind::Quantized(_), _) => {
             let gguf = gguf.context("a quantized row without its GGUF")?;
             Loaded::Quantized(quantized::QuantizedLm::from_gguf(gguf, device)?)
         }
-        RowKind::Float(p) => {
-            let positions = cfg.pp_tokens.max(cfg.prompt_ids.len() + cfg.tg_tokens);
+        (RowKind::Float(p), _) => {
             let lm = float::FloatLm::load(weights, p.dtype(), device, positions, kernels)?;
             Loaded::Float(lm)
         }
@@ -173,6 +180,8 @@ pub(super) fn row(
         _ => None,
     };
 
+    // quantized_llama rotates interleaved pairs; the float path's layers halves.
+    let interleaved = matches!(lm, Loaded::Quantized(..));
     // The matmuls alone and the op classes, from the row's own weights.
     let mats = match lm {
         Loaded::Float(f) => Mats::Float(f),
@@ -192,7 +201,6 @@ pub(super) fn row(
     let shapes = parts::Shapes::new(&d, act, device, cfg.seed, cfg.pp_tokens, cfg.tg_tokens)?;
     let matmuls_pp = parts::matmuls(&mats, &shapes, true, telemetry, cfg.plan, label)?;
     let matmuls_tg = parts::matmuls(&mats, &shapes, false, telemetry, cfg.plan, label)?;
-    let interleaved = matches!(kind, RowKind::Quantized(_));
     let parts = parts::token_parts(
         &d,
         &shapes,

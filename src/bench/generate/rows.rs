@@ -50,7 +50,7 @@ pub fn run(
         let label = label(source, kind, kernels);
         // A panic inside Candle on this row is the row's error, as a failure is.
         let measured = crate::error::contained(&format!("row {label}"), || {
-            row_gguf(&weights, kind, &label).and_then(|gguf| {
+            row_gguf(&weights, (kind, kernels), &label).and_then(|gguf| {
                 let rowed = (kind, kernels, gguf.as_ref());
                 row(
                     device,
@@ -102,7 +102,7 @@ pub fn prepare_only(device: &Device, source: &Source, cfg: &Config) -> Result<Ge
     for (kind, kernels) in runs(&cfg.rows, cfg.kernels) {
         let label = label(source, kind, kernels);
         let t0 = std::time::Instant::now();
-        let gguf = row_gguf(&weights, kind, &label)?;
+        let gguf = row_gguf(&weights, (kind, kernels), &label)?;
         let made = t0.elapsed().as_secs_f64();
         load(
             device,
@@ -147,8 +147,13 @@ fn made_once<'a>(source: &'a Source, cfg: &Config) -> Result<Weights<'a>> {
 }
 
 /// A quantized row's GGUF, made once (timed); none for a float row.
-fn row_gguf(weights: &Weights, kind: RowKind, label: &str) -> Result<Option<Gguf>> {
-    let RowKind::Quantized(t) = kind else {
+fn row_gguf(
+    weights: &Weights,
+    (kind, kernels): (RowKind, Kernels),
+    label: &str,
+) -> Result<Option<Gguf>> {
+    // The suite's quantized path takes its blocks itself (kernels::QLinear).
+    let (RowKind::Quantized(t), Kernels::Fused) = (kind, kernels) else {
         return Ok(None);
     };
     let started = std::time::Instant::now();
@@ -226,8 +231,10 @@ fn results(
         && cfg.rows.iter().any(|r| matches!(r, RowKind::Quantized(_)))
     {
         notes.push(
-            "--kernels: the quantized rows are candle-transformers' quantized_llama, whose \
-             norms and softmax are its own: they ran Candle's kernels"
+            "--kernels: a quantized row with the suite's kernels is the float path's layers \
+             with the GGUF blocks as stored, multiplied by the suite's quantized kernels \
+             (kernels::QLinear); a quantized row with Candle's is candle-transformers' \
+             quantized_llama (QMatMul)"
                 .into(),
         );
     }
@@ -255,19 +262,19 @@ fn results(
 }
 
 /// What the run times, in order: each row with candle's kernels, or with the
-/// suite's (`lab`: the float rows; the quantized path has no seam for them),
-/// or (`both`) each float row with candle's and then with the suite's.
+/// suite's (`lab`), or (`both`) each row with candle's and then with the
+/// suite's. A quantized row with the suite's kernels is its own model path
+/// ([`super::float::FloatLm::load_quantized`]); with candle's, quantized_llama.
 fn runs(rows: &[RowKind], choice: KernelChoice) -> Vec<(RowKind, Kernels)> {
     let mut out = Vec::new();
     for &kind in rows {
-        let float = matches!(kind, RowKind::Float(_));
         match choice {
-            KernelChoice::Lab if float => out.push((kind, Kernels::Lab)),
-            KernelChoice::Both if float => {
+            KernelChoice::Lab => out.push((kind, Kernels::Lab)),
+            KernelChoice::Both => {
                 out.push((kind, Kernels::Fused));
                 out.push((kind, Kernels::Lab));
             }
-            _ => out.push((kind, Kernels::Fused)),
+            KernelChoice::Candle => out.push((kind, Kernels::Fused)),
         }
     }
     out
@@ -280,7 +287,7 @@ mod tests {
     use candle_core::quantized::GgmlDType;
 
     #[test]
-    fn both_times_each_float_row_twice_and_a_quantized_row_once() {
+    fn both_times_each_row_twice_candles_first() {
         let (q, f) = (
             RowKind::Quantized(GgmlDType::Q4_1),
             RowKind::Float(Precision::F32),
@@ -288,11 +295,16 @@ mod tests {
         let got = runs(&[q, f], KernelChoice::Both);
         assert_eq!(
             got,
-            [(q, Kernels::Fused), (f, Kernels::Fused), (f, Kernels::Lab)]
+            [
+                (q, Kernels::Fused),
+                (q, Kernels::Lab),
+                (f, Kernels::Fused),
+                (f, Kernels::Lab)
+            ]
         );
         assert_eq!(
             runs(&[q, f], KernelChoice::Lab),
-            [(q, Kernels::Fused), (f, Kernels::Lab)]
+            [(q, Kernels::Lab), (f, Kernels::Lab)]
         );
         assert_eq!(
             runs(&[q, f], KernelChoice::Candle),

@@ -18,6 +18,7 @@
 //! of memory, an op Candle lacks on a device) is that variant's error; the
 //! others run.
 
+pub mod matvec;
 mod ops;
 
 use anyhow::{Context, Result};
@@ -41,6 +42,8 @@ pub struct Config {
     pub ops: Vec<KernelOp>,
     pub precisions: Vec<Precision>,
     pub cases: Vec<KernelCase>,
+    /// The matrix-vector rows (`--ops matvec`), if asked for.
+    pub matvec: Option<matvec::MatvecConfig>,
     pub plan: Plan,
     /// The ladder's largest footprint in bytes (`--ladder-max-mib`).
     pub ladder_max: Option<u64>,
@@ -159,22 +162,33 @@ pub fn cases(
 /// intermediates (up to eight tensor-sized buffers at once), and the
 /// ceiling's two buffers; on the host too for the f64 check of a few rows.
 pub fn needs(cfg: &Config) -> Vec<Need> {
-    cfg.cases
+    let mut out: Vec<Need> = cfg
+        .matvec
         .iter()
-        .map(|case| {
-            let elems = cfg
-                .ops
-                .iter()
-                .map(|op| op.shape(case).iter().product::<usize>() as u64)
-                .max()
-                .unwrap_or(0);
+        .map(|m| {
+            let bytes = matvec::largest_bytes(m);
             Need {
-                what: format!("the {} case ({elems} elements per tensor)", case.name),
-                host_bytes: 0,
-                device_bytes: elems * 4 * 10,
+                what: "the largest matrix-vector row (its weight made, held and Candle's copy)"
+                    .into(),
+                host_bytes: bytes,
+                device_bytes: bytes / 2,
             }
         })
-        .collect()
+        .collect();
+    out.extend(cfg.cases.iter().map(|case| {
+        let elems = cfg
+            .ops
+            .iter()
+            .map(|op| op.shape(case).iter().product::<usize>() as u64)
+            .max()
+            .unwrap_or(0);
+        Need {
+            what: format!("the {} case ({elems} elements per tensor)", case.name),
+            host_bytes: 0,
+            device_bytes: elems * 4 * 10,
+        }
+    }));
+    out
 }
 
 /// Runs every row of `cfg` on `device`.
@@ -195,7 +209,12 @@ pub fn run(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<Kerne
             }
         }
     }
+    let matvec = match &cfg.matvec {
+        Some(m) => matvec::run(device, m, cfg.plan, telemetry, &ladder)?,
+        None => Vec::new(),
+    };
     Ok(KernelsResults {
+        matvec,
         warmup: cfg.plan.warmup,
         iters: cfg.plan.iters,
         cpu_threads: candle_core::utils::get_num_threads(),
@@ -270,6 +289,7 @@ fn measure_row(
                 speedup_vs_candle: None,
                 accuracy: reference.check(&out)?,
                 calls_per_sample,
+                threads_held: None,
                 timed,
             })
         })();
@@ -310,7 +330,7 @@ fn measure_row(
 }
 
 /// Each measured variant's speed against Candle's: Candle's time over its own.
-pub fn fill_speedups(variants: &mut [KernelVariant]) {
+pub(crate) fn fill_speedups(variants: &mut [KernelVariant]) {
     let candle = variants
         .iter()
         .find(|v| v.implementation == Implementation::Candle)
@@ -376,7 +396,7 @@ pub fn normwise_errors(got: &[f64], want: &[f64]) -> (f64, f64) {
     (ratio(worst, largest), ratio(total, size))
 }
 
-fn host_f64(t: &Tensor) -> Result<Vec<f64>> {
+pub(crate) fn host_f64(t: &Tensor) -> Result<Vec<f64>> {
     Ok(t.to_dtype(DType::F64)?
         .to_device(&Device::Cpu)?
         .flatten_all()?
@@ -393,6 +413,7 @@ mod tests {
             ops: KernelOp::ALL.to_vec(),
             precisions: vec![Precision::F32, Precision::Bf16],
             cases: cases(false, &names, Some(8), 1),
+            matvec: None,
             plan: Plan {
                 warmup: 1,
                 iters: 2,

@@ -241,8 +241,8 @@ pub fn caveat(r: &GenerateResults) -> Vec<String> {
         .collect()
 }
 
-/// The suite's kernels against candle-nn's for the whole model, from a
-/// `--kernels both` run: per float precision, the time of pp and of tg with
+/// The suite's kernels against Candle's for the whole model, from a
+/// `--kernels both` run: per precision, the time of pp and of tg with
 /// the suite's kernels over the time with candle's, timed in the same run.
 pub fn kernels_line(r: &GenerateResults) -> Option<String> {
     let ms = |row: &GenerateRow| {
@@ -270,7 +270,8 @@ pub fn kernels_line(r: &GenerateResults) -> Option<String> {
         .collect();
     (!per_precision.is_empty()).then(|| {
         format!(
-            "the suite's kernels against candle-nn's, the whole model (time with them over time \
+            "the suite's kernels against Candle's (candle-nn's on the float rows, \
+             quantized_llama's on the quantized), the whole model (time with them over time \
              without, timed one after the other in the same run, candle's first; under 1 is \
              faster): {}",
             per_precision.join("; ")

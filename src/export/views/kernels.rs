@@ -3,7 +3,8 @@
 //! for the op's bytes, side by side), notes that hold the run to its targets
 //! (85% of the ceiling on the large case, never slower than Candle's op) and
 //! say how far each miss is, long-format CSV records, and the chart of % of
-//! the ceiling per kernel.
+//! the ceiling per kernel; the matrix-vector rows' table, notes and records
+//! are [`super::matvec`]'s.
 
 use anyhow::Result;
 
@@ -105,6 +106,7 @@ pub fn show(file: &ResultFile, r: &KernelsResults) -> Shown {
         }
         tables.push(t);
     }
+    tables.extend(super::matvec::table(&file.device.label, r.cpu_threads, r));
     Shown {
         tables,
         notes: notes(r),
@@ -220,6 +222,7 @@ pub fn notes(r: &KernelsResults) -> Vec<String> {
             ));
         }
     }
+    notes.extend(super::matvec::notes(r));
     let beaten: Vec<String> = r
         .rows
         .iter()
@@ -310,6 +313,7 @@ pub fn records(machine: &str, r: &KernelsResults) -> Records {
             rows.push(rec);
         }
     }
+    rows.extend(super::matvec::records(machine, r));
     Records::new(&header, rows)
 }
 

@@ -10,6 +10,7 @@ pub mod generate;
 pub mod kernels;
 pub mod ladder;
 pub mod matmul;
+pub mod matvec;
 pub mod memory;
 pub mod overhead;
 pub mod precision;

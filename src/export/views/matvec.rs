@@ -1,0 +1,184 @@
+//! The `kernels` matrix-vector rows shown: one table (per model shape,
+//! matrix and weight type: the bound its bytes set, the suite's op and
+//! Candle's, each's share of the bound and threads held), the notes that hold
+//! the rows to their target (the suite's op never slower than Candle's at a
+//! real model's shapes) and say how far each miss is, and their CSV records
+//! in the kernels' long format.
+
+use super::num;
+use crate::export::table::Table;
+use crate::schema::{Implementation, KernelsResults, MatvecRow, VariantMeasured};
+use crate::units::mib;
+
+fn ms(m: Option<&VariantMeasured>) -> String {
+    m.map_or("-".into(), |m| {
+        format!("{:.4}", m.time_ms) + super::mark(m.timed.availability.as_ref())
+    })
+}
+
+fn pct(m: Option<&VariantMeasured>) -> String {
+    m.map_or("-".into(), |m| format!("{:.0}%", m.pct_of_ceiling))
+}
+
+fn held(m: Option<&VariantMeasured>) -> String {
+    m.and_then(|m| m.threads_held)
+        .map_or("-".into(), |h| format!("{h:.2}"))
+}
+
+/// The matrix-vector rows' table, if there are any.
+pub fn table(device: &str, threads: usize, r: &KernelsResults) -> Option<Table> {
+    let first = r.matvec.first()?;
+    let mut t = Table::new(
+        format!(
+            "matvec: y = x W^T at {} activation row(s), the suite's op and Candle's against the \
+             bound the weight's bytes set (a copy of them measured here) on {device}, {threads} \
+             threads",
+            first.tokens
+        ),
+        &[
+            "model",
+            "matrix",
+            "n x k",
+            "weights",
+            "MiB",
+            "bound ms",
+            "lab ms",
+            "candle ms",
+            "lab % bound",
+            "candle % bound",
+            "lab threads",
+            "candle threads",
+            "lab vs candle",
+        ],
+    );
+    t.align_left(&[0, 1, 2, 3]);
+    for row in &r.matvec {
+        let (lab, candle) = (
+            row.measured(Implementation::Lab),
+            row.measured(Implementation::Candle),
+        );
+        t.row([
+            row.model.clone(),
+            row.matrix.clone(),
+            format!("{} x {}", row.n, row.k),
+            row.weights.clone(),
+            format!("{:.2}", mib(row.weight_bytes)),
+            format!("{:.4}", row.bound_ms),
+            ms(lab),
+            ms(candle),
+            pct(lab),
+            pct(candle),
+            held(lab),
+            held(candle),
+            lab.and_then(|m| m.speedup_vs_candle)
+                .map_or("-".into(), |s| format!("{s:.2}x")),
+        ]);
+    }
+    Some(t)
+}
+
+fn name(row: &MatvecRow) -> String {
+    format!("{} {} {}", row.model, row.matrix, row.weights)
+}
+
+/// The target (never slower than Candle's op at these shapes), met or missed
+/// and by how much; the rows that reach their bound; failures.
+pub fn notes(r: &KernelsResults) -> Vec<String> {
+    let mut notes = Vec::new();
+    let speed = |row: &MatvecRow| row.measured(Implementation::Lab)?.speedup_vs_candle;
+    let compared = r.matvec.iter().filter(|row| speed(row).is_some()).count();
+    let slower: Vec<String> = r
+        .matvec
+        .iter()
+        .filter_map(|row| {
+            let s = speed(row)?;
+            (s < 1.0).then(|| format!("{} ({s:.2}x)", name(row)))
+        })
+        .collect();
+    if compared > 0 {
+        notes.push(if slower.is_empty() {
+            format!(
+                "matvec target met: the lab's op is never slower than Candle's ({compared} rows)"
+            )
+        } else {
+            format!(
+                "matvec target (never slower than Candle's op) missed on {} of {compared} rows: {}",
+                slower.len(),
+                slower.join(", ")
+            )
+        });
+    }
+    let over: Vec<String> = r
+        .matvec
+        .iter()
+        .filter_map(|row| {
+            let p = row.measured(Implementation::Lab)?.pct_of_ceiling;
+            (p > 100.0).then(|| format!("{} {p:.0}%", name(row)))
+        })
+        .collect();
+    if !over.is_empty() {
+        notes.push(format!(
+            "matvec: {} rows beat their bound ({}): the bound is one thread's copy, the op reads \
+             on every thread, so there the ceiling, not the op, is short",
+            over.len(),
+            over.join(", ")
+        ));
+    }
+    for row in &r.matvec {
+        for v in row.variants.iter().filter(|v| v.measured.is_none()) {
+            notes.push(format!(
+                "matvec {} {}: failed ({})",
+                name(row),
+                v.implementation.name(),
+                v.error.as_deref().unwrap_or("no error recorded")
+            ));
+        }
+    }
+    notes
+}
+
+/// The rows in the kernels' long format: op "matvec", case "<model>
+/// <matrix>", precision the weight type, shape "n x k x tokens", bytes the
+/// weight's.
+pub fn records(machine: &str, r: &KernelsResults) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for row in &r.matvec {
+        let start = |implementation: &str| {
+            vec![
+                machine.to_string(),
+                "kernels".into(),
+                "matvec".into(),
+                format!("{} {}", row.model, row.matrix),
+                row.weights.clone(),
+                implementation.to_string(),
+                format!("{}x{}x{}", row.n, row.k, row.tokens),
+                row.weight_bytes.to_string(),
+            ]
+        };
+        let c = &row.ceiling;
+        let mut ceiling = start("ceiling");
+        ceiling.extend([
+            num(Some(row.bound_ms)),
+            format!("{:?}", c.time_source),
+            num(Some(c.gb_per_s)),
+            num(Some(100.0)),
+            String::new(),
+            String::new(),
+        ]);
+        out.push(ceiling);
+        for v in &row.variants {
+            let m = v.measured.as_ref();
+            let mut rec = start(v.implementation.name());
+            rec.extend([
+                num(m.map(|m| m.time_ms)),
+                m.map_or(String::new(), |m| format!("{:?}", m.time_source)),
+                num(m.map(|m| m.gb_per_s)),
+                num(m.map(|m| m.pct_of_ceiling)),
+                num(m.and_then(|m| m.speedup_vs_candle)),
+                num(m.map(|m| m.accuracy.max_rel_err)),
+            ]);
+            out.push(rec);
+        }
+    }
+    out
+}

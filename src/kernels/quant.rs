@@ -1,0 +1,392 @@
+//! `y = x W^T` on GGUF weights as they are stored: [`QLinear`], for Q8_0,
+//! Q4_0, Q4_1, Q4_K and Q6_K blocks (and F32, F16 or BF16 tensors, which it
+//! runs as f32 on [`super::linear`]), the activations f32.
+//!
+//! The idea that makes it fast: never turn a weight back into a float. The
+//! activations are quantized once per row to 8-bit blocks as ggml does
+//! ([`act`]), and each weight block is then a few integer multiply-add
+//! instructions against them, one float multiply per block ([`x86`]: VNNI's
+//! `vpdpbusd` or AVX2's `vpmaddubsw`, chosen at run time; [`portable`]
+//! elsewhere). At one token the weights are read once, in the order they are
+//! stored, their rows split across every thread of Candle's pool
+//! ([`super::rows`]); Candle's CPU path has the same blocks and threads but
+//! no vector code for Q4_1 (a scalar loop). A prompt chunk multiplies each
+//! unpacked weight block into four activation rows before the next block is
+//! read, so its weights come from memory once per 64 rows.
+//!
+//! On a GPU the quantized op is Candle's own (its CUDA matrix-vector and
+//! matrix-matrix kernels for these blocks): a `QLinear` whose tensor is on a
+//! CUDA device applies the tensor's `CustomOp` as `QMatMul` does.
+
+mod act;
+mod blocks;
+mod portable;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
+
+use candle_core::backend::BackendStorage;
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{bail, CpuStorage, CustomOp1, DType, Layout, Result, Shape, Tensor};
+
+use super::cpu::output;
+use super::rows::{share, Out, Threads};
+use super::span;
+use act::{Q8, Q8K};
+use blocks::Kind;
+
+/// Activation rows per pass over the weights (their 8-bit copy stays in L2).
+const CHUNK_ROWS: usize = 64;
+/// Weight rows per unit of shared work.
+const GROUP: usize = 4;
+/// Activation rows per tile: each unpacked weight block meets this many.
+const TILE: usize = 4;
+
+/// A linear layer's weight as GGUF stores it: `forward(x)` is `x W^T`.
+pub struct QLinear {
+    w: Arc<QTensor>,
+    n: usize,
+    k: usize,
+    how: How,
+}
+
+enum How {
+    /// The quantized kernels, on the host.
+    Blocks(Kind),
+    /// A float tensor (F32, F16 or BF16 in the file), as f32.
+    Float(Tensor),
+    /// A tensor on a CUDA device: Candle's kernels.
+    Device,
+}
+
+impl QLinear {
+    /// The layer of `w` (out x in). Refuses a block type the kernels lack.
+    pub fn new(w: QTensor) -> Result<Self> {
+        Self::from_arc(Arc::new(w))
+    }
+
+    /// [`QLinear::new`] over a shared tensor.
+    pub fn from_arc(w: Arc<QTensor>) -> Result<Self> {
+        let (n, k) = w.shape().dims2()?;
+        let t = w.dtype();
+        let how = if !w.device().is_cpu() {
+            How::Device
+        } else if let Some(kind) = Kind::of(t) {
+            if !k.is_multiple_of(kind.values()) {
+                bail!("lab qlinear: rows of {k} are not whole {t:?} blocks");
+            }
+            How::Blocks(kind)
+        } else if matches!(t, GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16) {
+            How::Float(w.dequantize(&candle_core::Device::Cpu)?)
+        } else {
+            bail!(
+                "lab qlinear: GGUF type {t:?} has no kernel here (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, \
+                 F32, F16 and BF16 do)"
+            );
+        };
+        Ok(Self { w, n, k, how })
+    }
+
+    /// (out, in).
+    pub fn dims(&self) -> (usize, usize) {
+        (self.n, self.k)
+    }
+
+    pub fn dtype(&self) -> GgmlDType {
+        self.w.dtype()
+    }
+
+    /// `x W^T` over the last dimension of `x` (f32, (..., in)), shared
+    /// across Candle's CPU pool.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        self.forward_with(x, Threads::Pool)
+    }
+
+    /// [`QLinear::forward`] on the given threads.
+    pub fn forward_with(&self, x: &Tensor, threads: Threads) -> Result<Tensor> {
+        self.forward_on(x, threads, QuantTier::detect())
+    }
+
+    /// [`QLinear::forward`] on the given threads with the kernels of `tier`
+    /// (one of [`QuantTier::available`]; the tests run each).
+    pub fn forward_on(&self, x: &Tensor, threads: Threads, tier: QuantTier) -> Result<Tensor> {
+        if !tier.runs_here() {
+            bail!("lab qlinear: this CPU has no {} instructions", tier.name());
+        }
+        if x.dtype() != DType::F32 {
+            bail!("lab qlinear: input in {} (f32 only)", x.dtype().as_str());
+        }
+        let dims = x.dims();
+        if dims.last() != Some(&self.k) {
+            bail!(
+                "lab qlinear: input of shape {dims:?} for a weight of {} x {}",
+                self.n,
+                self.k
+            );
+        }
+        let mut out_dims = dims.to_vec();
+        *out_dims.last_mut().expect("rank >= 1: its last dim is k") = self.n;
+        if x.elem_count() == 0 {
+            return Tensor::zeros(out_dims, DType::F32, x.device());
+        }
+        let x = super::contiguous(x)?;
+        let y = match &self.how {
+            How::Float(w) => return super::linear_with(&x, w, threads),
+            How::Device => x.apply_op1_no_bwd(self.w.as_ref())?,
+            How::Blocks(kind) => {
+                let op = Op {
+                    w: &self.w,
+                    kind: *kind,
+                    n: self.n,
+                    k: self.k,
+                    threads,
+                    tier,
+                };
+                x.apply_op1_no_bwd(&op)?
+            }
+        };
+        y.reshape(out_dims)
+    }
+}
+
+struct Op<'a> {
+    w: &'a QTensor,
+    kind: Kind,
+    n: usize,
+    k: usize,
+    threads: Threads,
+    tier: QuantTier,
+}
+
+impl CustomOp1 for Op<'_> {
+    fn name(&self) -> &'static str {
+        "lab-qlinear"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let (a, b) = span("qlinear", l)?;
+        let CpuStorage::F32(x) = s else {
+            bail!("lab qlinear: input in {} (f32 only)", s.dtype().as_str());
+        };
+        let w = self.w.data()?;
+        let m = (b - a) / self.k;
+        let expect = self.n * self.k / self.kind.values() * self.kind.bytes();
+        if w.len() != expect {
+            bail!(
+                "lab qlinear: {} bytes of blocks, {expect} expected",
+                w.len()
+            );
+        }
+        let out = product(self, &x[a..b], &w, m);
+        Ok((out, Shape::from((m, self.n))))
+    }
+}
+
+/// The instruction set the quantized kernels run with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuantTier {
+    /// AVX512-VNNI's 256-bit forms (with AVX512-VL), on AVX2.
+    Vnni512,
+    /// AVX-VNNI, on AVX2.
+    AvxVnni,
+    /// AVX2 (with FMA and F16C).
+    Avx2,
+    /// Integer arithmetic the compiler vectorizes as it can.
+    Portable,
+}
+
+impl QuantTier {
+    /// The best this CPU has.
+    pub fn detect() -> QuantTier {
+        Self::available()[0]
+    }
+
+    /// Whether this CPU has the tier's instructions.
+    pub fn runs_here(self) -> bool {
+        Self::available().contains(&self)
+    }
+
+    /// Every tier this CPU runs, best first (checked once).
+    pub fn available() -> &'static [QuantTier] {
+        static TIERS: OnceLock<Vec<QuantTier>> = OnceLock::new();
+        TIERS.get_or_init(Self::find)
+    }
+
+    fn find() -> Vec<QuantTier> {
+        let mut out = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx2") && has!("fma") && has!("f16c") {
+                if has!("avx512vnni") && has!("avx512vl") {
+                    out.push(QuantTier::Vnni512);
+                }
+                if has!("avxvnni") {
+                    out.push(QuantTier::AvxVnni);
+                }
+                out.push(QuantTier::Avx2);
+            }
+        }
+        out.push(QuantTier::Portable);
+        out
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            QuantTier::Vnni512 => "avx512-vnni",
+            QuantTier::AvxVnni => "avx-vnni",
+            QuantTier::Avx2 => "avx2",
+            QuantTier::Portable => "portable",
+        }
+    }
+}
+
+/// The activations of one pass, quantized for the weights' kind.
+enum Acts {
+    Q8(Q8),
+    Q8K(Q8K),
+}
+
+/// One pass: its activation rows, and where they go in the output.
+struct Pass<'a> {
+    op: &'a Op<'a>,
+    w: &'a [u8],
+    acts: Acts,
+    m: usize,
+    row0: usize,
+    out: &'a Out<f32>,
+}
+
+/// `x` (m x k) times the blocks' transpose, (m x n).
+fn product(op: &Op<'_>, x: &[f32], w: &[u8], m: usize) -> CpuStorage {
+    let (n, k) = (op.n, op.k);
+    output::<f32>(m * n, |dst| {
+        let out = Out::new(dst);
+        for row0 in (0..m).step_by(CHUNK_ROWS) {
+            let rows = CHUNK_ROWS.min(m - row0);
+            let x = &x[row0 * k..(row0 + rows) * k];
+            let acts = if op.kind.k_quant() {
+                Acts::Q8K(act::q8k(x, k))
+            } else {
+                Acts::Q8(act::q8(x, k))
+            };
+            let pass = Pass {
+                op,
+                w,
+                acts,
+                m: rows,
+                row0,
+                out: &out,
+            };
+            share(n.div_ceil(GROUP), GROUP * k * rows, op.threads, |units| {
+                pass.rows(units.start * GROUP..(units.end * GROUP).min(n));
+            });
+        }
+    })
+}
+
+impl Pass<'_> {
+    /// Weight rows `rows` against every activation row.
+    fn rows(&self, rows: Range<usize>) {
+        assert!(
+            self.op.tier.runs_here(),
+            "{:?} on a CPU without it",
+            self.op.tier
+        );
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY (each): the tier is one this CPU has (checked above).
+            match self.op.tier {
+                QuantTier::Vnni512 => return unsafe { self.vnni512(rows) },
+                QuantTier::AvxVnni => return unsafe { self.avx_vnni(rows) },
+                QuantTier::Avx2 => return unsafe { self.avx2(rows) },
+                QuantTier::Portable => {}
+            }
+        }
+        self.portable(rows);
+    }
+
+    fn portable(&self, rows: Range<usize>) {
+        let bytes = self.op.k / self.op.kind.values() * self.op.kind.bytes();
+        let (a, ak) = match &self.acts {
+            Acts::Q8(a) => (Some(a), None),
+            Acts::Q8K(a) => (None, Some(a)),
+        };
+        for j in rows {
+            let w = &self.w[j * bytes..(j + 1) * bytes];
+            for r in 0..self.m {
+                let v = portable::dot(self.op.kind, w, a, ak, r);
+                // SAFETY: output (row0 + r, j) is this task's: row j is in its range.
+                unsafe { self.out.write((self.row0 + r) * self.op.n + j, v) };
+            }
+        }
+    }
+
+    fn write<const R: usize>(&self, r0: usize, j: usize, v: [f32; R]) {
+        for (r, v) in v.into_iter().enumerate() {
+            // SAFETY: output (row0 + r0 + r, j) is this task's: row j is in its range.
+            unsafe { self.out.write((self.row0 + r0 + r) * self.op.n + j, v) };
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Pass<'_> {
+    /// # Safety
+    /// The CPU has AVX2, FMA, F16C, AVX512-VNNI and AVX512-VL.
+    #[target_feature(enable = "avx2,fma,f16c,avx512vnni,avx512vl")]
+    unsafe fn vnni512(&self, rows: Range<usize>) {
+        self.walk::<x86::Vnni512>(rows)
+    }
+
+    /// # Safety
+    /// The CPU has AVX2, FMA, F16C and AVX-VNNI.
+    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+    unsafe fn avx_vnni(&self, rows: Range<usize>) {
+        self.walk::<x86::AvxVnni>(rows)
+    }
+
+    /// # Safety
+    /// The CPU has AVX2, FMA and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn avx2(&self, rows: Range<usize>) {
+        self.walk::<x86::Avx2>(rows)
+    }
+
+    /// Each weight row of `rows` against the activations, [`TILE`] rows at a
+    /// time, then one at a time.
+    #[inline(always)]
+    fn walk<I: x86::Int>(&self, rows: Range<usize>) {
+        let kind = self.op.kind;
+        let bytes = self.op.k / kind.values() * kind.bytes();
+        for j in rows {
+            let w = self.w[j * bytes..(j + 1) * bytes].as_ptr();
+            let mut r = 0;
+            while r + TILE <= self.m {
+                self.write(r, j, self.tile::<I, TILE>(w, r));
+                r += TILE;
+            }
+            while r < self.m {
+                self.write(r, j, self.tile::<I, 1>(w, r));
+                r += 1;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn tile<I: x86::Int, const R: usize>(&self, w: *const u8, r0: usize) -> [f32; R] {
+        // SAFETY: `w` is a whole row of blocks (sliced in `walk`); rows
+        // r0..r0 + R of the activations exist (r0 + R <= m).
+        unsafe {
+            match (&self.acts, self.op.kind) {
+                (Acts::Q8K(a), Kind::Q4K) => x86::row_q4k::<I, R>(w, a, r0),
+                (Acts::Q8K(a), _) => x86::row_q6k::<I, R>(w, a, r0),
+                (Acts::Q8(a), Kind::Q8_0) => x86::row32::<I, x86::Q8_0, R>(w, a, r0),
+                (Acts::Q8(a), Kind::Q4_0) => x86::row32::<I, x86::Q4_0, R>(w, a, r0),
+                (Acts::Q8(a), _) => x86::row32::<I, x86::Q4_1, R>(w, a, r0),
+            }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The activations quantized once per row, before any weight is read, as ggml
+//! and Candle quantize them (`quantize_row_q8_0`, `_q8_1`, `_q8_K`): so that
+//! each weight block meets 8-bit integers and the dot product is integer
+//! multiply-adds, with one float multiply per block.
+//!
+//! - [`Q8`], for the 32-value weight blocks (Q8_0, Q4_0, Q4_1): per block of
+//!   32, `d = max|x| / 127` (kept as the f16 ggml stores, so the sums equal
+//!   Candle's), `q = round(x / d)`, and `s = d * sum(q)` (Q8_1's sum: what a
+//!   block's offset, Q4_1's minimum or Q4_0's 8, multiplies), also kept
+//!   rounded as Q8_1 stores it (f16), for Q4_1: ggml and Candle multiply
+//!   Q4_1's minimum by that, and with it the lab's Q4_1 products are theirs
+//!   (measured on a tiny model: logits equal to 5e-7, where the exact sum
+//!   moved them by 1% of their scale, a tenth of what Q4_1 itself costs).
+//! - [`Q8K`], for the 256-value k-quant blocks (Q4_K, Q6_K): one scale per
+//!   256, `q = round(-127 x / max)` where `max` is the value of largest
+//!   magnitude (Candle's `BlockQ8K::from_float`), and the sums of each 16 `q`
+//!   (the k-quants' minima and offsets multiply them).
+//!
+//! The rows are laid out one after another; block `b` of row `r` is at
+//! `r * blocks + b`.
+
+use half::f16;
+
+/// Values per Q8 block.
+pub(super) const QK: usize = 32;
+/// Values per Q8_K block.
+pub(super) const QK_K: usize = 256;
+
+/// Rows quantized to 32-value blocks.
+pub(super) struct Q8 {
+    /// The quantized values, row after row.
+    pub qs: Vec<i8>,
+    /// Each block's scale.
+    pub d: Vec<f32>,
+    /// Each block's scale times the sum of its values.
+    pub s: Vec<f32>,
+    /// The same as Q8_1 holds it: `f16(f16(sum) * d)`, Candle's rounding.
+    pub s16: Vec<f32>,
+    /// Blocks per row.
+    pub blocks: usize,
+}
+
+/// Rows quantized to 256-value blocks.
+pub(super) struct Q8K {
+    pub qs: Vec<i8>,
+    pub d: Vec<f32>,
+    /// The sums of each 16 values, 16 per block.
+    pub bsums: Vec<i16>,
+    pub blocks: usize,
+}
+
+/// `x` (rows of `k`, a multiple of 32) in Q8 blocks.
+pub(super) fn q8(x: &[f32], k: usize) -> Q8 {
+    let blocks = k / QK;
+    let n = x.len() / QK;
+    let mut out = Q8 {
+        qs: vec![0; n * QK],
+        d: vec![0.0; n],
+        s: vec![0.0; n],
+        s16: vec![0.0; n],
+        blocks,
+    };
+    let qs = out.qs.chunks_exact_mut(QK);
+    let sums = out.s.iter_mut().zip(&mut out.s16);
+    for (((x, q), d), (s, s16)) in x.chunks_exact(QK).zip(qs).zip(&mut out.d).zip(sums) {
+        let amax = x.iter().fold(0f32, |a, v| a.max(v.abs()));
+        let scale = amax / 127.0;
+        let inv = if scale != 0.0 { 1.0 / scale } else { 0.0 };
+        let mut sum = 0i32;
+        for (q, &v) in q.iter_mut().zip(x) {
+            // |v * inv| <= 127: the cast cannot saturate.
+            *q = (v * inv).round() as i8;
+            sum += i32::from(*q);
+        }
+        *d = f16::from_f32(scale).to_f32();
+        *s = *d * sum as f32;
+        *s16 = f16::from_f32(f16::from_f32(sum as f32).to_f32() * *d).to_f32();
+    }
+    out
+}
+
+/// `x` (rows of `k`, a multiple of 256) in Q8_K blocks.
+pub(super) fn q8k(x: &[f32], k: usize) -> Q8K {
+    let blocks = k / QK_K;
+    let n = x.len() / QK_K;
+    let mut out = Q8K {
+        qs: vec![0; n * QK_K],
+        d: vec![0.0; n],
+        bsums: vec![0; n * 16],
+        blocks,
+    };
+    let qs = out.qs.chunks_exact_mut(QK_K);
+    let bsums = out.bsums.chunks_exact_mut(16);
+    for (((x, q), d), bs) in x.chunks_exact(QK_K).zip(qs).zip(&mut out.d).zip(bsums) {
+        let max = x
+            .iter()
+            .fold(0f32, |m, &v| if v.abs() > m.abs() { v } else { m });
+        if max == 0.0 {
+            continue; // d, q and the sums stay 0
+        }
+        let inv = -127.0 / max;
+        for (q, &v) in q.iter_mut().zip(x) {
+            *q = (inv * v).round().clamp(-128.0, 127.0) as i8;
+        }
+        for (b, q) in bs.iter_mut().zip(q.chunks_exact(16)) {
+            *b = q.iter().map(|&v| i16::from(v)).sum();
+        }
+        *d = 1.0 / inv;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn q8_blocks_round_trip_within_half_a_step() {
+        let x: Vec<f32> = (0..96)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.013)
+            .collect();
+        let a = q8(&x, 96);
+        assert_eq!((a.blocks, a.d.len()), (3, 3));
+        for (b, xb) in x.chunks(QK).enumerate() {
+            let amax = xb.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let mut sum = 0i32;
+            for (i, &v) in xb.iter().enumerate() {
+                let q = a.qs[b * QK + i];
+                sum += i32::from(q);
+                // Within half a step of the f32 scale, plus f16's rounding of it.
+                let err = (f32::from(q) * a.d[b] - v).abs();
+                assert!(
+                    err <= amax / 254.0 * 1.01 + 127.0 * amax / 127.0 / 1024.0,
+                    "{err}"
+                );
+            }
+            assert!((a.s[b] - a.d[b] * sum as f32).abs() <= 1e-6);
+        }
+        let zeros = q8(&[0.0; 32], 32);
+        assert!(zeros.qs.iter().all(|&q| q == 0) && zeros.d == [0.0] && zeros.s == [0.0]);
+    }
+
+    #[test]
+    fn q8k_blocks_and_their_sums() {
+        let x: Vec<f32> = (0..512)
+            .map(|i| ((i * 53 % 97) as f32 - 40.0) * 0.1)
+            .collect();
+        let a = q8k(&x, 512);
+        assert_eq!((a.blocks, a.d.len(), a.bsums.len()), (2, 2, 32));
+        for (b, xb) in x.chunks(QK_K).enumerate() {
+            let amax = xb.iter().fold(0f32, |m, v| m.max(v.abs()));
+            for (i, &v) in xb.iter().enumerate() {
+                let err = (f32::from(a.qs[b * QK_K + i]) * a.d[b] - v).abs();
+                assert!(err <= amax / 254.0 * 1.0001, "{err}");
+            }
+            for g in 0..16 {
+                let s: i32 = a.qs[b * QK_K + g * 16..][..16]
+                    .iter()
+                    .map(|&q| i32::from(q))
+                    .sum();
+                assert_eq!(i32::from(a.bsums[b * 16 + g]), s);
+            }
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! The GGUF block types the quantized kernels read as they are stored, with
+//! their byte layouts. The blocks are Candle's own (`QTensor::data()` borrows
+//! them in place, rows of `k / values` blocks one after another); their
+//! fields are private to candle-core, so the offsets are written here, after
+//! ggml's `ggml-common.h`, and held to the sizes of Candle's block structs at
+//! compile time:
+//!
+//! | type | values | bytes | layout |
+//! | --- | --- | --- | --- |
+//! | Q8_0 | 32 | 34 | d (f16), 32 x i8 |
+//! | Q4_0 | 32 | 18 | d (f16), 16 bytes: value i in the low nibble of byte i, value 16 + i in the high one; w = d (q - 8) |
+//! | Q4_1 | 32 | 20 | d, m (f16), the same 16 bytes; w = d q + m |
+//! | Q4_K | 256 | 144 | d, dmin (f16), 12 bytes of eight 6-bit scales and mins, 128 bytes: chunk c of 32 bytes holds values 64c.. (low nibbles) and 64c + 32.. (high); w = d sc q - dmin mn per 32 |
+//! | Q6_K | 256 | 210 | 128 bytes of low 4 bits, 64 of high 2 bits, 16 i8 scales (one per 16 values), d (f16); w = d sc (q - 32) |
+
+use candle_core::quantized::k_quants::{BlockQ4K, BlockQ4_0, BlockQ4_1, BlockQ6K, BlockQ8_0};
+use candle_core::quantized::GgmlDType;
+
+/// A block type the kernels read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kind {
+    Q8_0,
+    Q4_0,
+    Q4_1,
+    Q4K,
+    Q6K,
+}
+
+const _: () = {
+    use std::mem::size_of;
+    assert!(size_of::<BlockQ8_0>() == Kind::Q8_0.bytes());
+    assert!(size_of::<BlockQ4_0>() == Kind::Q4_0.bytes());
+    assert!(size_of::<BlockQ4_1>() == Kind::Q4_1.bytes());
+    assert!(size_of::<BlockQ4K>() == Kind::Q4K.bytes());
+    assert!(size_of::<BlockQ6K>() == Kind::Q6K.bytes());
+};
+
+impl Kind {
+    /// The kernels' type for a GGUF type, if they have one.
+    pub(super) fn of(t: GgmlDType) -> Option<Kind> {
+        Some(match t {
+            GgmlDType::Q8_0 => Kind::Q8_0,
+            GgmlDType::Q4_0 => Kind::Q4_0,
+            GgmlDType::Q4_1 => Kind::Q4_1,
+            GgmlDType::Q4K => Kind::Q4K,
+            GgmlDType::Q6K => Kind::Q6K,
+            _ => return None,
+        })
+    }
+
+    /// Bytes per block.
+    pub(super) const fn bytes(self) -> usize {
+        match self {
+            Kind::Q8_0 => 34,
+            Kind::Q4_0 => 18,
+            Kind::Q4_1 => 20,
+            Kind::Q4K => 144,
+            Kind::Q6K => 210,
+        }
+    }
+
+    /// Values per block (and per activation block: Q8 or Q8_K).
+    pub(super) const fn values(self) -> usize {
+        match self {
+            Kind::Q8_0 | Kind::Q4_0 | Kind::Q4_1 => 32,
+            Kind::Q4K | Kind::Q6K => 256,
+        }
+    }
+
+    /// Whether the activations are Q8_K (256-value) blocks.
+    pub(super) const fn k_quant(self) -> bool {
+        matches!(self, Kind::Q4K | Kind::Q6K)
+    }
+}
+
+/// The f16 at `p` as f32.
+///
+/// # Safety
+/// `p` points at two readable bytes.
+#[inline(always)]
+pub(super) unsafe fn f16_at(p: *const u8) -> f32 {
+    // SAFETY: the caller's contract; unaligned, as blocks are packed.
+    half::f16::from_bits(unsafe { p.cast::<u16>().read_unaligned() }).to_f32()
+}
+
+/// Every f16 as f32, by its bits (256 KiB, made once): a block's scale is
+/// then two loads, the second broadcast to all lanes as it loads, where F16C
+/// would take a broadcast and a conversion, both on the one port that
+/// shuffles (ggml kept such a table for the same conversion).
+pub(super) fn f16_table() -> &'static [f32] {
+    static TABLE: std::sync::OnceLock<Vec<f32>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        (0..=u16::MAX)
+            .map(|b| half::f16::from_bits(b).to_f32())
+            .collect()
+    })
+}
+
+/// Q4_K's eight 6-bit scales and mins from its 12 bytes (ggml's
+/// `get_scale_min_k4`): scales 0-3 and mins 0-3 are the low 6 bits of bytes
+/// 0-3 and 4-7; scales and mins 4-7 are the nibbles of bytes 8-11, with their
+/// top 2 bits from the top bits of bytes 0-3 and 4-7.
+#[inline(always)]
+pub(super) fn q4k_scales(s: &[u8; 12]) -> ([u8; 8], [u8; 8]) {
+    let mut sc = [0u8; 8];
+    let mut mn = [0u8; 8];
+    for j in 0..4 {
+        sc[j] = s[j] & 63;
+        mn[j] = s[j + 4] & 63;
+        sc[j + 4] = (s[j + 8] & 0x0f) | ((s[j] >> 6) << 4);
+        mn[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
+    }
+    (sc, mn)
+}
