@@ -14,7 +14,7 @@ use anyhow::Result;
 use candle_core::Device;
 use candle_lab::bench::generate::weights::Source;
 use candle_lab::bench::generate::{self, setup, DtypeArg};
-use candle_lab::cli::RunCounts;
+use candle_lab::cli::{LadderFlags, RunCounts};
 use candle_lab::clock::Plan;
 use candle_lab::experiment::{self, Experiment, Session};
 use candle_lab::export::output::Input;
@@ -49,6 +49,9 @@ struct Flags {
     /// Runs per test (defaults: 10 timed and 2 warm-up on a GPU, 3 and 1 on the CPU).
     #[command(flatten)]
     counts: RunCounts,
+
+    #[command(flatten)]
+    ladder: LadderFlags,
 
     /// A Llama-architecture GGUF file (default: the one `just model` fetches).
     #[arg(long, value_name = "FILE", conflicts_with = "shape")]
@@ -119,6 +122,8 @@ impl Experiment for Generate {
         "1",
         "--kernels",
         "both",
+        "--ladder-max-mib",
+        "4",
     ];
     /// The real file is too large to travel with the GPU call's bundle: a
     /// Llama-3.2-1B's shape with random weights instead, sized for the call's
@@ -231,5 +236,6 @@ fn request(args: &Flags, on_cuda: bool) -> setup::Request {
         pp_tokens: pick(args.pp_tokens, 512, 64),
         seed: args.seed,
         plan: args.counts.plan(default),
+        ladder_max: args.ladder.max_bytes(),
     }
 }

@@ -45,6 +45,7 @@ pub fn capture() -> Environment {
             .into(),
         ),
         cuda_build_version: (cfg!(feature = "cuda") && !cuda.is_empty()).then(|| cuda.into()),
+        omp_wait_policy: None,
     }
 }
 

@@ -25,7 +25,9 @@ fn tiny_gguf(dir: &Path, arch: &str, dtype: GgmlDType) -> PathBuf {
     path
 }
 
-const QUICK: [&str; 8] = [
+const QUICK: [&str; 10] = [
+    "--ladder-max-mib",
+    "4",
     "--tokens",
     "4",
     "--pp-tokens",
@@ -226,6 +228,8 @@ fn a_run_killed_midway_keeps_its_finished_rows() {
             "8",
             "--pp-tokens",
             "16",
+            "--ladder-max-mib",
+            "4",
         ])
         .arg("--output")
         .arg(&json)

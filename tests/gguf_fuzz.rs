@@ -29,7 +29,9 @@ use common::gguf::{Raw, Spec};
 const LIMIT: Duration = Duration::from_secs(30);
 
 /// The run each case gets: one row, the shortest tests.
-const ARGS: [&str; 14] = [
+const ARGS: [&str; 16] = [
+    "--ladder-max-mib",
+    "1",
     "--device",
     "cpu",
     "--dtypes",

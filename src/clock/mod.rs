@@ -14,6 +14,7 @@ mod interleave;
 mod overhead;
 mod progress;
 mod rules;
+pub mod spans;
 
 use std::time::{Duration, Instant};
 

@@ -188,14 +188,26 @@ pub fn entries(file: &ResultFile) -> Vec<Entry> {
             };
             let mut out = Vec::new();
             for row in &k.rows {
+                // Times per call: from 2.4 a sample is `calls_per_sample`
+                // calls, so files of different K pair call with call (the
+                // samples over K, as they are, the clock's cost in them).
                 let own = row.variants.iter().find_map(|v| match v.implementation {
-                    schema::Implementation::Lab | schema::Implementation::Pytorch => {
-                        v.measured.as_ref().map(|m| ("", &m.timed))
-                    }
+                    schema::Implementation::Lab | schema::Implementation::Pytorch => v
+                        .measured
+                        .as_ref()
+                        .map(|m| ("", &m.timed, m.calls_per_sample.max(1))),
                     _ => None,
                 });
-                let ceiling = Some(("ceiling ", &row.ceiling.timed));
-                for (what, t) in own.into_iter().chain(ceiling) {
+                // The ceiling is paired only before 2.4: from then on it is the
+                // ladder's point (the twin copies Candle's), not a variant.
+                let ceiling =
+                    row.ceiling
+                        .bound
+                        .is_none()
+                        .then_some(("ceiling ", &row.ceiling.timed, 1));
+                for (what, t, k) in own.into_iter().chain(ceiling) {
+                    let per_call: Vec<f64> =
+                        t.samples_wall_ms.iter().map(|x| x / k as f64).collect();
                     out.push(Entry {
                         experiment: format!("kernels {what}{} {}", row.op.name(), row.case),
                         size: row.elements,
@@ -203,8 +215,8 @@ pub fn entries(file: &ResultFile) -> Vec<Entry> {
                         device_kind: file.device.kind.as_str().to_string(),
                         device_name: device_name.clone(),
                         framework: framework.clone(),
-                        median_ms: t.median_ms,
-                        samples_ms: Some(t.samples_wall_ms.clone()).filter(|s| !s.is_empty()),
+                        median_ms: t.median_ms / k as f64,
+                        samples_ms: Some(per_call).filter(|s| !s.is_empty()),
                         contended: contended(t.availability.as_ref()),
                     });
                 }

@@ -11,7 +11,7 @@ use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{KernelChoice, RowStatus, Timed};
+use super::{Bound, KernelChoice, Ladder, RowStatus, Timed};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GenerateResults {
@@ -27,10 +27,15 @@ pub struct GenerateResults {
     /// Seed of the random weights (random-weight shapes) and of the parts'
     /// random inputs.
     pub seed: u64,
-    /// A plain device copy measured in this run (GB/s, 10^9 bytes per second,
-    /// read plus written), over `copy_bytes`: the bandwidth tg's bound uses.
+    /// The bandwidth past the caches, measured in this run (GB/s, 10^9 bytes
+    /// per second): before 2.4 a plain device copy over `copy_bytes`, the
+    /// one bandwidth tg's bound used; from 2.4 the ladder's read at memory's
+    /// footprint (`copy_bytes`) on the pool's threads, the DRAM bound's.
     pub copy_gb_per_s: Option<f64>,
     pub copy_bytes: u64,
+    /// The bandwidth ladder's points the rows were held against (2.4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<Ladder>,
     /// Whose kernels the float rows ran with (`--kernels`; absent before
     /// 2.3's generate had it: candle's). `both`: each float row, then the
     /// same precision again with the suite's, its own row.
@@ -168,12 +173,21 @@ pub struct GenerateMeasured {
     /// Bytes of weights one generated token reads: every projection and the
     /// output head once, the norms, one embedding row.
     pub weight_bytes_per_token: u64,
-    /// copy_gb_per_s / weight_bytes_per_token: the tokens/s generation could
-    /// reach if reading the weights at copy speed were all it did (null
-    /// without a copy measurement).
+    /// The bandwidth over weight_bytes_per_token: the tokens/s generation
+    /// could reach if reading the weights were all it did (null without a
+    /// bandwidth). From 2.4 the ladder's read at the weights' own footprint
+    /// with up to the pool's threads (`tg_bound`: the level they live in, an
+    /// LLC bound where they fit in the last cache); before it, a plain copy.
     pub tg_bound_tokens_per_s: Option<f64>,
     /// tg_tokens_per_s as a percentage of the bound.
     pub tg_pct_of_bound: Option<f64>,
+    /// The ladder's point the bound reads (2.4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tg_bound: Option<Bound>,
+    /// The same bound at the ladder's read past the caches (DRAM), where the
+    /// weights fit in a cache and `tg_bound` is that cache's (2.4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tg_bound_dram_tokens_per_s: Option<f64>,
     /// FLOPs of one pp test (2 per multiply-add, matmuls and attention).
     pub pp_flops: f64,
     pub pp_gflop_per_s: f64,
@@ -181,23 +195,63 @@ pub struct GenerateMeasured {
     /// output head, `pp_tokens` rows): the roofline pp is held against.
     pub matmuls_pp: Timed,
     pub matmuls_pp_gflop_per_s: f64,
-    /// pp_gflop_per_s as a percentage of matmuls_pp_gflop_per_s.
-    pub pp_pct_of_matmul_roofline: f64,
+    /// pp_gflop_per_s as a percentage of matmuls_pp_gflop_per_s: the pass
+    /// against its own matmuls timed alone (not a roofline; the name before
+    /// 2.4 was `pp_pct_of_matmul_roofline`).
+    #[serde(alias = "pp_pct_of_matmul_roofline")]
+    pub pp_vs_matmuls_alone_pct: f64,
+    /// The roofline pp is held against (2.4): min(the GEMM peak measured in
+    /// this run at the row's precision on the pool's threads, the pass's
+    /// arithmetic intensity (its FLOPs over its weights' bytes, read once) x
+    /// `tg_bound`'s bandwidth), and which of the two it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pp_roofline: Option<PpRoofline>,
     /// The same matmuls at one token (tg's shapes).
     pub matmuls_tg: Timed,
     /// Peak memory during the row (model load excluded) above the use before
     /// it; null where the device cannot say.
     pub peak_bytes: Option<u64>,
-    /// Where a generated token's time goes: each op class timed alone at tg's
-    /// shapes (the context at tg's middle), per token.
+    /// Where a generated token's time goes, per token: each op class timed
+    /// inside the real decode steps (`parts_in_pass`; spans around the ops of
+    /// tg runs of their own, apart from the clean ones), or alone at tg's
+    /// shapes (candle-transformers' model, which has no seam for spans).
     pub parts: Vec<TokenPart>,
     /// The parts' sum; null where the op classes were not timed (no parts: the
     /// transformers peer, whose model is its own code).
     pub parts_sum_ms: Option<f64>,
+    /// The parts were timed inside the pass (2.4; before it, alone).
+    #[serde(default)]
+    pub parts_in_pass: bool,
+    /// The token's time outside the parts: the spanned token's time less its
+    /// spans (in the pass), or the clean token's less the parts timed alone
+    /// (negative when parts timed alone on warm inputs sum past it) (2.4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts_remainder_ms: Option<f64>,
+    /// What the spans cost: the spanned token's time less the clean one's (2.4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts_overhead_ms: Option<f64>,
     /// Where the row reaches under half its bound: the op class that holds it
     /// back, and why (null otherwise).
     pub held_back_by: Option<String>,
     pub vs_fp32: Option<VsFp32>,
+}
+
+/// A roofline's value for one pass: the attainable GFLOP/s and what bounds it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PpRoofline {
+    /// The GEMM peak: a square matmul of `gemm_size` at `gemm_precision` on
+    /// the pool's threads, in this run.
+    pub gemm_peak_gflop_per_s: f64,
+    pub gemm_size: usize,
+    pub gemm_precision: String,
+    /// The pass's FLOPs over the bytes it must read.
+    pub flop_per_byte: f64,
+    /// min(gemm peak, flop_per_byte x the bandwidth).
+    pub attainable_gflop_per_s: f64,
+    /// "compute" (the GEMM peak) or "memory" (intensity x bandwidth).
+    pub bound_by: String,
+    /// The achieved GFLOP/s as a percentage of attainable_gflop_per_s.
+    pub pct: f64,
 }
 
 /// The greedy answer one precision gave.

@@ -28,6 +28,10 @@ pub struct KernelsResults {
     /// The bandwidth ladder's points the rows were held against (2.4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ladder: Option<Ladder>,
+    /// The clock's own cost per sample subtracted from the K-call samples,
+    /// where no ladder says it (the PyTorch twin's; 2.4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_overhead_ms: Option<f64>,
     /// The matrix-vector rows: one per model shape, matrix and weight type
     /// (empty before 2.4 and in the PyTorch twin's).
     #[serde(default)]

@@ -54,8 +54,8 @@ pub use block::{
 pub use cpu::{same_generation, CpuIdentity};
 pub use cpu_vs_gpu::CpuVsGpuResults;
 pub use generate::{
-    Answer, GenerateMeasured, GenerateResults, GenerateRow, ModelInfo, ModelPath, PromptInfo,
-    StoredType, TokenOpClass, TokenPart, VsFp32, WeightSource, LAB_SUFFIX,
+    Answer, GenerateMeasured, GenerateResults, GenerateRow, ModelInfo, ModelPath, PpRoofline,
+    PromptInfo, StoredType, TokenOpClass, TokenPart, VsFp32, WeightSource, LAB_SUFFIX,
 };
 pub use kernels::{
     Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow, KernelVariant,
@@ -196,6 +196,10 @@ pub struct Environment {
     pub profile: Option<String>,
     /// CUDA version the binaries were built against; null without CUDA.
     pub cuda_build_version: Option<String>,
+    /// OpenMP's wait policy the run set and checked ("active", "passive"):
+    /// the PyTorch kernels twin's (2.4; absent elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omp_wait_policy: Option<String>,
 }
 
 /// "cpu" or "cuda".

@@ -27,8 +27,10 @@ use anyhow::{bail, ensure, Context, Result};
 use candle_core::{DType, Device, Tensor, D};
 use candle_nn::Linear;
 
+use crate::clock::spans::span;
 use crate::kernels::QLinear;
 use crate::schema::BlockShape;
+use crate::schema::TokenOpClass::{Attention, Elementwise, Matmuls, Norms, Rotary};
 
 mod proj;
 pub use proj::Proj;
@@ -323,20 +325,33 @@ impl Layer {
         let heads_of = |y: Tensor, n: usize| -> Result<Tensor> {
             Ok(y.reshape((b, t, n, d))?.transpose(1, 2)?.contiguous()?)
         };
-        let xn = norm(x, &self.attn_norm)?;
-        let q = rope.apply(&heads_of(self.wq.forward(&xn, k)?, heads)?, k)?;
-        let keys = rope.apply(&heads_of(self.wk.forward(&xn, k)?, kv_heads)?, k)?;
-        let values = heads_of(self.wv.forward(&xn, k)?, kv_heads)?;
+        // Each op in a span: a recorded pass (generate's parts) times it by
+        // class; any other call runs the ops alone (`clock::spans`).
+        let xn = span(Norms, || norm(x, &self.attn_norm))?;
+        let proj = |p: &Proj, x: &Tensor| span(Matmuls, || p.forward(x, k));
+        let layout = |y: Tensor, n: usize| span(Elementwise, || heads_of(y, n));
+        let q = span(Rotary, || {
+            rope.apply(&layout(proj(&self.wq, &xn)?, heads)?, k)
+        })?;
+        let keys = span(Rotary, || {
+            rope.apply(&layout(proj(&self.wk, &xn)?, kv_heads)?, k)
+        })?;
+        let values = layout(proj(&self.wv, &xn)?, kv_heads)?;
         let (keys, values) = match cache {
-            Some(cache) => cache.append(&keys, &values)?,
+            Some(cache) => span(Elementwise, || cache.append(&keys, &values))?,
             None => (keys, values),
         };
-        let attn = attention(&q, &keys, &values, mask, c, k)?;
-        let attn = attn.transpose(1, 2)?.contiguous()?.reshape((b, t, h))?;
-        let h1 = k.add(x, &self.wo.forward(&attn, k)?)?;
-        let hn = norm(&h1, &self.mlp_norm)?;
-        let act = k.swiglu(&self.gate.forward(&hn, k)?, &self.up.forward(&hn, k)?)?;
-        k.add(&h1, &self.down.forward(&act, k)?)
+        let attn = span(Attention, || attention(&q, &keys, &values, mask, c, k))?;
+        let attn = span(Elementwise, || {
+            Ok(attn.transpose(1, 2)?.contiguous()?.reshape((b, t, h))?)
+        })?;
+        let o = proj(&self.wo, &attn)?;
+        let h1 = span(Elementwise, || k.add(x, &o))?;
+        let hn = span(Norms, || norm(&h1, &self.mlp_norm))?;
+        let (gate, up) = (proj(&self.gate, &hn)?, proj(&self.up, &hn)?);
+        let act = span(Elementwise, || k.swiglu(&gate, &up))?;
+        let down = proj(&self.down, &act)?;
+        span(Elementwise, || k.add(&h1, &down))
     }
 }
 

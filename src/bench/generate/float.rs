@@ -34,7 +34,9 @@ use super::quantized::row_tensor;
 use super::weights::{head_name, Weights};
 use super::{Dims, Lm};
 use crate::bench::block::model::{causal_mask, Kernels, KvCache, Layer, LayerConfig, Proj, Rope};
+use crate::clock::spans::span;
 use crate::kernels::QLinear;
+use crate::schema::TokenOpClass::{Elementwise, Matmuls, Norms};
 
 /// What the result says about the rotary layout.
 pub const ROTARY_LAYOUT: &str = "GGUF's Llama Q and K rows are permuted by llama.cpp's converter \
@@ -278,7 +280,9 @@ impl Lm for FloatLm {
             c.truncate(pos);
         }
         let ids = Tensor::new(tokens, &self.device)?;
-        let mut x = self.embedding.index_select(&ids, 0)?.unsqueeze(0)?;
+        let mut x = span(Elementwise, || {
+            Ok(self.embedding.index_select(&ids, 0)?.unsqueeze(0)?)
+        })?;
         let rope = Rope {
             cos: self.rope.cos.narrow(0, pos, t)?,
             sin: self.rope.sin.narrow(0, pos, t)?,
@@ -298,9 +302,13 @@ impl Lm for FloatLm {
         for (layer, cache) in self.layers.iter().zip(self.caches.iter_mut()) {
             x = layer.forward(&x, &rope, mask.as_ref(), Some(cache), self.kernels)?;
         }
-        let last = x.narrow(1, t - 1, 1)?.contiguous()?;
-        let last = self.kernels.rms_norm(&last, &self.norm, self.rms_eps)?;
-        Ok(self.head.forward(&last, self.kernels)?.squeeze(0)?)
+        let last = span(Elementwise, || Ok(x.narrow(1, t - 1, 1)?.contiguous()?))?;
+        let last = span(Norms, || {
+            self.kernels.rms_norm(&last, &self.norm, self.rms_eps)
+        })?;
+        span(Matmuls, || {
+            Ok(self.head.forward(&last, self.kernels)?.squeeze(0)?)
+        })
     }
 
     fn device(&self) -> &Device {

@@ -13,13 +13,14 @@
 use anyhow::{Context, Result};
 use candle_core::{Device, Tensor};
 
+use super::bounds::Bounds;
 use super::parts::{self, Mats};
 use super::pick;
 use super::quantized::Gguf;
 use super::weights::{Source, Weights};
 use super::{float, quantized, text::Text, Config, Lm, RowKind};
 use crate::bench::block::model::Kernels;
-use crate::bench::decoder::{pp_flops, pp_matmul_flops, tg_bound_tokens_per_s};
+use crate::bench::decoder::{pp_flops, pp_matmul_flops};
 use crate::bench::gemm_mode::GemmMode;
 use crate::memory::MemoryMeter;
 use crate::precision::Precision;
@@ -137,7 +138,7 @@ pub(super) fn row(
     label: &str,
     text: Option<&Text>,
     telemetry: &Telemetry,
-    copy_gb_per_s: f64,
+    bounds: &Bounds,
 ) -> Result<GenerateMeasured> {
     let source = weights.source();
     let d = source.dims().clone();
@@ -180,6 +181,15 @@ pub(super) fn row(
         _ => None,
     };
 
+    // The parts inside the real pass: tg runs of their own with every op in
+    // a span (the float path and the suite's quantized path are this suite's
+    // code); candle-transformers' model has no seam, so its parts are timed
+    // alone below.
+    let tg_ms = tg.rate_ms().0 / n as f64;
+    let in_pass = match &mut lm {
+        Loaded::Float(f) => Some(parts::in_pass(f, cfg, telemetry, tg_ms)?),
+        Loaded::Quantized(_) => None,
+    };
     // quantized_llama rotates interleaved pairs; the float path's layers halves.
     let interleaved = matches!(lm, Loaded::Quantized(..));
     // The matmuls alone and the op classes, from the row's own weights.
@@ -194,22 +204,29 @@ pub(super) fn row(
             Mats::Quantized { layers, head }
         }
     };
-    let act = match kind {
-        RowKind::Quantized(_) => candle_core::DType::F32,
-        RowKind::Float(p) => p.dtype(),
+    let act = match (kind, kernels) {
+        (RowKind::Quantized(_), _) => candle_core::DType::F32,
+        (RowKind::Float(p), _) => p.dtype(),
     };
     let shapes = parts::Shapes::new(&d, act, device, cfg.seed, cfg.pp_tokens, cfg.tg_tokens)?;
     let matmuls_pp = parts::matmuls(&mats, &shapes, true, telemetry, cfg.plan, label)?;
     let matmuls_tg = parts::matmuls(&mats, &shapes, false, telemetry, cfg.plan, label)?;
-    let parts = parts::token_parts(
-        &d,
-        &shapes,
-        &matmuls_tg,
-        (interleaved, kernels),
-        telemetry,
-        cfg.plan,
-        label,
-    )?;
+    let (parts, remainder, overhead) = match in_pass {
+        Some(p) => (p.parts, p.remainder_ms, Some(p.overhead_ms)),
+        None => {
+            let parts = parts::token_parts(
+                &d,
+                &shapes,
+                &matmuls_tg,
+                (interleaved, kernels),
+                telemetry,
+                cfg.plan,
+                label,
+            )?;
+            let sum: f64 = parts.iter().map(|p| p.ms_per_token).sum();
+            (parts, tg_ms - sum, None)
+        }
+    };
     let parts_sum_ms: f64 = parts.iter().map(|p| p.ms_per_token).sum();
 
     let (pp_tps, pp_min, pp_max) = rates(&pp, cfg.pp_tokens);
@@ -218,10 +235,30 @@ pub(super) fn row(
     let pp_gflop = flops / (pp.rate_ms().0 * 1e-3) / 1e9;
     let mm_gflop =
         pp_matmul_flops(&d, cfg.pp_tokens as u64) / (matmuls_pp.rate_ms().0 * 1e-3) / 1e9;
-    let bound = tg_bound_tokens_per_s(copy_gb_per_s, weight_bytes_per_token);
-    let pct = 100.0 * tg_tps / bound;
-    let held_back_by = (pct < 50.0)
-        .then(|| parts::held_back_by(&parts, parts_sum_ms, weight_bytes_per_token, copy_gb_per_s));
+    let tg_bound = bounds.tg(weight_bytes_per_token)?;
+    let pct = 100.0 * tg_tps / tg_bound.tokens_per_s;
+    // pp reads the weights once (the least it can move): its intensity.
+    let roofline = bounds.pp_roofline(
+        (precision, d.hidden),
+        (flops, weight_bytes_per_token),
+        &tg_bound.bound,
+        pp_gflop,
+    )?;
+    let idle = tg.availability.as_ref().and_then(|a| a.idle_threads());
+    let held_back_by = (pct < 50.0 || idle.is_some()).then(|| {
+        let matmuls_idle = matmuls_tg
+            .availability
+            .as_ref()
+            .and_then(|a| a.idle_threads());
+        let why = parts::held_back_by(&parts, tg_ms, weight_bytes_per_token, &tg_bound.bound);
+        match (idle, matmuls_idle) {
+            (Some(t), Some(_)) => {
+                format!("{t}: the matmuls at one token run single-threaded; {why}")
+            }
+            (Some(t), None) => format!("{t}; {why}"),
+            (None, _) => why,
+        }
+    });
     Ok(GenerateMeasured {
         answer: Answer {
             token_ids: ids,
@@ -240,17 +277,23 @@ pub(super) fn row(
         tg_tokens_per_s_max: tg_max,
         weight_bytes,
         weight_bytes_per_token,
-        tg_bound_tokens_per_s: Some(bound),
+        tg_bound_tokens_per_s: Some(tg_bound.tokens_per_s),
         tg_pct_of_bound: Some(pct),
+        tg_bound_dram_tokens_per_s: Some(tg_bound.dram_tokens_per_s),
+        tg_bound: Some(tg_bound.bound),
         pp_flops: flops,
         pp_gflop_per_s: pp_gflop,
         matmuls_pp,
         matmuls_pp_gflop_per_s: mm_gflop,
-        pp_pct_of_matmul_roofline: 100.0 * pp_gflop / mm_gflop,
+        pp_vs_matmuls_alone_pct: 100.0 * pp_gflop / mm_gflop,
+        pp_roofline: Some(roofline),
         matmuls_tg,
         peak_bytes,
         parts,
         parts_sum_ms: Some(parts_sum_ms),
+        parts_in_pass: overhead.is_some(),
+        parts_remainder_ms: Some(remainder),
+        parts_overhead_ms: overhead,
         held_back_by,
         vs_fp32: None,
     })
@@ -313,7 +356,7 @@ mod tests {
             "tg_tokens_per_s_min": 1.0, "tg_tokens_per_s_max": 1.0, "weight_bytes": 1,
             "weight_bytes_per_token": 1, "tg_bound_tokens_per_s": null, "tg_pct_of_bound": null,
             "pp_flops": 1.0, "pp_gflop_per_s": 1.0, "matmuls_pp": t,
-            "matmuls_pp_gflop_per_s": 1.0, "pp_pct_of_matmul_roofline": 1.0, "matmuls_tg": t,
+            "matmuls_pp_gflop_per_s": 1.0, "pp_vs_matmuls_alone_pct": 1.0, "matmuls_tg": t,
             "peak_bytes": null, "parts": [], "parts_sum_ms": null, "held_back_by": null,
             "vs_fp32": null
         }))

@@ -10,8 +10,10 @@
 //! generation against its bandwidth bound, prompt processing against the
 //! matmuls alone, and where a token's time goes ([`parts`]).
 
+mod bounds;
 pub mod float;
 pub mod gguf;
+
 mod measure;
 mod parts;
 pub mod quantized;
@@ -198,6 +200,8 @@ pub struct Config {
     /// The token a tg test starts from (llama-bench: BOS where the model has
     /// one, else any token).
     pub start_token: u32,
+    /// The bandwidth ladder's largest footprint in bytes (`--ladder-max-mib`).
+    pub ladder_max: Option<u64>,
 }
 
 impl Config {

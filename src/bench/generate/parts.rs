@@ -14,7 +14,7 @@ use super::float::FloatLm;
 use super::Dims;
 use crate::bench::block::model::Kernels;
 use crate::clock::Plan;
-use crate::schema::{Timed, TokenOpClass, TokenPart};
+use crate::schema::{Bound, Timed, TokenOpClass, TokenPart};
 use crate::telemetry::Telemetry;
 
 /// The row's matmuls: quantized_llama's (loaded again) or the float model's.
@@ -244,23 +244,106 @@ pub fn token_parts(
     Ok(parts)
 }
 
-/// Why a row under half its bound is held back: the matmuls, when their own
-/// time is over twice what reading the weights at copy speed takes, else the
-/// class with the most time besides them.
+/// The parts measured inside the pass ([`in_pass`]): each class per token,
+/// the token's time the spans leave out, and what the spans cost.
+pub struct InPass {
+    pub parts: Vec<TokenPart>,
+    pub remainder_ms: f64,
+    pub overhead_ms: f64,
+}
+
+/// Where a generated token's time goes, inside the real decode steps:
+/// `cfg.plan` tg runs of their own (after its warm-up), every op of every
+/// layer in a span (`clock::spans`), each class's time per token a sample of
+/// each run; the token's time less the spans is the remainder, the spanned
+/// token's time less the clean one's (`clean_ms`, a token of the clean tg
+/// runs) what the spans cost. The clock covers each run whole.
+pub fn in_pass(
+    lm: &mut FloatLm,
+    cfg: &super::Config,
+    telemetry: &Telemetry,
+    clean_ms: f64,
+) -> Result<InPass> {
+    use crate::clock::spans::{record, span};
+    let (n, start) = (cfg.tg_tokens, cfg.start_token);
+    let device = super::Lm::device(lm).clone();
+    let mut run = || {
+        record(&device, || {
+            let mut tok = start;
+            for pos in 0..n {
+                let logits = super::Lm::forward(lm, &[tok], pos)?;
+                tok = span(TokenOpClass::Sampling, || super::pick(&logits))?;
+            }
+            Ok(tok)
+        })
+    };
+    for _ in 0..cfg.plan.warmup.min(1) {
+        run()?;
+    }
+    let started = std::time::Instant::now();
+    let mut totals = Vec::new();
+    let mut per_class: Vec<(TokenOpClass, Vec<f64>, usize)> = Vec::new();
+    for _ in 0..cfg.plan.iters {
+        let (_, split) = run()?;
+        totals.push(split.total_ms / n as f64);
+        for (class, ms, calls) in split.classes {
+            match per_class.iter_mut().find(|(c, _, _)| *c == class) {
+                Some(e) => e.1.push(ms / n as f64),
+                None => per_class.push((class, vec![ms / n as f64], calls / n.max(1))),
+            }
+        }
+    }
+    let timed = |v: Vec<f64>| -> Result<Timed> {
+        let samples = crate::clock::Samples {
+            wall_ms: v,
+            gpu_ms: Vec::new(),
+            stopped_by: crate::clock::StopRule::FixedCount,
+            elapsed_s: started.elapsed().as_secs_f64(),
+            window: None,
+            on_gpu: device.is_cuda(),
+        };
+        crate::telemetry::to_timed(samples, telemetry.state(), None)
+    };
+    let token = timed(totals)?.median_ms;
+    let mut parts = Vec::new();
+    for (class, v, calls) in per_class {
+        let t = timed(v)?;
+        parts.push(TokenPart {
+            class,
+            calls,
+            ms_per_token: t.median_ms,
+            timed: t,
+        });
+    }
+    let sum: f64 = parts.iter().map(|p| p.ms_per_token).sum();
+    Ok(InPass {
+        parts,
+        remainder_ms: token - sum,
+        overhead_ms: token - clean_ms,
+    })
+}
+
+/// What holds a row back, against each class's own bound: the matmuls when
+/// their time per token is over twice what reading the weights at the
+/// ladder's read (`bound`) takes, else the class with the most time besides
+/// them; shares are of the measured token (`token_ms`).
 pub fn held_back_by(
     parts: &[TokenPart],
-    sum_ms: f64,
+    token_ms: f64,
     bytes_per_token: u64,
-    copy_gb_per_s: f64,
+    bound: &Bound,
 ) -> String {
-    let share = |p: &TokenPart| 100.0 * p.ms_per_token / sum_ms;
-    let bound_ms = bytes_per_token as f64 / (copy_gb_per_s * 1e9) * 1e3;
+    let share = |p: &TokenPart| 100.0 * p.ms_per_token / token_ms;
+    let bound_ms = bytes_per_token as f64 / (bound.gb_per_s * 1e9) * 1e3;
     if let Some(mm) = parts.iter().find(|p| p.class == TokenOpClass::Matmuls) {
         if mm.ms_per_token > 2.0 * bound_ms {
             return format!(
-                "matmuls ({:.0}% of the token): they read the weights at {:.0}% of copy speed",
+                "matmuls ({:.0}% of the token): they read the weights at {:.0}% of the ladder's \
+                 read ({} {} threads)",
                 share(mm),
-                100.0 * bound_ms / mm.ms_per_token
+                100.0 * bound_ms / mm.ms_per_token,
+                bound.level,
+                bound.threads
             );
         }
     }

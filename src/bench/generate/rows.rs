@@ -7,12 +7,12 @@
 use anyhow::Result;
 use candle_core::Device;
 
-use super::measure::{fill_vs_fp32, load, row, row_bytes};
+use super::bounds::Bounds;
+use super::measure::{fill_vs_fp32, load, row};
 use super::quantized::Gguf;
 use super::weights::{Source, Weights};
 use super::{text::Text, Config, RowKind};
 use crate::bench::block::model::Kernels;
-use crate::formulas::{copy_traffic, gb_per_s};
 use crate::schema::{
     GenerateMeasured, GenerateResults, GenerateRow, KernelChoice, ModelPath, RowStatus, LAB_SUFFIX,
 };
@@ -32,17 +32,9 @@ pub fn run(
     telemetry: &Telemetry,
     on_row: &mut dyn FnMut(&GenerateResults) -> Result<()>,
 ) -> Result<GenerateResults> {
-    // The copy over at least the largest row's bytes per token (so no cache
-    // holds it), as `memory` measures it.
-    let largest = cfg
-        .rows
-        .iter()
-        .map(|r| row_bytes(source, *r).map(|(_, t)| t).unwrap_or(0))
-        .max()
-        .unwrap_or(0);
-    let copy_bytes = largest.clamp(32 << 20, 1 << 30);
-    let (_, _, copy) = crate::bench::memory::ceiling(device, copy_bytes, cfg.plan, telemetry)?;
-    let copy_gb_per_s = gb_per_s(copy_traffic(copy_bytes).bytes_moved(), copy.rate_ms().0);
+    // One ladder for every row's bounds; its read past the caches first.
+    let bounds = Bounds::new(device, telemetry, cfg.ladder_max)?;
+    let dram = (bounds.dram().footprint_bytes, bounds.dram().gb_per_s);
     let weights = made_once(source, cfg)?;
     let planned = runs(&cfg.rows, cfg.kernels);
     let mut rows = Vec::new();
@@ -53,38 +45,21 @@ pub fn run(
             row_gguf(&weights, (kind, kernels), &label).and_then(|gguf| {
                 let rowed = (kind, kernels, gguf.as_ref());
                 row(
-                    device,
-                    &weights,
-                    cfg,
-                    rowed,
-                    &label,
-                    text,
-                    telemetry,
-                    copy_gb_per_s,
+                    device, &weights, cfg, rowed, &label, text, telemetry, &bounds,
                 )
             })
         });
         rows.push(finished(label, kind, kernels, measured));
         if i + 1 < planned.len() {
             let done = (rows.len(), planned.len());
-            on_row(&results(
-                device,
-                source,
-                cfg,
-                (copy_bytes, copy_gb_per_s),
-                &rows,
-                Some(done),
-            ))?;
+            let mut partial = results(device, source, cfg, dram, &rows, Some(done));
+            partial.ladder = Some(bounds.ladder());
+            on_row(&partial)?;
         }
     }
-    Ok(results(
-        device,
-        source,
-        cfg,
-        (copy_bytes, copy_gb_per_s),
-        &rows,
-        None,
-    ))
+    let mut done = results(device, source, cfg, dram, &rows, None);
+    done.ladder = Some(bounds.ladder());
+    Ok(done)
 }
 
 /// What a run does before its first measurement, alone and timed: the
@@ -255,6 +230,7 @@ fn results(
         seed: cfg.seed,
         copy_gb_per_s: Some(copy_gb_per_s),
         copy_bytes,
+        ladder: None,
         kernels: cfg.kernels,
         rows,
         notes,

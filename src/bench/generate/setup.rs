@@ -42,6 +42,8 @@ pub struct Request {
     pub pp_tokens: usize,
     pub seed: u64,
     pub plan: Plan,
+    /// The bandwidth ladder's largest footprint in bytes (`--ladder-max-mib`).
+    pub ladder_max: Option<u64>,
 }
 
 /// A checked run: where the weights come from, the tokenizer (a file's), and
@@ -129,6 +131,7 @@ pub fn prepare(req: &Request, on_cuda: bool) -> Result<Prepared> {
         prompt,
         eos,
         start_token: start,
+        ladder_max: req.ladder_max,
     };
     // The prompt comes out of the file's template: a refusal names the file.
     config.check(&d).map_err(|e| match &source {

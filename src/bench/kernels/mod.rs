@@ -223,6 +223,7 @@ pub fn run(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<Kerne
         cases: cfg.cases.clone(),
         rows,
         ladder: Some(ladder.finish()),
+        clock_overhead_ms: None,
     })
 }
 

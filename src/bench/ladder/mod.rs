@@ -245,6 +245,16 @@ impl<'a> Ladder<'a> {
         Ok(out)
     }
 
+    /// The ladder as it stands, for a result saved while the run goes on.
+    pub fn snapshot(&self) -> crate::schema::Ladder {
+        crate::schema::Ladder {
+            caches: self.caches.clone(),
+            pool_threads: self.pool_threads,
+            clock_overhead_ms: self.clock_ms,
+            points: self.points.borrow().clone(),
+        }
+    }
+
     /// The ladder as the result file keeps it.
     pub fn finish(self) -> crate::schema::Ladder {
         crate::schema::Ladder {

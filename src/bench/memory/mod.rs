@@ -26,7 +26,7 @@ use crate::bench::ladder::Ladder;
 use crate::bench::matmul::{self, Inputs, Precision};
 use crate::clock::Plan;
 use crate::memory::fits::Need;
-use crate::schema::{MemoryResults, Timed};
+use crate::schema::MemoryResults;
 use crate::telemetry::Telemetry;
 pub use ops::{traffic, Op};
 pub use rows::{bandwidth_row, ceiling_row, roofline, transfer_row};
@@ -260,33 +260,6 @@ pub(crate) fn no_gpu_reason(device: &Device) -> Option<String> {
     } else {
         Some("this build has no CUDA support".into())
     }
-}
-
-/// The ceiling's name, what it calls, and its samples: a plain copy between
-/// two preallocated buffers.
-pub(crate) fn ceiling(
-    device: &Device,
-    bytes: u64,
-    plan: Plan,
-    telemetry: &Telemetry,
-) -> Result<(&'static str, &'static str, Timed)> {
-    #[cfg(feature = "cuda")]
-    if let Device::Cuda(dev) = device {
-        // Two preallocated device buffers: reads `bytes`, writes `bytes`.
-        let src = crate::cuda::DeviceBuffer::zeroed(dev, bytes as usize)?;
-        let mut dst = crate::cuda::DeviceBuffer::zeroed(dev, bytes as usize)?;
-        let timed = telemetry.time(device, plan, "cuMemcpyDtoD", || dst.copy_from(&src))?;
-        return Ok(("cuMemcpyDtoD", "cuMemcpyDtoDAsync(dst, src)", timed));
-    }
-    // Both buffers written once first, so no page is mapped on the clock.
-    let src = vec![1u8; bytes as usize];
-    let mut dst = vec![2u8; bytes as usize];
-    let timed = telemetry.time(device, plan, "memcpy", || {
-        dst.copy_from_slice(&src);
-        std::hint::black_box(&mut dst);
-        Ok(())
-    })?;
-    Ok(("memcpy", "dst.copy_from_slice(&src)", timed))
 }
 
 #[cfg(test)]

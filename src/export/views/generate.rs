@@ -9,11 +9,12 @@ use anyhow::Result;
 use super::{num, Records, Shown};
 use crate::export::panels::{panels_svg, Panel};
 use crate::export::table::Table;
-use crate::schema::WeightSource;
 use crate::schema::{
     GenerateMeasured, GenerateResults, GenerateRow, KernelChoice, ModelInfo, ModelPath, ResultFile,
     TokenOpClass, LAB_SUFFIX,
 };
+use crate::schema::{RatioInterval, Timed, WeightSource};
+use crate::stats::MIN_SAMPLES;
 use crate::units::mib;
 
 fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
@@ -92,31 +93,32 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
             "precision",
             "pp tok/s",
             "tg tok/s",
-            "tg bound",
+            "tg threads held",
+            "tg bound (level)",
             "% bound",
+            "DRAM bound",
             "first token ms",
             "pp GFLOP/s",
-            "matmuls GFLOP/s",
-            "% matmul roofline",
+            "% roofline (bound by)",
+            "pp vs matmuls alone",
             "weights MiB",
             "read/token MiB",
             "peak MiB",
         ],
     );
     let mut vs = Table::new(
-        "against fp32 (fp32's median over the row's; a lab-kernels row against fp32 on the lab's \
-         kernels): the lab's one matmul, then the whole model",
+        "against fp32 (fp32's median over the row's, with its 95% bootstrap interval; a \
+         lab-kernels row against fp32 on the lab's kernels): the matmuls alone, then the whole \
+         model",
         &["precision", "matmuls at pp", "matmuls at tg", "pp", "tg"],
     );
     let mut header = vec!["precision"];
     header.extend(TokenOpClass::ALL.iter().map(|c| c.name()));
-    header.extend([
-        "sum ms",
-        "tg ms/token",
-        "held back by (under half the bound)",
-    ]);
+    header.extend(["outside the parts", "token ms", "timed", "held back by"]);
     let mut parts = Table::new(
-        "where a generated token's time goes: ms per token (share of the sum), each class timed alone",
+        "where a generated token's time goes: ms per token (share of the token), each class \
+         timed inside the decode steps (spans, tg runs of their own) or, for candle's quantized \
+         model, alone",
         &header,
     );
     let mut notes = Vec::new();
@@ -130,16 +132,24 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
             continue;
         };
         let mark = super::mark(x.tg.availability.as_ref());
+        let level = x
+            .tg_bound
+            .as_ref()
+            .map_or(String::new(), |b| format!(" ({})", b.level));
         speed.row([
             p.clone(),
             format!("{:.1}", x.pp_tokens_per_s),
             format!("{:.1}{mark}", x.tg_tokens_per_s),
-            opt(x.tg_bound_tokens_per_s, |v| format!("{v:.0}")),
+            super::threads_cell(x.tg.availability.as_ref()),
+            opt(x.tg_bound_tokens_per_s, |v| format!("{v:.0}{level}")),
             opt(x.tg_pct_of_bound, |v| format!("{v:.0}%")),
+            opt(x.tg_bound_dram_tokens_per_s, |v| format!("{v:.0}")),
             format!("{:.1}", x.ttft.median_ms),
             format!("{:.1}", x.pp_gflop_per_s),
-            format!("{:.1}", x.matmuls_pp_gflop_per_s),
-            format!("{:.0}%", x.pp_pct_of_matmul_roofline),
+            x.pp_roofline
+                .as_ref()
+                .map_or("-".into(), |r| format!("{:.0}% ({})", r.pct, r.bound_by)),
+            format!("{:.0}%", x.pp_vs_matmuls_alone_pct),
             format!("{:.1}", mib(x.weight_bytes)),
             format!("{:.1}", mib(x.weight_bytes_per_token)),
             opt(x.peak_bytes.map(|b| b as f64), |b| {
@@ -147,29 +157,48 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
             }),
         ]);
         if let Some(v) = &x.vs_fp32 {
+            let base = r
+                .rows
+                .iter()
+                .find(|b| Some(&b.precision) == v.against.as_ref())
+                .and_then(|b| b.measured.as_ref());
+            let with = |value: f64, t: fn(&GenerateMeasured) -> &Timed| match base {
+                Some(b) => speedup_cell(value, t(x), t(b)),
+                None => format!("{value:.2}x"),
+            };
             vs.row([
                 p.clone(),
-                format!("{:.2}x", v.matmuls_pp),
-                format!("{:.2}x", v.matmuls_tg),
-                format!("{:.2}x", v.pp),
-                format!("{:.2}x", v.tg),
+                with(v.matmuls_pp, |m| &m.matmuls_pp),
+                with(v.matmuls_tg, |m| &m.matmuls_tg),
+                with(v.pp, |m| &m.pp),
+                with(v.tg, |m| &m.tg),
             ]);
         }
         // A peer that does not time the op classes (transformers) has no parts.
         if let Some(sum_ms) = x.parts_sum_ms {
+            // Shares of the token the parts were measured in: the spanned one
+            // (in the pass), else the clean one.
+            let token = sum_ms
+                + x.parts_remainder_ms
+                    .unwrap_or(1e3 / x.tg_tokens_per_s - sum_ms);
             let mut cells = vec![p.clone()];
             for class in TokenOpClass::ALL {
                 cells.push(match x.parts.iter().find(|t| t.class == class) {
                     Some(t) => format!(
                         "{:.2} ({:.0}%)",
                         t.ms_per_token,
-                        100.0 * t.ms_per_token / sum_ms
+                        100.0 * t.ms_per_token / token
                     ),
                     None => "-".into(),
                 });
             }
-            cells.push(format!("{sum_ms:.2}"));
-            cells.push(format!("{:.2}", 1e3 / x.tg_tokens_per_s));
+            let rest = token - sum_ms;
+            cells.push(format!("{rest:.2} ({:.0}%)", 100.0 * rest / token));
+            cells.push(format!("{token:.2}"));
+            cells.push(match (x.parts_in_pass, x.parts_overhead_ms) {
+                (true, Some(o)) => format!("in the pass (spans +{o:.2} ms)"),
+                _ => "alone".into(),
+            });
             cells.push(x.held_back_by.clone().unwrap_or_else(|| "-".into()));
             parts.row(cells);
         }
@@ -204,19 +233,55 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
             ),
         );
     }
-    notes.push(format!(
-        "tg bound: copy bandwidth measured here ({}) over the weight bytes a token reads; pp and \
-         tg as llama-bench runs them (from an empty cache), median of {} runs after {} warm-up",
-        opt(r.copy_gb_per_s, |v| format!("{v:.1} GB/s")),
-        r.iters,
-        r.warmup
-    ));
+    notes.push(match &r.ladder {
+        Some(_) => format!(
+            "tg bound: the bandwidth ladder's read at the weights' own footprint, with up to the \
+             pool's threads (the level they live in: an LLC bound where they fit in the last \
+             cache), over the weight bytes a token reads; DRAM bound: the same past the caches \
+             ({}); roofline: min(the GEMM peak at the row's precision in this run, pp's FLOPs \
+             over its weights' bytes x the tg bound's bandwidth); pp and tg as llama-bench runs \
+             them (from an empty cache), median of {} runs after {} warm-up{}",
+            opt(r.copy_gb_per_s, |v| format!("{v:.1} GB/s")),
+            r.iters,
+            r.warmup,
+            if r.iters < MIN_SAMPLES {
+                format!("; under {MIN_SAMPLES} runs a ratio shows its direction only")
+            } else {
+                String::new()
+            }
+        ),
+        None => format!(
+            "tg bound: copy bandwidth measured here ({}) over the weight bytes a token reads; pp \
+             and tg as llama-bench runs them (from an empty cache), median of {} runs after {} \
+             warm-up",
+            opt(r.copy_gb_per_s, |v| format!("{v:.1} GB/s")),
+            r.iters,
+            r.warmup
+        ),
+    });
     notes.extend(r.notes.iter().cloned());
     notes.extend(caveat(r));
     notes.extend(kernels_line(r));
     Shown {
         tables: vec![speed, vs, parts],
         notes,
+    }
+}
+
+/// A speedup (`a`'s time over `b`'s: fp32's over the row's) with its 95%
+/// bootstrap interval from the samples of `row` and `base`, or "(direction
+/// only)" with too few of them.
+fn speedup_cell(value: f64, row: &Timed, base: &Timed) -> String {
+    let samples = |t: &Timed| -> Vec<f64> {
+        if t.samples_gpu_ms.is_empty() {
+            t.samples_wall_ms.clone()
+        } else {
+            t.samples_gpu_ms.clone()
+        }
+    };
+    match RatioInterval::of(&samples(row), &samples(base)) {
+        Some(i) => format!("{value:.2}x [{:.2}, {:.2}]", i.lo, i.hi),
+        None => format!("{value:.2}x (direction only)"),
     }
 }
 

@@ -1,0 +1,145 @@
+//! What a generate row is held against, from one bandwidth ladder per run
+//! ([`crate::bench::ladder`]): generation against the ladder's read at the
+//! weights' own footprint (the level they live in: the last cache where
+//! they fit, an LLC bound; memory otherwise), beside the same bound past the
+//! caches (DRAM); prompt processing against a real roofline, min(the GEMM
+//! peak measured in this run at the row's precision on the pool's threads,
+//! the pass's arithmetic intensity x that bandwidth) (Williams, Waterman and
+//! Patterson, "Roofline", CACM 2009).
+
+use std::cell::RefCell;
+
+use anyhow::Result;
+use candle_core::{Device, Tensor};
+
+use crate::bench::decoder::tg_bound_tokens_per_s;
+use crate::bench::ladder::Ladder;
+use crate::clock::Plan;
+use crate::precision::Precision;
+use crate::schema::{Bound, LadderKernel, PpRoofline};
+use crate::telemetry::Telemetry;
+
+/// One run's bounds: its ladder, memory's read, and the GEMM peaks measured.
+pub struct Bounds<'a> {
+    ladder: Ladder<'a>,
+    dram: Bound,
+    device: &'a Device,
+    telemetry: &'a Telemetry,
+    peaks: RefCell<Vec<(Precision, f64)>>,
+}
+
+/// A generation bound: the ladder's point, tokens/s at it, and at DRAM's.
+pub struct TgBound {
+    pub bound: Bound,
+    pub tokens_per_s: f64,
+    pub dram_tokens_per_s: f64,
+}
+
+impl<'a> Bounds<'a> {
+    /// The run's ladder (no footprint past `max_footprint`) and its read past
+    /// the caches, measured now.
+    pub fn new(
+        device: &'a Device,
+        telemetry: &'a Telemetry,
+        max_footprint: Option<u64>,
+    ) -> Result<Self> {
+        let ladder = Ladder::new(device, telemetry, max_footprint)?;
+        let dram = ladder.bound(
+            LadderKernel::Read,
+            ladder.pool_threads(),
+            ladder.memory_footprint(),
+        )?;
+        Ok(Self {
+            ladder,
+            dram,
+            device,
+            telemetry,
+            peaks: RefCell::new(Vec::new()),
+        })
+    }
+
+    /// Memory's read (the ladder's past the caches).
+    pub fn dram(&self) -> &Bound {
+        &self.dram
+    }
+
+    /// The ladder so far, for the result file.
+    pub fn ladder(&self) -> crate::schema::Ladder {
+        self.ladder.snapshot()
+    }
+
+    /// Generation's bound for `bytes_per_token` of weights read a token.
+    pub fn tg(&self, bytes_per_token: u64) -> Result<TgBound> {
+        let bound = self.ladder.bound(
+            LadderKernel::Read,
+            self.ladder.pool_threads(),
+            bytes_per_token,
+        )?;
+        Ok(TgBound {
+            tokens_per_s: tg_bound_tokens_per_s(bound.gb_per_s, bytes_per_token),
+            dram_tokens_per_s: tg_bound_tokens_per_s(self.dram.gb_per_s, bytes_per_token),
+            bound,
+        })
+    }
+
+    /// The GEMM peak at `p` (GFLOP/s) and the matmul's side: a square
+    /// matmul of random inputs on this device at the model's scale (its width
+    /// to the next power of two, 128 to 1024 on the CPU, to 4096 on a GPU),
+    /// measured the first time a precision asks (with the cuBLAS mode the
+    /// caller set for it).
+    fn gemm_peak(&self, p: Precision, width: usize) -> Result<(f64, usize)> {
+        let most = if self.device.is_cuda() { 4096 } else { 1024 };
+        let n = width.next_power_of_two().clamp(128, most);
+        if let Some((_, g)) = self.peaks.borrow().iter().find(|(q, _)| *q == p) {
+            return Ok((*g, n));
+        }
+        let a = Tensor::randn(0f32, 1f32, (n, n), self.device)?.to_dtype(p.dtype())?;
+        let b = Tensor::randn(0f32, 1f32, (n, n), self.device)?.to_dtype(p.dtype())?;
+        let plan = Plan {
+            warmup: 1,
+            iters: 3,
+        };
+        let label = format!("generate: the GEMM peak, {p} {n}^3");
+        let t = self
+            .telemetry
+            .time(self.device, plan, &label, || Ok(a.matmul(&b)?))?;
+        let g = crate::formulas::matmul_flops(n) / (t.rate_ms().0 * 1e-3) / 1e9;
+        self.peaks.borrow_mut().push((p, g));
+        Ok((g, n))
+    }
+
+    /// pp's roofline: `flops` over `bytes` read, at `p`'s GEMM peak (at a
+    /// model `width` wide) and `bandwidth`'s GB/s, against `achieved` GFLOP/s.
+    pub fn pp_roofline(
+        &self,
+        (p, width): (Precision, usize),
+        (flops, bytes): (f64, u64),
+        bandwidth: &Bound,
+        achieved: f64,
+    ) -> Result<PpRoofline> {
+        let (peak, n) = self.gemm_peak(p, width)?;
+        let intensity = flops / bytes as f64;
+        let memory = intensity * bandwidth.gb_per_s;
+        let (attainable, bound_by) = if memory < peak {
+            (
+                memory,
+                format!(
+                    "memory ({} {} GB/s)",
+                    bandwidth.level,
+                    bandwidth.gb_per_s.round()
+                ),
+            )
+        } else {
+            (peak, "compute".to_string())
+        };
+        Ok(PpRoofline {
+            gemm_peak_gflop_per_s: peak,
+            gemm_size: n,
+            gemm_precision: p.to_string(),
+            flop_per_byte: intensity,
+            attainable_gflop_per_s: attainable,
+            bound_by,
+            pct: 100.0 * achieved / attainable,
+        })
+    }
+}
