@@ -27,7 +27,7 @@ from common.timing import Plan
 GPU_PLAN, CPU_PLAN = Plan(warmup=5, iters=30), Plan(warmup=2, iters=10)
 # The schema version written: the Rust side's (src/schema/mod.rs SCHEMA_VERSION; a test
 # holds the two equal).
-KERNELS_SCHEMA_VERSION = "2.3"
+KERNELS_SCHEMA_VERSION = "2.4"
 
 
 def names_of(allowed: list[str], what: str):
@@ -99,7 +99,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=bounded(1, 1 << 20),
         default=None,
         help="one f32 tensor of the large case, in MiB (default: --bounds' run's, "
-        "else 1024 on a GPU, on the CPU twice the last-level cache within 16..=1024)",
+        "else 1024 on a GPU, on the CPU twice the last-level cache within 16..=128)",
     )
     p.add_argument(
         "--threads",

@@ -183,9 +183,9 @@ class Runs(unittest.TestCase):
         self.assertEqual(traffic("rms_norm_mul", 100, 10, 2), (220, 200))
         self.assertEqual(traffic("add", 100, 10, 4), (800, 400))
         self.assertAlmostEqual(normwise([1.0, 0.0, 2.1], [1.0, 0.1, 2.0])[0], 0.05, places=12)
-        # bench::kernels::default_large_mib: twice the last-level cache, within 16..=1024.
+        # bench::kernels::default_large_mib: twice the last-level cache, within 16..=128.
         self.assertEqual(
-            [large_mib_for(llc) for llc in (None, 4 << 20, 300 << 20, 1 << 30)], [64, 16, 600, 1024]
+            [large_mib_for(llc) for llc in (None, 4 << 20, 300 << 20, 1 << 30)], [64, 16, 128, 128]
         )
         self.assertEqual(default_large_mib(True), 1024)
 
