@@ -120,7 +120,8 @@ vs-pytorch-block *args: _build
 pytorch-kernels *args:
     "$(scripts/pytorch-env.sh)" pytorch/kernels {{args}}
 
-# Candle's kernels, then PyTorch's ops at the same settings, then `compare` on the two files
+# Candle's kernels, then PyTorch's ops at the same settings held against Candle's ladder bounds
+# (--bounds: its file), then `compare` on the two files
 vs-pytorch-kernels *args: _build
     #!/usr/bin/env bash
     set -euo pipefail
@@ -128,7 +129,7 @@ vs-pytorch-kernels *args: _build
     dir=$(mktemp -d "${TMPDIR:-/tmp}/vs-pytorch-kernels.XXXXXX")
     echo "vs-pytorch-kernels: result files in $dir" >&2
     {{bin}}/kernels --output "$dir/candle.json" {{args}}
-    "$py" pytorch/kernels --output "$dir/pytorch.json" {{args}}
+    "$py" pytorch/kernels --bounds "$dir/candle.json" --output "$dir/pytorch.json" {{args}}
     {{bin}}/compare "$dir/candle.json" "$dir/pytorch.json"
 
 # Candle's matmul, then PyTorch's at the same settings, then `compare` on the two files
@@ -206,9 +207,10 @@ test: model
 
 # The PyTorch reference's tests (CPU, small sizes; makes its venv the first time). The block's
 # cross-check runs Candle's `block` (built here, the dev build) on the same weights; generate's
-# tests run Candle's `compare` on a Candle file and the peers'.
+# tests run Candle's `compare` on a Candle file and the peers'; the kernels twin's take their
+# bounds from Candle's `kernels` file.
 test-pytorch: model
-    cargo build --quiet --bin block --bin compare
+    cargo build --quiet --bin block --bin compare --bin kernels
     "$(scripts/pytorch-env.sh)" -m unittest discover -s pytorch -t pytorch -p 'test_*.py'
 
 # The tests with CUDA variants, on a machine with an NVIDIA GPU and CUDA toolkit

@@ -1,6 +1,9 @@
-"""Tests of timing.py: the reference lab's CPU plan, and the clock's order of operations
-on a fake torch.cuda that logs every call (the CPU twin of a GPU check): a synchronize
-before the first warm-up, and the two CUDA events made once, outside every timed window."""
+"""Tests of timing.py: the reference lab's CPU plan, the clock's order of operations on a
+fake torch.cuda that logs every call (the CPU twin of a GPU check): a synchronize before
+the first warm-up, and the two CUDA events made once, outside every timed window; and K
+calls a sample (src/bench/ladder's rule, its test's values): K from the fastest single
+call, K calls in every sample, the clock's cost taken off the median before dividing by K,
+and the clock's cost itself on the real CPU clock."""
 
 from __future__ import annotations
 
@@ -72,6 +75,50 @@ class Clock(unittest.TestCase):
         for t0, t1 in zip(clocks[::2], clocks[1::2]):
             self.assertEqual(log[t0 + 1 : t1], ["work", "record 2", "sync"])
             self.assertEqual(log[t0 - 2 : t0], ["sync", "record 1"])
+
+
+class Calls(unittest.TestCase):
+    def test_a_sample_is_long_enough_to_dwarf_the_clock(self):
+        # src/bench/ladder/mod.rs a_sample_is_long_enough_to_dwarf_the_clock.
+        self.assertEqual(timing.calls_per_sample(0.0001, 0.25), 2500)
+        self.assertEqual(timing.calls_per_sample(1.0, 0.25), 1)
+        self.assertEqual(timing.calls_per_sample(0.0, 0.25), 1)
+        self.assertEqual(timing.calls_per_sample(1e-12, 0.25), 1_000_000)
+
+    def test_the_clock_cost_comes_off_before_dividing(self):
+        self.assertAlmostEqual(timing.per_call_ms(1.0, 0.2, 4), 0.2, places=15)
+        # A clock cost above the sample: a thousandth of the raw time per call, not 0.
+        self.assertAlmostEqual(timing.per_call_ms(1.0, 5.0, 4), 0.25e-3, places=15)
+
+    def test_every_sample_is_k_calls(self):
+        calls, now = [], [0.0]
+
+        def perf_counter():  # each reading 2^-16 s after the last (exact in binary)
+            now[0] += 2.0**-16
+            return now[0]
+
+        class FakeClock:
+            def sync(self):
+                pass
+
+            def time(self, plan, work):
+                for _ in range(plan.warmup + plan.iters):
+                    work()
+                return [1.0, 2.0, 3.0][: plan.iters], []
+
+        with mock.patch.object(timing.time, "perf_counter", perf_counter):
+            t, k, ms = timing.time_calls(
+                FakeClock(), timing.Plan(1, 3), lambda: calls.append(1), clock_ms=0.5
+            )
+        self.assertEqual(k, 17)  # a single call reads 0.0153 ms: ceil(0.25 / 0.0153) calls
+        self.assertEqual(len(calls), 3 + k * (1 + 3))
+        self.assertEqual(t["median_ms"], 2.0)
+        self.assertAlmostEqual(ms, (2.0 - 0.5) / k, places=15)
+
+    def test_the_clock_cost_on_the_cpu_is_small_and_positive(self):
+        cost = timing.clock_cost_ms(timing.Clock(None, types.SimpleNamespace(type="cpu")))
+        self.assertGreater(cost, 0.0)
+        self.assertLess(cost, timing.SAMPLE_MS, "a sample must dwarf the clock")
 
 
 if __name__ == "__main__":

@@ -41,15 +41,16 @@ def torch_or_skip():
         raise unittest.SkipTest(str(e)) from e
 
 
-def run_program(*args: str, program: str = "matmul") -> subprocess.CompletedProcess:
+def run_program(*args: str, program: str = "matmul", env=None) -> subprocess.CompletedProcess:
     """pytorch/matmul (or `program`, another twin's package) in a child process, from the
-    repository root, as a user runs it."""
+    repository root, as a user runs it; `env`'s variables added to this process's."""
     return subprocess.run(
         [sys.executable, str(PYTORCH / program), *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=600,
+        env=None if env is None else {**os.environ, **env},
     )
 
 

@@ -1,20 +1,31 @@
 """The clock, as src/clock/mod.rs: how many runs to make (a Plan, and the reference lab's CPU
 plan beside a GPU run), and the one place that synchronizes, records CUDA events and
-reads the host timer; `timed`, the samples as the schema's Timed."""
+reads the host timer; `timed`, the samples as the schema's Timed; and for work of a few
+hundred nanoseconds, src/bench/ladder's way: K calls a sample (`time_calls`), the clock's
+own cost (`clock_cost_ms`) subtracted, a time per call."""
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
 from common.errors import Failure
-from common.stats import summarize
+from common.stats import quantile_sorted, summarize
 
 
 @dataclass(frozen=True)
 class Plan:
     warmup: int
     iters: int
+
+
+# src/clock/overhead.rs OVERHEAD_PLAN: empty runs are cheap, so many.
+OVERHEAD_PLAN = Plan(warmup=10, iters=200)
+# src/bench/ladder/mod.rs SAMPLE_MS: a sample lasts at least this long, thousands of times
+# the clock's own cost, so what is subtracted is a correction, not the measurement.
+SAMPLE_MS = 0.25
+MAX_CALLS_PER_SAMPLE = 1_000_000
 
 
 def cpu_plan(gpu_iters: int) -> Plan:
@@ -99,3 +110,50 @@ def timed(clock: Clock, plan: Plan, work) -> dict:
 def rate_ms(t: dict) -> float:
     """The time rates divide by (Timed::rate_ms): CUDA events on a GPU, else the wall."""
     return t["gpu_median_ms"] if t["gpu_median_ms"] is not None else t["median_ms"]
+
+
+def clock_cost_ms(clock: Clock) -> float:
+    """The clock's own cost per sample, as src/clock/overhead.rs measures it: an empty work
+    item through Clock.time under OVERHEAD_PLAN, the median (of the CUDA events on a GPU,
+    the time rates divide by there; else of the wall clock). The clock covers what it
+    covers for real work: the host timer, the end event and the synchronization."""
+    wall, gpu = clock.time(OVERHEAD_PLAN, lambda: None)
+    samples = sorted(gpu or wall)
+    return quantile_sorted(samples, 0.5)
+
+
+def calls_per_sample(one_call_ms: float, sample_ms: float = SAMPLE_MS) -> int:
+    """src/bench/ladder calls_per_sample: enough calls that a sample lasts `sample_ms`,
+    between 1 and a million."""
+    if not one_call_ms > 0.0:
+        return 1
+    return min(max(math.ceil(sample_ms / one_call_ms), 1), MAX_CALLS_PER_SAMPLE)
+
+
+def per_call_ms(sample_median_ms: float, clock_ms: float, k: int) -> float:
+    """(the median sample - the clock's cost) / K, never below a thousandth of the raw
+    median / K: a clock cost measured larger than a sample must not make a rate infinite
+    (src/bench/ladder time_calls)."""
+    return max((sample_median_ms - clock_ms) / k, sample_median_ms / k * 1e-3)
+
+
+def time_calls(clock: Clock, plan: Plan, call, clock_ms: float) -> tuple[dict, int, float]:
+    """src/bench/ladder time_calls: K chosen from the fastest of three single calls (each
+    synchronized; the first wakes the thread pool), then `plan`'s samples of K calls each,
+    each output dropped as its call returns (as Candle's); returns the schema's Timed of
+    those samples, K, and the time per call (per_call_ms). The clock covers K calls, the
+    Python loop around them and the synchronization after them."""
+    one = math.inf
+    for _ in range(3):
+        t0 = time.perf_counter()
+        call()
+        clock.sync()
+        one = min(one, (time.perf_counter() - t0) * 1e3)
+    k = calls_per_sample(one)
+
+    def work():
+        for _ in range(k):
+            call()
+
+    t = timed(clock, plan, work)
+    return t, k, per_call_ms(rate_ms(t), clock_ms, k)

@@ -1,26 +1,31 @@
 """The kernels experiment's rows with PyTorch, as src/bench/kernels: per op, case and
-precision, random inputs made off the clock, a copy of the row's bytes between two
-preallocated buffers (the ceiling, measured in the same run), then PyTorch's op and the
-composed form timed by timing.Clock, each against the ceiling, with its first rows
-checked against an f64 computation. The cases and the bytes are the Rust side's, so
-`compare` pairs the two files row by row."""
+precision, random inputs made off the clock, the row's ceiling (Candle's bound for the row
+from --bounds, the bandwidth ladder at the row's footprint; without it, a copy of the row's
+bytes between two preallocated buffers, PyTorch's own and labelled so), then PyTorch's op
+and the composed form each timed as Candle's are, K calls a sample with the clock's own
+cost subtracted (timing.time_calls), against the ceiling, with their first rows checked
+against an f64 computation. The cases and the bytes are the Rust side's, so `compare` pairs
+the two files row by row."""
 
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
-from block.parts import rate_ms, timed
 from common.errors import Failure, first_line
 from common.precisions import torch_dtype
+from common.timing import Plan, rate_ms, time_calls
+from kernels.ops import CALLS, first_rows, implementations, normwise, reference, run_op
+from kernels.ops import shape, traffic
 
-EPS = 1e-5  # src/bench/kernels/ops.rs EPS (Llama's)
 LARGE_COLS = 4096
-ACCURACY_ROWS = 4
-OPS = ["rms_norm", "rms_norm_mul", "softmax", "swiglu", "copy", "add"]
 CASES = ["block-prefill", "block-decode", "smollm2-prefill", "smollm2-decode", "large"]
 # bench::block's default layers: (hidden, heads, mlp, seq) on a GPU and on the CPU.
 GPU_SHAPE, CPU_SHAPE = (4096, 32, 11008, 2048), (512, 8, 1376, 128)
+# What the own ceiling is, in its `call` and the table: not the ladder Candle's rows meet.
+OWN_CEILING = "pytorch copy, not the ladder"
+CACHE_SYSFS = Path("/sys/devices/system/cpu/cpu0/cache")
 
 
 @dataclass(frozen=True)
@@ -37,14 +42,72 @@ class Case:
         return dict(self.__dict__)
 
 
+def cache_size(text: str) -> int | None:
+    """src/env.rs parse_cache_size: "48K", "2048K", "300M", or plain bytes."""
+    t = text.strip()
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    digits = t[:-1] if scale > 1 else t
+    return int(digits) * scale if digits.isdigit() else None
+
+
+def last_level_cache(root: Path = CACHE_SYSFS) -> int | None:
+    """src/env.rs cpu_last_level_cache's bytes: the highest level's data or unified cache."""
+    best = None
+    try:
+        entries = list(root.glob("index*"))
+    except OSError:
+        return None
+    for entry in entries:
+        try:
+            if (entry / "type").read_text().strip() == "Instruction":
+                continue
+            level, size = int((entry / "level").read_text()), (entry / "size").read_text()
+        except (OSError, ValueError):
+            continue
+        if cache_size(size) is not None:
+            best = max(best or (0, 0), (level, cache_size(size)))
+    return best[1] if best else None
+
+
+def default_large_mib(on_gpu: bool) -> int:
+    """bench::kernels::default_large_mib: 1024 on a GPU; on the CPU large_mib_for this
+    machine's last-level cache."""
+    return 1024 if on_gpu else large_mib_for(last_level_cache())
+
+
+def large_mib_for(llc: int | None) -> int:
+    """Twice the last-level cache `llc` (a copy's two tensors: four times it), within
+    16..=128 (past 128 Candle's 16-bit forms take seconds a call; a larger last level leaves
+    the case in it, and its bound's level says so); 64 where the cache is unknown."""
+    return min(max((2 * llc) >> 20 if llc else 64, 16), 128)
+
+
+def largest_cache(torch, device) -> int | None:
+    """device::largest_cache's bytes: the GPU's L2 (as torch reports it), else the CPU's
+    last-level cache."""
+    if device.type == "cuda":
+        return getattr(torch.cuda.get_device_properties(device), "L2_cache_size", None)
+    return last_level_cache()
+
+
+def large_plan(plan: Plan) -> Plan:
+    """bench::kernels::large_plan: at most one warm-up and three timed runs."""
+    return Plan(warmup=min(plan.warmup, 1), iters=min(plan.iters, 3))
+
+
 def cases(on_gpu: bool, names: list[str], seq: int | None, large_mib: int) -> list[Case]:
     """bench::kernels::cases: the block's layer, SmolLM2-135M's, and the large case."""
     hidden, heads, mlp, default_seq = GPU_SHAPE if on_gpu else CPU_SHAPE
     seq = seq or default_seq
-    block = f"the block experiment's layer (hidden {hidden}, {heads} heads, MLP {mlp}), {seq} tokens"
+    block = (
+        f"the block experiment's layer (hidden {hidden}, {heads} heads, MLP {mlp}), {seq} tokens"
+    )
     smol = f"SmolLM2-135M (hidden 576, 9 heads, 3 KV heads, MLP 1536), {seq} tokens"
     rows = max(large_mib * (1 << 20) // 4 // LARGE_COLS, 1)
-    large = f"{large_mib} MiB per f32 tensor ({rows} x {LARGE_COLS}): memory-bound"
+    large = (
+        f"{large_mib} MiB per f32 tensor ({rows} x {LARGE_COLS}): meant to be past the caches, "
+        "at most 3 timed runs"
+    )
     table = {
         "block-prefill": (block, seq, hidden, heads, mlp, seq),
         "block-decode": (block, 1, hidden, heads, mlp, seq + 1),
@@ -55,144 +118,13 @@ def cases(on_gpu: bool, names: list[str], seq: int | None, large_mib: int) -> li
     return [Case(n, *table[n]) for n in names]
 
 
-def shape(op: str, c: Case) -> list[int]:
-    """KernelOp::shape: tokens x hidden, heads x tokens x context (softmax), tokens x mlp."""
-    if op == "softmax":
-        return [c.heads, c.tokens, c.context]
-    if op == "swiglu":
-        return [c.tokens, c.mlp]
-    return [c.tokens, c.hidden]
-
-
-def traffic(op: str, n: int, width: int, elem: int) -> tuple[int, int]:
-    """ops::traffic: each input read once, the output written once."""
-    read = {"rms_norm_mul": n + width, "swiglu": 2 * n, "add": 2 * n}.get(op, n)
-    return read * elem, n * elem
-
-
-CALLS = {
-    ("rms_norm", "pytorch"): "torch.nn.functional.rms_norm(x, (width,), eps=eps)",
-    ("rms_norm", "composed"): "x * rsqrt(mean(x^2) + eps) in primitive ops, in f32",
-    ("rms_norm_mul", "pytorch"): "torch.nn.functional.rms_norm(x, (width,), w, eps)",
-    ("rms_norm_mul", "composed"): "x * rsqrt(mean(x^2) + eps) * w in primitive ops, in f32",
-    ("softmax", "pytorch"): "torch.softmax(x, -1)",
-    ("softmax", "composed"): "exp(x - max) / sum(exp(x - max)) in primitive ops",
-    ("swiglu", "pytorch"): "torch.nn.functional.silu(gate) * up",
-    ("swiglu", "composed"): "gate / (exp(-gate) + 1) * up in primitive ops",
-    ("copy", "pytorch"): "x.clone()",
-    ("add", "pytorch"): "a + b",
-}
-
-
-def implementations(op: str) -> list[str]:
-    return ["pytorch"] if op in ("copy", "add") else ["pytorch", "composed"]
-
-
-def run_op(torch, op: str, imp: str, x, y, w):
-    F = torch.nn.functional
-    width = x.shape[-1]
-    if imp == "pytorch":
-        return {
-            "rms_norm": lambda: F.rms_norm(x, (width,), eps=EPS),
-            "rms_norm_mul": lambda: F.rms_norm(x, (width,), w, EPS),
-            "softmax": lambda: torch.softmax(x, -1),
-            "swiglu": lambda: F.silu(x) * y,
-            "copy": lambda: x.clone(),
-            "add": lambda: x + y,
-        }[op]()
-    if op in ("rms_norm", "rms_norm_mul"):
-        wide = x.float()
-        out = wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + EPS)
-        return (out * w.float() if op == "rms_norm_mul" else out).to(x.dtype)
-    if op == "softmax":
-        e = (x - x.amax(-1, keepdim=True)).exp()
-        return e / e.sum(-1, keepdim=True)
-    return x / ((-x).exp() + 1) * y  # swiglu
-
-
-def reference(torch, op: str, x, y, w):
-    """The op in f64 on the host from the same (rounded) inputs."""
-    x, y, w = (t.double().cpu() for t in (x, y, w))
-    if op in ("rms_norm", "rms_norm_mul"):
-        out = x / (x.pow(2).mean(-1, keepdim=True) + EPS).sqrt()
-        return out * w if op == "rms_norm_mul" else out
-    if op == "softmax":
-        e = (x - x.amax(-1, keepdim=True)).exp()
-        return e / e.sum(-1, keepdim=True)
-    if op == "swiglu":
-        return x / (1 + (-x).exp()) * y
-    return x + y if op == "add" else x.clone()
-
-
-def normwise(got: list[float], want: list[float]) -> tuple[float, float]:
-    """bench::kernels::normwise_errors: max |d| / max |want|, mean |d| / mean |want|."""
-    diffs = [abs(g - w) for g, w in zip(got, want)]
-    largest, size = max((abs(w) for w in want), default=0.0), sum(abs(w) for w in want)
-    worst, total = max(diffs, default=0.0), sum(diffs)
-    return (0.0 if worst == 0 else worst / largest, 0.0 if total == 0 else total / size)
-
-
-def first_rows(t, width: int):
-    return t.reshape(-1, width)[:ACCURACY_ROWS]
-
-
-def measure_row(torch, clock, device, op: str, case: Case, p, plan) -> dict:
+def planned(op: str, case: Case, p) -> dict:
+    """A row's identity and least bytes, known before anything runs (--bounds checks them)."""
     dims = shape(op, case)
-    width, n = dims[-1], 1
+    n = 1
     for d in dims:
         n *= d
-    dtype = torch_dtype(torch, p)
-    read, written = traffic(op, n, width, p.element_bytes)
-    moved = read + written
-    scale = 3.0 if op == "softmax" else 1.0
-    x = (torch.randn(*dims, device=device) * scale).to(dtype)
-    y = torch.randn(*dims, device=device).to(dtype) if op in ("swiglu", "add") else x
-    w = (torch.randn(width, device=device) * 0.1 + 1.0).to(dtype)
-    want = first_rows(reference(torch, op, first_rows(x, width), first_rows(y, width), w), width)
-    want = want.flatten().tolist()
-
-    copied = max(moved // 2, 1)
-    src = torch.ones(copied, dtype=torch.uint8, device=device)
-    dst = torch.zeros(copied, dtype=torch.uint8, device=device)
-    t = timed(clock, plan, lambda: dst.copy_(src))
-    del src, dst
-    ceiling_gb = 2 * copied / (rate_ms(t) * 1e-3) / 1e9
-    ceiling = {
-        "call": "dst.copy_(src) (uint8, preallocated)",
-        "bytes_copied": copied,
-        "time_ms": rate_ms(t),
-        "time_source": "gpu_median_ms" if t["gpu_median_ms"] is not None else "median_ms",
-        "gb_per_s": ceiling_gb,
-        **t,
-    }
-    variants = []
-    for imp in implementations(op):
-        v = {"implementation": imp, "call": CALLS[(op, imp)], "status": "ok", "error": None}
-        try:
-            t = timed(clock, plan, lambda: run_op(torch, op, imp, x, y, w))
-            got = first_rows(run_op(torch, op, imp, x, y, w), width).double().cpu()
-            got = got.flatten().tolist()
-            ms = rate_ms(t)
-            rate = moved / (ms * 1e-3) / 1e9
-            max_err, mean_err = normwise(got, want)
-            v["measured"] = {
-                "time_ms": ms,
-                "time_source": "gpu_median_ms" if t["gpu_median_ms"] is not None else "median_ms",
-                "gb_per_s": rate,
-                "pct_of_ceiling": 100.0 * rate / ceiling_gb,
-                "speedup_vs_candle": None,
-                "accuracy": {
-                    "elements_checked": len(got),
-                    "max_rel_err": max_err,
-                    "mean_rel_err": mean_err,
-                },
-                **t,
-            }
-        except (Failure, RuntimeError) as e:
-            why = first_line(e)
-            print(f"{op} {case.name} {p.name} {imp}: failed ({why})", file=sys.stderr)
-            v |= {"status": "error", "error": why, "measured": None}
-        variants.append(v)
+    read, written = traffic(op, n, dims[-1], p.element_bytes)
     return {
         "op": op,
         "case": case.name,
@@ -201,20 +133,99 @@ def measure_row(torch, clock, device, op: str, case: Case, p, plan) -> dict:
         "elements": n,
         "bytes_read": read,
         "bytes_written": written,
-        "bytes_moved": moved,
-        "ceiling": ceiling,
-        "variants": variants,
+        "bytes_moved": read + written,
     }
 
 
-def run_kernels(torch, clock, device, cfg) -> tuple[dict, list[str], int]:
-    """The body (schema's `kernels`), the failed variants' names and the variant count."""
+def planned_rows(cfg) -> list[dict]:
+    """Every row of the run, in its order of loops (op outermost, as Candle's)."""
+    return [planned(op, c, p) for op in cfg.ops for c in cfg.cases for p in cfg.precisions]
+
+
+def own_ceiling(torch, clock, device, plan, moved: int, clock_ms: float) -> dict:
+    """A copy of the row's bytes (half read, half written) between two preallocated buffers,
+    PyTorch's copy_ on its threads, timed as the variants are: the ceiling without --bounds,
+    labelled as not the ladder Candle's rows are held against."""
+    copied = max(moved // 2, 1)
+    src = torch.ones(copied, dtype=torch.uint8, device=device)
+    dst = torch.zeros(copied, dtype=torch.uint8, device=device)
+    t, k, ms = time_calls(clock, plan, lambda: dst.copy_(src), clock_ms)
+    return {
+        "call": f"{OWN_CEILING}: dst.copy_(src) (uint8, preallocated), {k} calls a sample",
+        "bytes_copied": copied,
+        "time_ms": ms,
+        "time_source": "gpu_median_ms" if t["gpu_median_ms"] is not None else "median_ms",
+        "gb_per_s": 2 * copied / (ms * 1e-3) / 1e9,
+        **t,
+    }
+
+
+def measure_variant(torch, clock, plan, row: dict, imp: str, inputs, want, ceiling_gb, c_ms):
+    """One implementation: timed by time_calls (the clock covers K calls and the
+    synchronization after them; `c_ms`, its own cost, comes off), its rate against
+    `ceiling_gb`, then one more call's first rows checked against `want` off the clock."""
+    x, y, w = inputs
+    op, width = row["op"], row["shape"][-1]
+    t, k, ms = time_calls(clock, plan, lambda: run_op(torch, op, imp, x, y, w), c_ms)
+    got = first_rows(run_op(torch, op, imp, x, y, w), width).double().cpu().flatten().tolist()
+    rate = row["bytes_moved"] / (ms * 1e-3) / 1e9
+    max_err, mean_err = normwise(got, want)
+    return {
+        "time_ms": ms,
+        "time_source": "gpu_median_ms" if t["gpu_median_ms"] is not None else "median_ms",
+        "gb_per_s": rate,
+        "pct_of_ceiling": 100.0 * rate / ceiling_gb,
+        "speedup_vs_candle": None,
+        "accuracy": {
+            "elements_checked": len(got),
+            "max_rel_err": max_err,
+            "mean_rel_err": mean_err,
+        },
+        "calls_per_sample": k,
+        **t,
+    }
+
+
+def measure_row(torch, clock, device, row: dict, p, plan, ceiling, clock_ms) -> dict:
+    """One row: its inputs, its ceiling (`ceiling`, Candle's from --bounds, or None: the
+    own copy measured now), and each implementation, failed ones recorded with their error."""
+    op, dims = row["op"], row["shape"]
+    width, dtype = dims[-1], torch_dtype(torch, p)
+    scale = 3.0 if op == "softmax" else 1.0
+    x = (torch.randn(*dims, device=device) * scale).to(dtype)
+    y = torch.randn(*dims, device=device).to(dtype) if op in ("swiglu", "add") else x
+    w = (torch.randn(width, device=device) * 0.1 + 1.0).to(dtype)
+    want = first_rows(reference(torch, op, first_rows(x, width), first_rows(y, width), w), width)
+    want = want.flatten().tolist()
+    if ceiling is None:
+        ceiling = own_ceiling(torch, clock, device, plan, row["bytes_moved"], clock_ms)
+    variants = []
+    for imp in implementations(op):
+        v = {"implementation": imp, "call": CALLS[(op, imp)], "status": "ok", "error": None}
+        try:
+            v["measured"] = measure_variant(
+                torch, clock, plan, row, imp, (x, y, w), want, ceiling["gb_per_s"], clock_ms
+            )
+        except (Failure, RuntimeError) as e:
+            why = first_line(e)
+            print(f"{op} {row['case']} {p.name} {imp}: failed ({why})", file=sys.stderr)
+            v |= {"status": "error", "error": why, "measured": None}
+        variants.append(v)
+    return {**row, "ceiling": ceiling, "variants": variants}
+
+
+def run_kernels(torch, clock, device, cfg, bounds: dict | None, clock_ms: float):
+    """The body (schema's `kernels`), the failed variants' names and the variant count.
+    `bounds`: each row's ceiling by (op, case, precision), from --bounds; None: own copies."""
     rows = []
-    for op in cfg.ops:
-        for case in cfg.cases:
-            for p in cfg.precisions:
-                print(f"{op} {case.name} {p.name}", file=sys.stderr)
-                rows.append(measure_row(torch, clock, device, op, case, p, cfg.plan))
+    by_name = {p.name: p for p in cfg.precisions}
+    for row in planned_rows(cfg):
+        plan = large_plan(cfg.plan) if row["case"] == "large" else cfg.plan
+        key = (row["op"], row["case"], row["precision"])
+        print(" ".join(key), file=sys.stderr)
+        ceiling = bounds[key] if bounds is not None else None
+        p = by_name[row["precision"]]
+        rows.append(measure_row(torch, clock, device, row, p, plan, ceiling, clock_ms))
     failed = [
         f"{r['op']} {r['case']} {r['precision']} {v['implementation']}"
         for r in rows
@@ -225,31 +236,15 @@ def run_kernels(torch, clock, device, cfg) -> tuple[dict, list[str], int]:
         "warmup": cfg.plan.warmup,
         "iters": cfg.plan.iters,
         "cpu_threads": torch.get_num_threads(),
-        "cache_bytes": None,
+        "cache_bytes": largest_cache(torch, device),
         "telemetry": {
             "source": None,
             "unavailable_reason": "not read by the PyTorch twin",
         },
         "cases": [c.as_json() for c in cfg.cases],
         "rows": rows,
+        # The clock's own cost per sample, subtracted from every K-call sample (the
+        # ladder's `clock_overhead_ms`; not in the schema's kernels body yet).
+        "clock_overhead_ms": clock_ms,
     }
     return body, failed, sum(len(r["variants"]) for r in rows)
-
-
-def table_lines(body: dict) -> list[str]:
-    """One line per row: PyTorch's op and the composed form against the ceiling."""
-    lines = [
-        f"{'op':<13} {'case':<16} {'dtype':<5} {'MiB':>8} {'ceiling GB/s':>12} "
-        f"{'pytorch ms':>11} {'composed ms':>11} {'% ceiling':>9}"
-    ]
-    for r in body["rows"]:
-        m = {v["implementation"]: v.get("measured") for v in r["variants"]}
-        own, comp = m.get("pytorch"), m.get("composed")
-        lines.append(
-            f"{r['op']:<13} {r['case']:<16} {r['precision']:<5} "
-            f"{r['bytes_moved'] / (1 << 20):>8.2f} {r['ceiling']['gb_per_s']:>12.1f} "
-            f"{own['time_ms'] if own else float('nan'):>11.4f} "
-            f"{comp['time_ms'] if comp else float('nan'):>11.4f} "
-            f"{own['pct_of_ceiling'] if own else float('nan'):>8.0f}%"
-        )
-    return lines
