@@ -834,7 +834,13 @@ run_planned() {
         twin "$name" block "$limit" --weights "$block_weights" "${block_args[@]}" --output "$work/$name.json"
       fi
       ;;
-    pytorch-kernels) twin "$name" kernels "$limit" "${kernels_args[@]}" --output "$work/$name.json" ;;
+    pytorch-kernels)
+      # Candle's file, when its step wrote one, gives the twin its bounds (the
+      # same ladder points); a rehearsal has none, and the twin measures its own.
+      local bounds=()
+      [[ -f $work/kernels.json ]] && bounds=(--bounds "$work/kernels.json")
+      twin "$name" kernels "$limit" "${kernels_args[@]}" "${bounds[@]}" --output "$work/$name.json"
+      ;;
     compare) compare_step "$name" "$limit" "$matmul_json" "$pytorch_json" ;;
     compare-block) compare_step "$name" "$limit" "$work/block.json" "$work/pytorch-block.json" ;;
     compare-kernels) compare_step "$name" "$limit" "$work/kernels.json" "$work/pytorch-kernels.json" ;;
