@@ -297,7 +297,7 @@ fn row(
 
     // The matmuls alone and the op classes, from the row's own weights.
     let mats = match lm {
-        Loaded::Float(f) => Mats::Float(f),
+        Loaded::Float(f) => Mats::Float(Box::new(f)),
         Loaded::Quantized(q, t) => {
             // The model's own matmuls are private to quantized_llama: the same
             // tensors are loaded again, once the model is gone.
