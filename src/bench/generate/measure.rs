@@ -194,7 +194,7 @@ pub(super) fn row(
     let interleaved = matches!(lm, Loaded::Quantized(..));
     // The matmuls alone and the op classes, from the row's own weights.
     let mats = match lm {
-        Loaded::Float(f) => Mats::Float(f),
+        Loaded::Float(f) => Mats::Float(Box::new(f)),
         Loaded::Quantized(q) => {
             // The model's own matmuls are private to quantized_llama: the same
             // blocks are read again from the row's GGUF, once the model is gone.

@@ -23,7 +23,7 @@ pub enum Mats {
         layers: Vec<[QMatMul; 7]>,
         head: QMatMul,
     },
-    Float(FloatLm),
+    Float(Box<FloatLm>),
 }
 
 impl Mats {

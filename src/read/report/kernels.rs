@@ -1,7 +1,8 @@
 //! The README's `kernels` section: per file, the suite's kernels beside
 //! Candle's ops (or, in the PyTorch twin's file, PyTorch's ops), the composed
-//! forms and the copy ceiling, row by row, the lines that hold the run to its
-//! targets, and the chart of % of the ceiling (drawn again from the JSON).
+//! forms and the copy ceiling, row by row, the matrix-vector rows' table, the
+//! lines that hold the run to its targets, and the chart of % of the ceiling
+//! (drawn again from the JSON).
 
 use anyhow::Result;
 
@@ -88,6 +89,10 @@ pub(super) fn kernels(built: &mut Built, files: &[&Source]) -> Result<()> {
             );
         }
         out.push('\n');
+        if let Some(t) = crate::export::views::matvec::table(&f.device, r.cpu_threads, r) {
+            out.push_str(&t.markdown());
+            out.push('\n');
+        }
         for line in notes(r) {
             out.push_str(&format!("- {line}\n"));
         }
