@@ -53,7 +53,7 @@ pub const SAMPLE_MS: f64 = 0.25;
 /// Calls per sample for work that takes `one_call_ms`: enough that a sample
 /// lasts `sample_ms`, at most a million.
 pub fn calls_per_sample(one_call_ms: f64, sample_ms: f64) -> u64 {
-    if !(one_call_ms > 0.0) {
+    if one_call_ms.is_nan() || one_call_ms <= 0.0 {
         return 1;
     }
     ((sample_ms / one_call_ms).ceil() as u64).clamp(1, 1_000_000)
