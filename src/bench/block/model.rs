@@ -32,7 +32,9 @@ use crate::kernels::QLinear;
 use crate::schema::BlockShape;
 use crate::schema::TokenOpClass::{Attention, Elementwise, Matmuls, Norms, Rotary};
 
+mod cache;
 mod proj;
+pub use cache::KvCache;
 pub use proj::Proj;
 
 /// A layer's sizes and constants.
@@ -440,77 +442,6 @@ pub fn causal_mask(t: usize, past: usize, dtype: DType, device: &Device) -> Resu
     Ok(Tensor::from_vec(v, (t, n), &Device::Cpu)?
         .to_dtype(dtype)?
         .to_device(device)?)
-}
-
-/// A preallocated key/value cache: two (batch, kv_heads, capacity, head_dim)
-/// buffers and how many positions they hold. [`KvCache::append`] writes new
-/// keys and values in place (`slice_set`) and hands back views of what is
-/// held; nothing already cached is copied. (`candle_nn::kv_cache::KvCache`
-/// works the same way but cannot be rewound, which a benchmark timing one
-/// decode step many times needs: [`KvCache::truncate`].)
-pub struct KvCache {
-    k: Tensor,
-    v: Tensor,
-    len: usize,
-}
-
-impl KvCache {
-    /// An empty cache of `capacity` positions.
-    pub fn new(
-        batch: usize,
-        kv_heads: usize,
-        capacity: usize,
-        head_dim: usize,
-        dtype: DType,
-        device: &Device,
-    ) -> Result<Self> {
-        let shape = (batch, kv_heads, capacity, head_dim);
-        Ok(Self {
-            k: Tensor::zeros(shape, dtype, device)?,
-            v: Tensor::zeros(shape, dtype, device)?,
-            len: 0,
-        })
-    }
-
-    /// Positions held.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn capacity(&self) -> usize {
-        self.k.dims()[2]
-    }
-
-    /// Writes `k` and `v` (batch, kv_heads, tokens, head_dim) after what is
-    /// held and returns views of everything held now (no copy: the views are
-    /// strided when the cache is not full).
-    pub fn append(&mut self, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
-        let t = k.dim(2)?;
-        ensure!(
-            self.len + t <= self.capacity(),
-            "the KV cache holds {} positions: {} more do not fit after {}",
-            self.capacity(),
-            t,
-            self.len
-        );
-        self.k.slice_set(&k.contiguous()?, 2, self.len)?;
-        self.v.slice_set(&v.contiguous()?, 2, self.len)?;
-        self.len += t;
-        Ok((
-            self.k.narrow(2, 0, self.len)?,
-            self.v.narrow(2, 0, self.len)?,
-        ))
-    }
-
-    /// Forgets every position from `len` on (their bytes stay until
-    /// overwritten).
-    pub fn truncate(&mut self, len: usize) {
-        self.len = self.len.min(len);
-    }
 }
 
 #[cfg(test)]

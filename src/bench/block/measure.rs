@@ -1,0 +1,153 @@
+//! One block row measured: end to end (candle-nn's kernels and, with
+//! `--kernels both`, the suite's, timed in turn), its accuracy against the
+//! f64 reference, its parts by op class, and its bytes against the bandwidth
+//! ladder's read at the row's footprint.
+
+use anyhow::{Context, Result};
+use candle_core::{DType, Device, Tensor};
+
+use super::model::Kernels;
+use super::weights::Block;
+use super::{dims, flat, parts, References};
+use crate::bench::ladder::Ladder;
+use crate::clock::Plan;
+use crate::formulas::{block_bytes, gb_per_s};
+use crate::memory::MemoryMeter;
+use crate::precision::Precision;
+use crate::schema::{
+    BlockAccuracy, BlockMeasured, BlockPhase, KernelChoice, OpClass, Phase, RatioInterval,
+};
+use crate::stats::relative_errors;
+use crate::telemetry::Telemetry;
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn measure(
+    block: &Block,
+    ph: &BlockPhase,
+    p: Precision,
+    choice: KernelChoice,
+    plan: Plan,
+    telemetry: &Telemetry,
+    ladder: &Ladder,
+    reference: &References,
+) -> Result<(BlockMeasured, Tensor)> {
+    let kernels = Kernels::of(choice);
+    let phase = ph.phase;
+    let dtype = p.dtype();
+    let device = block.device();
+    let x = block.input(phase);
+    let aux = block.aux(phase, x.dim(1)?, dtype)?;
+    // Decode's preallocated cache, made off the clock; each call rewinds it.
+    let cache = match phase {
+        Phase::Prefill => None,
+        Phase::Decode => Some(block.decode_cache()?),
+    };
+    let meter = MemoryMeter::for_device(device)?;
+    let base = meter.used_bytes()?;
+    meter.reset_peak()?;
+    let label = format!("{} {p}", phase.name());
+    // With both kernels, candle-nn's and the suite's take turns, a sample
+    // each at a time, on the same inputs: their ratio is measured side by
+    // side, whatever drifts falls on both.
+    let cache = std::cell::RefCell::new(cache);
+    let (end_to_end, lab_end_to_end) = match choice {
+        KernelChoice::Both => {
+            let mut candle = || {
+                block.forward(x, phase, &aux, cache.borrow_mut().as_mut(), kernels)?;
+                Ok(())
+            };
+            let mut lab = || {
+                block.forward(x, phase, &aux, cache.borrow_mut().as_mut(), Kernels::Lab)?;
+                Ok(())
+            };
+            let mut t = telemetry.time_interleaved(
+                device,
+                plan,
+                &format!("{label} candle | lab"),
+                &mut [&mut candle, &mut lab],
+            )?;
+            let lab = t.pop();
+            (t.pop().context("the candle samples")?, lab)
+        }
+        KernelChoice::Candle | KernelChoice::Lab => (
+            telemetry.time(device, plan, &label, || {
+                block.forward(x, phase, &aux, cache.borrow_mut().as_mut(), kernels)
+            })?,
+            None,
+        ),
+    };
+    let mut cache = cache.into_inner();
+    let peak_bytes = match (base, meter.peak_bytes()?) {
+        (Some(base), Some(peak)) => Some(peak.saturating_sub(base)),
+        _ => None,
+    };
+
+    // Accuracy from one more, untimed, call: the tokens the reference has.
+    let y = block.forward(x, phase, &aux, cache.as_mut(), kernels)?;
+    let (checked, want) = match phase {
+        Phase::Prefill => (
+            y.narrow(1, 0, block.shape.accuracy_seq)?,
+            &reference.prefill,
+        ),
+        Phase::Decode => (y, &reference.decode),
+    };
+    let got = flat(&checked)?;
+    let checked = checked.to_dtype(DType::F32)?.to_device(&Device::Cpu)?;
+    let (max_rel_err, mean_rel_err) = relative_errors(&got, want);
+
+    let parts = parts::time_parts(block, phase, &aux, dtype, plan, telemetry)?;
+    let part_ms = |pred: fn(OpClass) -> bool| -> f64 {
+        parts
+            .iter()
+            .filter(|x| pred(x.class))
+            .map(|x| x.timed.rate_ms().0)
+            .sum()
+    };
+    let parts_sum_ms = part_ms(|_| true);
+    let (ms, _) = end_to_end.rate_ms();
+    let dims = dims(&block.shape);
+    let bytes_min = block_bytes(&dims, phase == Phase::Decode, dtype.size_in_bytes() as u64);
+    let gb = gb_per_s(bytes_min, ms);
+    // The block reads its weights (and decode its cache) and writes little:
+    // the ladder's read at the block's footprint, on up to the pool's threads.
+    let bound = ladder.bound(ladder.kernel_for(1, 0), ladder.pool_threads(), bytes_min)?;
+    let measured = BlockMeasured {
+        bytes_min,
+        tokens_per_s: ph.tokens as f64 / (ms * 1e-3),
+        gflop_per_s: ph.flops / (ms * 1e-3) / 1e9,
+        gb_per_s: gb,
+        copy_bytes: Some(bound.footprint_bytes),
+        copy_ceiling_gb_per_s: Some(bound.gb_per_s),
+        pct_of_copy_ceiling: Some(100.0 * gb / bound.gb_per_s),
+        bound: Some(bound),
+        peak_bytes,
+        matmul_share: part_ms(OpClass::is_matmul) / parts_sum_ms,
+        parts_sum_ms,
+        parts,
+        lab_vs_candle: lab_end_to_end.as_ref().map(|t| t.rate_ms().0 / ms),
+        lab_vs_candle_interval: lab_end_to_end
+            .as_ref()
+            .and_then(|t| RatioInterval::of(rate_samples(&end_to_end), rate_samples(t))),
+        lab_end_to_end,
+        end_to_end,
+        // Filled once the phase's fp32 row is known.
+        speedup_vs_fp32: None,
+        matmul_speedup_vs_fp32: None,
+        amdahl_speedup_vs_fp32: None,
+        accuracy: BlockAccuracy {
+            tokens_checked: got.len() / block.shape.hidden,
+            max_rel_err,
+            mean_rel_err,
+        },
+    };
+    Ok((measured, checked))
+}
+
+/// The samples a row's rate divides by: CUDA events' on a GPU, else the wall's.
+fn rate_samples(t: &crate::schema::Timed) -> &[f64] {
+    if t.gpu_median_ms.is_some() {
+        &t.samples_gpu_ms
+    } else {
+        &t.samples_wall_ms
+    }
+}
