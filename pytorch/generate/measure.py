@@ -127,7 +127,7 @@ def measure(
         "pp_gflop_per_s": pp_gflop,
         "matmuls_pp": mm_pp,
         "matmuls_pp_gflop_per_s": mm_gflop,
-        "pp_pct_of_matmul_roofline": 100.0 * pp_gflop / mm_gflop,
+        "pp_vs_matmuls_alone_pct": 100.0 * pp_gflop / mm_gflop,
         "matmuls_tg": mm_tg,
         "peak_bytes": peak,
         "parts": token_parts,

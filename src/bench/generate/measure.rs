@@ -129,58 +129,219 @@ pub(super) fn load(
     Ok(lm)
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(super) fn row(
+/// Which row: its kind, its kernels, and its GGUF (a quantized row on candle's).
+pub(super) type Rowed<'a> = (RowKind, Kernels, Option<&'a Gguf>);
+
+/// What a row's timed tests start from: its model loaded, its answer given
+/// and its time to first token measured.
+pub(super) struct Started {
+    lm: Loaded,
+    kind: RowKind,
+    kernels: Kernels,
+    label: String,
+    precision: Precision,
+    answer: Answer,
+    ttft: Timed,
+    weight_bytes: u64,
+    weight_bytes_per_token: u64,
+}
+
+/// One row's start: its model loaded, the greedy answer, time to first token.
+pub(super) fn start(
     device: &Device,
     weights: &Weights,
     cfg: &Config,
-    (kind, kernels, gguf): (RowKind, Kernels, Option<&Gguf>),
+    (kind, kernels, gguf): Rowed<'_>,
     label: &str,
-    text: Option<&Text>,
-    telemetry: &Telemetry,
-    bounds: &Bounds,
-) -> Result<GenerateMeasured> {
-    let source = weights.source();
-    let d = source.dims().clone();
+    (text, telemetry): (Option<&Text>, &Telemetry),
+) -> Result<Started> {
     let precision = match kind {
         RowKind::Float(p) => p,
         RowKind::Quantized(_) => Precision::F32,
     };
     let _mode = GemmMode::set(precision);
-    let meter = MemoryMeter::for_device(device)?;
-    let base = meter.used_bytes()?;
     let mut lm = load(device, weights, cfg, (kind, kernels, gguf), label)?;
-    meter.reset_peak()?;
-    let (weight_bytes, weight_bytes_per_token) = row_bytes(source, kind)?;
-
+    let (weight_bytes, weight_bytes_per_token) = row_bytes(weights.source(), kind)?;
     crate::note!("generate {label}: the answer ({} tokens)", cfg.tg_tokens);
     let (ids, stopped) = answer(&mut lm, &cfg.prompt_ids, cfg.tg_tokens, &cfg.eos)?;
-    let answer_text = text.map(|t| t.decode(&ids)).transpose()?;
-
+    let text = text.map(|t| t.decode(&ids)).transpose()?;
     let prompt = cfg.prompt_ids.clone();
     let ttft = telemetry.time(device, cfg.plan, &format!("{label} ttft"), || {
         pick(&lm.forward(&prompt, 0)?)
     })?;
+    Ok(Started {
+        lm,
+        kind,
+        kernels,
+        label: label.to_string(),
+        precision,
+        answer: Answer {
+            token_ids: ids,
+            text,
+            differs_from_fp32_at: None,
+            stopped_at_eos: stopped,
+        },
+        ttft,
+        weight_bytes,
+        weight_bytes_per_token,
+    })
+}
+
+/// One pp test on `lm`: `cfg.pp_tokens` tokens in one pass from an empty cache.
+fn pp_test(lm: &mut Loaded, cfg: &Config, pp_in: &[u32]) -> Result<()> {
+    let _ = cfg;
+    lm.forward(pp_in, 0)?;
+    Ok(())
+}
+
+/// One tg test on `lm`: `cfg.tg_tokens` passes of one token, each picked.
+fn tg_test(lm: &mut Loaded, cfg: &Config) -> Result<()> {
+    let mut tok = cfg.start_token;
+    for pos in 0..cfg.tg_tokens {
+        tok = pick(&lm.forward(&[tok], pos)?)?;
+    }
+    Ok(())
+}
+
+/// One row measured alone: started, its pp and tg tests, finished.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn row(
+    device: &Device,
+    weights: &Weights,
+    cfg: &Config,
+    rowed: (RowKind, Kernels, Option<&Gguf>),
+    label: &str,
+    text: Option<&Text>,
+    telemetry: &Telemetry,
+    bounds: &Bounds,
+) -> Result<GenerateMeasured> {
+    let meter = MemoryMeter::for_device(device)?;
+    let base = meter.used_bytes()?;
+    let mut s = start(device, weights, cfg, rowed, label, (text, telemetry))?;
+    let _mode = GemmMode::set(s.precision);
+    meter.reset_peak()?;
     let pp_in = pp_ids(&cfg.prompt_ids, cfg.pp_tokens);
     let pp = telemetry.time(
         device,
         cfg.plan,
         &format!("{label} pp{}", cfg.pp_tokens),
-        || lm.forward(&pp_in, 0),
+        || pp_test(&mut s.lm, cfg, &pp_in),
     )?;
-    let (n, start) = (cfg.tg_tokens, cfg.start_token);
+    let n = cfg.tg_tokens;
     let tg = telemetry.time(device, cfg.plan, &format!("{label} tg{n}"), || {
-        let mut tok = start;
-        for pos in 0..n {
-            tok = pick(&lm.forward(&[tok], pos)?)?;
-        }
-        Ok(tok)
+        tg_test(&mut s.lm, cfg)
     })?;
-    let peak_bytes = match (base, meter.peak_bytes()?) {
+    let peak = peak(&meter, base)?;
+    finish(
+        device,
+        weights,
+        cfg,
+        s,
+        (pp, tg, peak),
+        (rowed.2, telemetry, bounds),
+    )
+}
+
+/// Two rows compared with each other (a precision on candle's kernels and on
+/// the suite's) measured side by side: both started, then their pp tests in
+/// turn (A B A B ...) and their tg tests in turn, then each finished. The
+/// peak memory is the pair's, both models held. Each row's result is its own.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn pair(
+    device: &Device,
+    weights: &Weights,
+    cfg: &Config,
+    (a, b): (Rowed<'_>, Rowed<'_>),
+    (label_a, label_b): (&str, &str),
+    text: Option<&Text>,
+    telemetry: &Telemetry,
+    bounds: &Bounds,
+) -> (Result<GenerateMeasured>, Result<GenerateMeasured>) {
+    let started = (|| -> Result<_> {
+        let meter = MemoryMeter::for_device(device)?;
+        let base = meter.used_bytes()?;
+        let sa = start(device, weights, cfg, a, label_a, (text, telemetry))?;
+        let sb = start(device, weights, cfg, b, label_b, (text, telemetry))?;
+        Ok((meter, base, sa, sb))
+    })();
+    let (meter, base, mut sa, mut sb) = match started {
+        Ok(x) => x,
+        // Either failed to start: each measured alone, so one row's error
+        // is not the other's.
+        Err(_) => {
+            return (
+                row(device, weights, cfg, a, label_a, text, telemetry, bounds),
+                row(device, weights, cfg, b, label_b, text, telemetry, bounds),
+            )
+        }
+    };
+    let tests = (|| -> Result<_> {
+        let _mode = GemmMode::set(sa.precision);
+        meter.reset_peak()?;
+        let pp_in = pp_ids(&cfg.prompt_ids, cfg.pp_tokens);
+        let (lm_a, lm_b) = (&mut sa.lm, &mut sb.lm);
+        let mut pa = || pp_test(lm_a, cfg, &pp_in);
+        let mut pb = || pp_test(lm_b, cfg, &pp_in);
+        let label = format!("{label_a} | {label_b} pp{}", cfg.pp_tokens);
+        let mut pp =
+            telemetry.time_interleaved(device, cfg.plan, &label, &mut [&mut pa, &mut pb])?;
+        let (lm_a, lm_b) = (&mut sa.lm, &mut sb.lm);
+        let mut ta = || tg_test(lm_a, cfg);
+        let mut tb = || tg_test(lm_b, cfg);
+        let label = format!("{label_a} | {label_b} tg{}", cfg.tg_tokens);
+        let mut tg =
+            telemetry.time_interleaved(device, cfg.plan, &label, &mut [&mut ta, &mut tb])?;
+        let peak = peak(&meter, base)?;
+        let (pp_b, tg_b) = (pp.pop().context("pp B")?, tg.pop().context("tg B")?);
+        let (pp_a, tg_a) = (pp.pop().context("pp A")?, tg.pop().context("tg A")?);
+        Ok(((pp_a, tg_a, peak), (pp_b, tg_b, peak)))
+    })();
+    match tests {
+        Ok((ta, tb)) => (
+            finish(device, weights, cfg, sa, ta, (a.2, telemetry, bounds)),
+            finish(device, weights, cfg, sb, tb, (b.2, telemetry, bounds)),
+        ),
+        Err(e) => {
+            let why = crate::error::error_line(&e);
+            (Err(anyhow::anyhow!("{why}")), Err(anyhow::anyhow!("{why}")))
+        }
+    }
+}
+
+/// The peak memory above `base` since the meter's last reset, where the
+/// device can say.
+fn peak(meter: &MemoryMeter, base: Option<u64>) -> Result<Option<u64>> {
+    Ok(match (base, meter.peak_bytes()?) {
         (Some(base), Some(peak)) => Some(peak.saturating_sub(base)),
         _ => None,
-    };
+    })
+}
 
+/// A row's measurement from its start and its pp and tg tests: the parts,
+/// the matmuls alone, the bounds and the roofline.
+fn finish(
+    device: &Device,
+    weights: &Weights,
+    cfg: &Config,
+    s: Started,
+    (pp, tg, peak_bytes): (Timed, Timed, Option<u64>),
+    (gguf, telemetry, bounds): (Option<&Gguf>, &Telemetry, &Bounds),
+) -> Result<GenerateMeasured> {
+    let d = weights.source().dims().clone();
+    let _mode = GemmMode::set(s.precision);
+    let Started {
+        mut lm,
+        kind,
+        kernels,
+        label,
+        precision,
+        answer,
+        ttft,
+        weight_bytes,
+        weight_bytes_per_token,
+    } = s;
+    let label = label.as_str();
+    let n = cfg.tg_tokens;
     // The parts inside the real pass: tg runs of their own with every op in
     // a span (the float path and the suite's quantized path are this suite's
     // code); candle-transformers' model has no seam, so its parts are timed
@@ -260,12 +421,7 @@ pub(super) fn row(
         }
     });
     Ok(GenerateMeasured {
-        answer: Answer {
-            token_ids: ids,
-            text: answer_text,
-            differs_from_fp32_at: None,
-            stopped_at_eos: stopped,
-        },
+        answer,
         ttft,
         pp,
         pp_tokens_per_s: pp_tps,

@@ -8,7 +8,7 @@ use anyhow::Result;
 use candle_core::Device;
 
 use super::bounds::Bounds;
-use super::measure::{fill_vs_fp32, load, row};
+use super::measure::{fill_vs_fp32, load, pair, row};
 use super::quantized::Gguf;
 use super::weights::{Source, Weights};
 use super::{text::Text, Config, RowKind};
@@ -38,19 +38,49 @@ pub fn run(
     let weights = made_once(source, cfg)?;
     let planned = runs(&cfg.rows, cfg.kernels);
     let mut rows = Vec::new();
-    for (i, &(kind, kernels)) in planned.iter().enumerate() {
+    let mut i = 0;
+    while i < planned.len() {
+        let (kind, kernels) = planned[i];
         let label = label(source, kind, kernels);
-        // A panic inside Candle on this row is the row's error, as a failure is.
-        let measured = crate::error::contained(&format!("row {label}"), || {
-            row_gguf(&weights, (kind, kernels), &label).and_then(|gguf| {
-                let rowed = (kind, kernels, gguf.as_ref());
-                row(
-                    device, &weights, cfg, rowed, &label, text, telemetry, &bounds,
-                )
-            })
-        });
-        rows.push(finished(label, kind, kernels, measured));
-        if i + 1 < planned.len() {
+        // `--kernels both`: a precision on candle's kernels and on the suite's
+        // are compared with each other, so they are measured side by side.
+        let twin = planned
+            .get(i + 1)
+            .filter(|&&(k, lab)| k == kind && kernels == Kernels::Fused && lab == Kernels::Lab);
+        // A panic inside Candle on a row is the row's error, as a failure is.
+        match twin {
+            Some(&(_, lab)) => {
+                let label_b = self::label(source, kind, lab);
+                let (a, b) = crate::error::contained(&format!("rows {label}, {label_b}"), || {
+                    let gguf = row_gguf(&weights, (kind, kernels), &label)?;
+                    let rowed = ((kind, kernels, gguf.as_ref()), (kind, lab, None));
+                    let labels = (label.as_str(), label_b.as_str());
+                    Ok(pair(
+                        device, &weights, cfg, rowed, labels, text, telemetry, &bounds,
+                    ))
+                })
+                .unwrap_or_else(|e| {
+                    let why = crate::error::error_line(&e);
+                    (Err(anyhow::anyhow!("{why}")), Err(anyhow::anyhow!("{why}")))
+                });
+                rows.push(finished(label, kind, kernels, a));
+                rows.push(finished(label_b, kind, lab, b));
+                i += 2;
+            }
+            None => {
+                let measured = crate::error::contained(&format!("row {label}"), || {
+                    row_gguf(&weights, (kind, kernels), &label).and_then(|gguf| {
+                        let rowed = (kind, kernels, gguf.as_ref());
+                        row(
+                            device, &weights, cfg, rowed, &label, text, telemetry, &bounds,
+                        )
+                    })
+                });
+                rows.push(finished(label, kind, kernels, measured));
+                i += 1;
+            }
+        }
+        if i < planned.len() {
             let done = (rows.len(), planned.len());
             let mut partial = results(device, source, cfg, dram, &rows, Some(done));
             partial.ladder = Some(bounds.ladder());

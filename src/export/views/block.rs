@@ -96,8 +96,8 @@ pub fn show(file: &ResultFile, r: &BlockResults) -> Shown {
 
 /// A layer's time with the suite's kernels over candle-nn's, its interval,
 /// and a flag when the gain is larger than the time of all the op classes the
-/// suite's kernels replace (norms, softmax, element-wise): that much cannot
-/// come from them, so it is noise or a side effect, not their gain.
+/// suite's kernels replace (projections, norms, softmax, element-wise): that
+/// much cannot come from them, so it is noise or a side effect, not their gain.
 fn ratio_cell(m: &crate::schema::BlockMeasured) -> Option<String> {
     let x = m.lab_vs_candle?;
     let interval = match &m.lab_vs_candle_interval {
@@ -109,12 +109,10 @@ fn ratio_cell(m: &crate::schema::BlockMeasured) -> Option<String> {
     let changed: f64 = m
         .parts
         .iter()
-        .filter(|p| {
-            matches!(
-                p.class,
-                OpClass::Norm | OpClass::Softmax | OpClass::Elementwise
-            )
-        })
+        // The suite's kernels replace the projections (its matrix-vector
+        // op), the norms, the softmax and the element-wise ops: all but
+        // attention's matmuls and the rotary embedding.
+        .filter(|p| !matches!(p.class, OpClass::AttentionMatmul | OpClass::Rotary))
         .map(|p| p.timed.rate_ms().0)
         .sum();
     let gain_ms = candle_ms * (1.0 - x);

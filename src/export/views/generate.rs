@@ -10,7 +10,7 @@ use super::{num, Records, Shown};
 use crate::export::panels::{panels_svg, Panel};
 use crate::export::table::Table;
 use crate::schema::{
-    GenerateMeasured, GenerateResults, GenerateRow, KernelChoice, ModelInfo, ModelPath, ResultFile,
+    GenerateMeasured, GenerateResults, KernelChoice, ModelInfo, ModelPath, ResultFile,
     TokenOpClass, LAB_SUFFIX,
 };
 use crate::schema::{RatioInterval, Timed, WeightSource};
@@ -272,14 +272,7 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
 /// bootstrap interval from the samples of `row` and `base`, or "(direction
 /// only)" with too few of them.
 fn speedup_cell(value: f64, row: &Timed, base: &Timed) -> String {
-    let samples = |t: &Timed| -> Vec<f64> {
-        if t.samples_gpu_ms.is_empty() {
-            t.samples_wall_ms.clone()
-        } else {
-            t.samples_gpu_ms.clone()
-        }
-    };
-    match RatioInterval::of(&samples(row), &samples(base)) {
+    match RatioInterval::of(samples(row), samples(base)) {
         Some(i) => format!("{value:.2}x [{:.2}, {:.2}]", i.lo, i.hi),
         None => format!("{value:.2}x (direction only)"),
     }
@@ -307,14 +300,13 @@ pub fn caveat(r: &GenerateResults) -> Vec<String> {
 }
 
 /// The suite's kernels against Candle's for the whole model, from a
-/// `--kernels both` run: per precision, the time of pp and of tg with
-/// the suite's kernels over the time with candle's, timed in the same run.
+/// `--kernels both` run: per precision, the time of pp and of tg with the
+/// suite's kernels over the time with candle's, measured side by side (their
+/// tests in turn, A B A B), each with its 95% bootstrap interval, and a flag
+/// where a gain is larger than the time of the classes the suite's kernels
+/// replace (all but rotary and sampling) in candle's token: noise or a side
+/// effect, not their gain.
 pub fn kernels_line(r: &GenerateResults) -> Option<String> {
-    let ms = |row: &GenerateRow| {
-        row.measured
-            .as_ref()
-            .map(|m| (m.pp.rate_ms().0, m.tg.rate_ms().0))
-    };
     let per_precision: Vec<String> = r
         .rows
         .iter()
@@ -325,11 +317,37 @@ pub fn kernels_line(r: &GenerateResults) -> Option<String> {
                 .rows
                 .iter()
                 .find(|row| row.kernels == KernelChoice::Candle && row.precision == base)?;
-            let ((pp_lab, tg_lab), (pp, tg)) = (ms(lab)?, ms(candle)?);
+            let (l, c) = (lab.measured.as_ref()?, candle.measured.as_ref()?);
+            let ratio = |a: &Timed, b: &Timed| {
+                let x = a.rate_ms().0 / b.rate_ms().0;
+                // B's time over A's: the interval of lab / candle.
+                match RatioInterval::of(samples(b), samples(a)) {
+                    Some(i) if i.holds_one() => {
+                        format!("{x:.2}x [{:.2}, {:.2}]: no difference shown", i.lo, i.hi)
+                    }
+                    Some(i) => format!("{x:.2}x [{:.2}, {:.2}]", i.lo, i.hi),
+                    None => format!("{x:.2}x (direction only)"),
+                }
+            };
+            let changed: f64 = c
+                .parts
+                .iter()
+                .filter(|p| !matches!(p.class, TokenOpClass::Rotary | TokenOpClass::Sampling))
+                .map(|p| p.ms_per_token)
+                .sum();
+            let gain = (c.tg.rate_ms().0 - l.tg.rate_ms().0) / r.tg_tokens as f64;
+            let flag = if changed > 0.0 && gain > changed {
+                format!(
+                    " (flagged: tg gained {gain:.3} ms a token, more than the {changed:.3} ms \
+                     of what the suite's kernels replace)"
+                )
+            } else {
+                String::new()
+            };
             Some(format!(
-                "{base} pp {:.2}x, tg {:.2}x",
-                pp_lab / pp,
-                tg_lab / tg
+                "{base} pp {}, tg {}{flag}",
+                ratio(&l.pp, &c.pp),
+                ratio(&l.tg, &c.tg)
             ))
         })
         .collect();
@@ -337,11 +355,20 @@ pub fn kernels_line(r: &GenerateResults) -> Option<String> {
         format!(
             "the suite's kernels against Candle's (candle-nn's on the float rows, \
              quantized_llama's on the quantized), the whole model (time with them over time \
-             without, timed one after the other in the same run, candle's first; under 1 is \
-             faster): {}",
+             without, their tests in turn, A B A B; under 1 is faster; 95% bootstrap intervals): \
+             {}",
             per_precision.join("; ")
         )
     })
+}
+
+/// The samples a row's rate divides by: CUDA events' on a GPU, else the wall's.
+fn samples(t: &Timed) -> &[f64] {
+    if t.samples_gpu_ms.is_empty() {
+        &t.samples_wall_ms
+    } else {
+        &t.samples_gpu_ms
+    }
 }
 
 /// One record per precision: machine, experiment, precision, path, status,
@@ -556,7 +583,11 @@ mod tests {
         m.tg = t(m.tg.median_ms * 2.0);
         r.rows.push(lab);
         let line = kernels_line(r).unwrap();
-        assert!(line.ends_with(": fp32 pp 0.50x, tg 2.00x"), "{line}");
+        // Three samples of one value a side: intervals of zero width.
+        assert!(
+            line.ends_with(": fp32 pp 0.50x [0.50, 0.50], tg 2.00x [2.00, 2.00]"),
+            "{line}"
+        );
         // The lab's caveat stays per precision: the lab row is not one.
         assert!(caveat(r).iter().all(|l| !l.contains("lab kernels")));
     }
