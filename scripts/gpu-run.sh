@@ -61,7 +61,7 @@
 #     whatever their call (the second call, or a rerun of a few:
 #     CANDLE_LAB_STEPS='^(block|test-cli)$').
 #   CANDLE_LAB_RUN_CACHE: the folder kept for a rerun (default
-#     ${TMPDIR:-/tmp}/candle-lab-gpu-run): the unpacked bundle, the JIT cache.
+#     .gpu-run-cache in the repository, git-ignored): the unpacked bundle, the JIT cache.
 set -uo pipefail # no -e: every failure below is caught, reported and summarized
 
 usage="usage: scripts/gpu-run.sh [--cpu | --rehearse] OUT_DIR [BUNDLE] | --plan"
@@ -274,7 +274,9 @@ if [[ -e $out || -L $out ]]; then
   fi
 fi
 # The rerun cache: the bundle unpacked once, by its checksum.
-cache=${CANDLE_LAB_RUN_CACHE:-${TMPDIR:-/tmp}/candle-lab-gpu-run}
+# In the repository's copy by default: the device keeps its ignored paths
+# between calls, and nothing says its /tmp may run programs.
+cache=${CANDLE_LAB_RUN_CACHE:-$(cd "$(dirname "$0")/.." && pwd)/.gpu-run-cache}
 bundle_id=$(sha256sum "$bundle" | cut -c1-16)
 bin=$cache/bundle-$mode-$bundle_id
 setup=$setup_fresh
@@ -663,9 +665,9 @@ step() {
   echo "=== $name (timeout ${limit} s$cut): ${*#"$bin/"}"
   local log=$work/logs/$name.log t0=$EPOCHREALTIME rc
   : > "$log"
-  PYTHONUNBUFFERED=1 timeout --kill-after=10 "$limit" "$@" > "$log" 2>&1 < /dev/null 9>&- &
+  PYTHONUNBUFFERED=1 timeout --kill-after=10 "$limit" "$@" > "$log" 2>&1 < /dev/null 9>&- 3>&- 4>&- &
   step_pid=$!
-  tail --pid="$step_pid" -s 0.2 -n +1 -f "$log" 9>&- &
+  tail --pid="$step_pid" -s 0.2 -n +1 -f "$log" 9>&- 3>&- 4>&- &
   local tail_pid=$!
   # A trapped signal ends `wait` early; the trap has asked the step to stop,
   # so wait again, and after 10 s make sure.
@@ -715,7 +717,7 @@ host_side() {
   local name=$1 t0=$EPOCHREALTIME rc secs said
   shift
   [[ -z $interrupted ]] || return 0
-  timeout 300 "$@" > "$work/logs/$name.host.log" 2>&1 < /dev/null 9>&-
+  timeout 300 "$@" > "$work/logs/$name.host.log" 2>&1 < /dev/null 9>&- 3>&- 4>&-
   rc=$?
   secs=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
   said=$(grep -m 1 '^error' "$work/logs/$name.host.log" || grep -m 1 -i 'error' "$work/logs/$name.host.log" ||

@@ -218,20 +218,23 @@ pub(super) fn row(
     let meter = MemoryMeter::for_device(device)?;
     let base = meter.used_bytes()?;
     let mut s = start(device, weights, cfg, rowed, label, (text, telemetry))?;
-    let _mode = GemmMode::set(s.precision);
-    meter.reset_peak()?;
-    let pp_in = pp_ids(&cfg.prompt_ids, cfg.pp_tokens);
-    let pp = telemetry.time(
-        device,
-        cfg.plan,
-        &format!("{label} pp{}", cfg.pp_tokens),
-        || pp_test(&mut s.lm, cfg, &pp_in),
-    )?;
-    let n = cfg.tg_tokens;
-    let tg = telemetry.time(device, cfg.plan, &format!("{label} tg{n}"), || {
-        tg_test(&mut s.lm, cfg)
-    })?;
-    let peak = peak(&meter, base)?;
+    // The switches' guard is a lock that `finish` takes again: dropped first.
+    let (pp, tg, peak) = {
+        let _mode = GemmMode::set(s.precision);
+        meter.reset_peak()?;
+        let pp_in = pp_ids(&cfg.prompt_ids, cfg.pp_tokens);
+        let pp = telemetry.time(
+            device,
+            cfg.plan,
+            &format!("{label} pp{}", cfg.pp_tokens),
+            || pp_test(&mut s.lm, cfg, &pp_in),
+        )?;
+        let n = cfg.tg_tokens;
+        let tg = telemetry.time(device, cfg.plan, &format!("{label} tg{n}"), || {
+            tg_test(&mut s.lm, cfg)
+        })?;
+        (pp, tg, peak(&meter, base)?)
+    };
     finish(
         device,
         weights,
@@ -244,8 +247,9 @@ pub(super) fn row(
 
 /// Two rows compared with each other (a precision on candle's kernels and on
 /// the suite's) measured side by side: both started, then their pp tests in
-/// turn (A B A B ...) and their tg tests in turn, then each finished. The
-/// peak memory is the pair's, both models held. Each row's result is its own.
+/// turn (A B A B ...) and their tg tests in turn, then each finished. A
+/// row's peak memory is the pair's less what the other model's start left in
+/// use (its weights, mostly). Each row's result is its own.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn pair(
     device: &Device,
@@ -261,10 +265,12 @@ pub(super) fn pair(
         let meter = MemoryMeter::for_device(device)?;
         let base = meter.used_bytes()?;
         let sa = start(device, weights, cfg, a, label_a, (text, telemetry))?;
+        let between = meter.used_bytes()?;
         let sb = start(device, weights, cfg, b, label_b, (text, telemetry))?;
-        Ok((meter, base, sa, sb))
+        let after = meter.used_bytes()?;
+        Ok((meter, (base, between, after), sa, sb))
     })();
-    let (meter, base, mut sa, mut sb) = match started {
+    let (meter, (base, between, after), mut sa, mut sb) = match started {
         Ok(x) => x,
         // Either failed to start: each measured alone, so one row's error
         // is not the other's.
@@ -291,10 +297,16 @@ pub(super) fn pair(
         let label = format!("{label_a} | {label_b} tg{}", cfg.tg_tokens);
         let mut tg =
             telemetry.time_interleaved(device, cfg.plan, &label, &mut [&mut ta, &mut tb])?;
-        let peak = peak(&meter, base)?;
+        // Each row's peak is the pair's less what the other model holds:
+        // A's less what B's start added, B's less what A's start left.
+        let pair_peak = peak(&meter, base)?;
+        let less = |held: Option<(u64, u64)>| {
+            pair_peak.map(|p| p.saturating_sub(held.map_or(0, |(lo, hi)| hi.saturating_sub(lo))))
+        };
+        let (peak_a, peak_b) = (less(between.zip(after)), less(base.zip(between)));
         let (pp_b, tg_b) = (pp.pop().context("pp B")?, tg.pop().context("tg B")?);
         let (pp_a, tg_a) = (pp.pop().context("pp A")?, tg.pop().context("tg A")?);
-        Ok(((pp_a, tg_a, peak), (pp_b, tg_b, peak)))
+        Ok(((pp_a, tg_a, peak_a), (pp_b, tg_b, peak_b)))
     })();
     match tests {
         Ok((ta, tb)) => (

@@ -108,8 +108,9 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
     );
     let mut vs = Table::new(
         "against fp32 (fp32's median over the row's, with its 95% bootstrap interval; a \
-         lab-kernels row against fp32 on the lab's kernels): the matmuls alone, then the whole \
-         model",
+         lab-kernels row against fp32 on the lab's kernels; the rows are measured one after \
+         the other, not interleaved, so drift between them is inside the ratio): the matmuls \
+         alone, then the whole model",
         &["precision", "matmuls at pp", "matmuls at tg", "pp", "tg"],
     );
     let mut header = vec!["precision"];
