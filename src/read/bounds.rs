@@ -74,7 +74,7 @@ mod tests {
         // Relative to the repository root, where cargo and the packed GPU run
         // both run the tests (the build machine's path is not there).
         let path = std::path::Path::new("tests/fixtures/intel-xeon-2t/block.json");
-        let mut file = crate::schema::read(&path).unwrap();
+        let mut file = crate::schema::read(path).unwrap();
         assert_eq!(
             beaten(&file),
             Vec::<String>::new(),
