@@ -158,11 +158,9 @@ impl<'a> Ladder<'a> {
         } else {
             vec![1]
         };
-        let best = self
-            .points_at(kernel, &counts, footprint, false)?
-            .into_iter()
-            .max_by(|a, b| a.gb_per_s.total_cmp(&b.gb_per_s))
-            .context("no ladder point")?;
+        let at = self.points_at(kernel, &counts, footprint, false)?;
+        let best =
+            envelope(&at, &self.points.borrow(), kernel, &counts).context("no ladder point")?;
         Ok(Bound {
             kernel,
             threads: best.threads,
@@ -473,9 +471,65 @@ impl Work {
     }
 }
 
+/// The fastest of `at` (the points at a row's footprint) and of every point
+/// measured so far of `kernel` at `threads` over a larger footprint: a
+/// footprint is never slower to stream than a larger one, so where the
+/// ladder read a larger one faster (noise between its samples), that reading
+/// is the bound, and the bound names where it was read.
+fn envelope(
+    at: &[LadderPoint],
+    measured: &[LadderPoint],
+    kernel: LadderKernel,
+    threads: &[usize],
+) -> Option<LadderPoint> {
+    let smallest = at.iter().map(|p| p.footprint_bytes).min()?;
+    at.iter()
+        .chain(measured.iter().filter(|p| {
+            p.kernel == kernel && threads.contains(&p.threads) && p.footprint_bytes > smallest
+        }))
+        .max_by(|a, b| a.gb_per_s.total_cmp(&b.gb_per_s))
+        .cloned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn point(kernel: LadderKernel, threads: usize, mib: u64, gb_per_s: f64) -> LadderPoint {
+        LadderPoint {
+            kernel,
+            threads,
+            footprint_bytes: mib << 20,
+            level: if mib > 100 { "DRAM" } else { "L3" }.into(),
+            standard: false,
+            bytes_moved: mib << 20,
+            calls_per_sample: 1,
+            time_per_call_ms: 1.0,
+            gb_per_s,
+            timed: crate::telemetry::timed_at(&[1.0; 3], &[]),
+        }
+    }
+
+    #[test]
+    fn a_bound_is_never_under_a_larger_footprints_reading() {
+        use LadderKernel::{Copy, Read};
+        let at = [point(Read, 1, 80, 10.0), point(Read, 2, 80, 12.0)];
+        // Measured so far: a faster read past the caches on 2 threads, a
+        // faster one on 4 (not asked for), a faster copy (another kernel),
+        // and a faster smaller footprint (not a bound for a larger one).
+        let measured = [
+            point(Read, 2, 1024, 14.0),
+            point(Read, 4, 1024, 99.0),
+            point(Copy, 2, 1024, 99.0),
+            point(Read, 2, 8, 99.0),
+        ];
+        let b = envelope(&at, &measured, Read, &[1, 2]).unwrap();
+        assert_eq!((b.gb_per_s, b.level.as_str(), b.threads), (14.0, "DRAM", 2));
+        // Where the larger footprint is slower, the row's own point holds.
+        let slower = [point(Read, 2, 1024, 11.0)];
+        let b = envelope(&at, &slower, Read, &[1, 2]).unwrap();
+        assert_eq!((b.gb_per_s, b.footprint_bytes), (12.0, 80 << 20));
+    }
 
     #[test]
     fn the_cap_holds_every_footprint() {
