@@ -131,7 +131,9 @@ fn memory_fields(device: &str) {
             ),
             "{row}"
         );
-        assert!(u(&bound["footprint_bytes"]).abs_diff(u(&row["bytes_moved"])) <= 1 << 10);
+        // At the row's own footprint (within the fitting's few elements), or
+        // a larger one the run read faster (the ladder's envelope).
+        assert!(u(&bound["footprint_bytes"]) + (1 << 10) >= u(&row["bytes_moved"]));
         assert_eq!(row["samples_wall_ms"].as_array().unwrap().len(), 2);
     }
     let _ = ceiling_gb_per_s;

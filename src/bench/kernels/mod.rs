@@ -470,7 +470,7 @@ mod tests {
         for row in &r.rows {
             assert_eq!(row.bytes_moved, row.bytes_read + row.bytes_written);
             // Held against the ladder at the row's own footprint (within a
-            // few elements), for its pattern.
+            // few elements), or a larger one read faster, for its pattern.
             let b = row.ceiling.bound.as_ref().unwrap();
             let (reads, writes) = ops::streams(row.op);
             if device.is_cpu() {
@@ -479,9 +479,9 @@ mod tests {
                     crate::schema::LadderKernel::for_streams(reads, writes)
                 );
             }
-            assert_eq!(
-                b.footprint_bytes,
-                crate::bench::ladder::fitted(b.kernel, row.bytes_moved.min(4 << 20))
+            assert!(
+                b.footprint_bytes
+                    >= crate::bench::ladder::fitted(b.kernel, row.bytes_moved.min(4 << 20))
             );
             assert_eq!(row.ceiling.gb_per_s, b.gb_per_s);
             let names: Vec<_> = row.variants.iter().map(|v| v.implementation).collect();

@@ -345,12 +345,10 @@ mod tests {
         }
         for row in &r.ops {
             assert_eq!(row.timed.samples_wall_ms.len(), 2);
-            // Held against the ladder at its own footprint.
+            // Held against the ladder at its own footprint, or at a larger
+            // one the run read faster (the envelope).
             let b = row.bound.as_ref().unwrap();
-            assert_eq!(
-                b.footprint_bytes,
-                crate::bench::ladder::fitted(b.kernel, row.bytes_moved)
-            );
+            assert!(b.footprint_bytes >= crate::bench::ladder::fitted(b.kernel, row.bytes_moved));
             assert_eq!(row.pct_of_ceiling, 100.0 * row.gb_per_s / b.gb_per_s);
         }
         let ladder = r.ladder.as_ref().unwrap();
