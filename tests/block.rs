@@ -80,9 +80,10 @@ fn tiny_block(device: &str) {
             let tokens = p["tokens"].as_f64().unwrap();
             assert!((f(&m["tokens_per_s"]) - tokens / (ms * 1e-3)).abs() < 1e-6 * tokens / ms);
             assert!(f(&m["gflop_per_s"]) > 0.0);
-            // The row's ceiling is a copy of its own footprint.
+            // The row's ceiling is the ladder at its own footprint, or at a
+            // larger one the run read faster (the envelope).
             let bytes = m["bytes_min"].as_u64().unwrap();
-            assert_eq!(m["copy_bytes"].as_u64(), Some(2 * (bytes / 2)));
+            assert!(m["copy_bytes"].as_u64().unwrap() >= 2 * (bytes / 2), "{m}");
             let pct = 100.0 * f(&m["gb_per_s"]) / f(&m["copy_ceiling_gb_per_s"]);
             assert!(
                 (f(&m["pct_of_copy_ceiling"]) - pct).abs() < 1e-9 * pct,

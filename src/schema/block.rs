@@ -197,11 +197,11 @@ pub struct BlockMeasured {
     pub gflop_per_s: f64,
     /// bytes_min over the end-to-end median of the body's clock.
     pub gb_per_s: f64,
-    /// What the ceiling copy moved (2.3): a plain device copy between two
-    /// buffers of bytes_min / 2 each (read once, written once), so the copy's
-    /// footprint is the row's and both sit in the same level of the memory
-    /// hierarchy (on a CPU whose last-level cache holds them, both run from
-    /// it). Null where not measured.
+    /// The ceiling's footprint: in 2.3 a plain device copy between two
+    /// buffers of bytes_min / 2 each; from 2.4 the footprint of the ladder
+    /// point the bound was read at (the row's, or a larger one the run read
+    /// faster: a footprint is never slower than a larger one). Null where not
+    /// measured.
     #[serde(default)]
     pub copy_bytes: Option<u64>,
     /// That copy's rate in this run, by the body's clock (GB/s; 2.3).
