@@ -15,6 +15,7 @@ pub mod float;
 pub mod gguf;
 
 mod measure;
+mod pair;
 mod parts;
 pub mod quantized;
 mod rows;

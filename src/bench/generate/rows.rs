@@ -8,7 +8,8 @@ use anyhow::Result;
 use candle_core::Device;
 
 use super::bounds::Bounds;
-use super::measure::{fill_vs_fp32, load, pair, row};
+use super::measure::{fill_vs_fp32, load, row};
+use super::pair::pair;
 use super::quantized::Gguf;
 use super::weights::{Source, Weights};
 use super::{text::Text, Config, RowKind};
