@@ -146,14 +146,16 @@ pub(super) struct Started {
     weight_bytes_per_token: u64,
 }
 
-/// One row's start: its model loaded, the greedy answer, time to first token.
+/// One row's start: its model loaded, `meter`'s peak reset (the row's peak
+/// leaves the load out, not the answer), the greedy answer, time to first
+/// token.
 pub(super) fn start(
     device: &Device,
     weights: &Weights,
     cfg: &Config,
     (kind, kernels, gguf): Rowed<'_>,
     label: &str,
-    (text, telemetry): (Option<&Text>, &Telemetry),
+    (text, telemetry, meter): (Option<&Text>, &Telemetry, &MemoryMeter),
 ) -> Result<Started> {
     let precision = match kind {
         RowKind::Float(p) => p,
@@ -161,6 +163,7 @@ pub(super) fn start(
     };
     let _mode = GemmMode::set(precision);
     let mut lm = load(device, weights, cfg, (kind, kernels, gguf), label)?;
+    meter.reset_peak()?;
     let (weight_bytes, weight_bytes_per_token) = row_bytes(weights.source(), kind)?;
     crate::note!("generate {label}: the answer ({} tokens)", cfg.tg_tokens);
     let (ids, stopped) = answer(&mut lm, &cfg.prompt_ids, cfg.tg_tokens, &cfg.eos)?;
@@ -217,11 +220,17 @@ pub(super) fn row(
 ) -> Result<GenerateMeasured> {
     let meter = MemoryMeter::for_device(device)?;
     let base = meter.used_bytes()?;
-    let mut s = start(device, weights, cfg, rowed, label, (text, telemetry))?;
+    let mut s = start(
+        device,
+        weights,
+        cfg,
+        rowed,
+        label,
+        (text, telemetry, &meter),
+    )?;
     // The switches' guard is a lock that `finish` takes again: dropped first.
     let (pp, tg, peak) = {
         let _mode = GemmMode::set(s.precision);
-        meter.reset_peak()?;
         let pp_in = pp_ids(&cfg.prompt_ids, cfg.pp_tokens);
         let pp = telemetry.time(
             device,

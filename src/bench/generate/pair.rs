@@ -34,9 +34,9 @@ pub(super) fn pair(
     let started = (|| -> Result<_> {
         let meter = MemoryMeter::for_device(device)?;
         let base = meter.used_bytes()?;
-        let sa = start(device, weights, cfg, a, label_a, (text, telemetry))?;
+        let sa = start(device, weights, cfg, a, label_a, (text, telemetry, &meter))?;
         let between = meter.used_bytes()?;
-        let sb = start(device, weights, cfg, b, label_b, (text, telemetry))?;
+        let sb = start(device, weights, cfg, b, label_b, (text, telemetry, &meter))?;
         let after = meter.used_bytes()?;
         Ok((meter, (base, between, after), sa, sb))
     })();
@@ -53,7 +53,6 @@ pub(super) fn pair(
     };
     let tests = (|| -> Result<_> {
         let _mode = GemmMode::set(sa.precision);
-        meter.reset_peak()?;
         let pp_in = pp_ids(&cfg.prompt_ids, cfg.pp_tokens);
         let (lm_a, lm_b) = (&mut sa.lm, &mut sb.lm);
         let mut pa = || pp_test(lm_a, cfg, &pp_in);
