@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Bound, Ladder, RowStatus, TelemetrySource, TimeSource, Timed};
+use super::{Bound, Ladder, RatioInterval, RowStatus, TelemetrySource, TimeSource, Timed};
 use crate::precision::Precision;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -217,6 +217,11 @@ pub struct KernelCeiling {
     /// row's footprint): its kernel, threads and level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bound: Option<Bound>,
+    /// Timed in turn with the row's variants (A B C A B C: 2.5), so the
+    /// machine's drift between minutes is not inside a row's share of it;
+    /// false: read at another moment (before 2.5).
+    #[serde(default)]
+    pub side_by_side: bool,
     #[serde(flatten)]
     pub timed: Timed,
 }
@@ -245,6 +250,11 @@ pub struct VariantMeasured {
     /// Candle's op's time over this one's (above 1: faster than Candle's);
     /// null without a measured Candle variant.
     pub speedup_vs_candle: Option<f64>,
+    /// speedup_vs_candle's 95% bootstrap interval from the two variants'
+    /// per-call samples, taken in turn (2.5); null with under 3 samples a
+    /// side, or before 2.5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup_interval: Option<RatioInterval>,
     pub accuracy: KernelAccuracy,
     /// Calls timed together in one sample (2.4: time_ms is then the median
     /// sample less the clock's cost, over this; 1 in older files).

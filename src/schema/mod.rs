@@ -88,8 +88,11 @@ pub use sweep::{SweepPoint, SweepResults};
 /// (`ladder` in `memory`, `kernels`, `block` and `generate`) and each row's
 /// `bound` from it, `kernels`' calls per sample, the intervals of the ratios
 /// measured side by side, and the `kernels` body's matrix-vector rows
-/// (`matvec`) and their variants' `threads_held`.
-pub const SCHEMA_VERSION: &str = "2.4";
+/// (`matvec`) and their variants' `threads_held`; 2.5 `kernels`' bounds timed
+/// in turn with their rows (`side_by_side`) and the suite's speedups'
+/// intervals (`speedup_interval`), and `generate`'s ratios to fp32 measured
+/// side by side with their intervals.
+pub const SCHEMA_VERSION: &str = "2.5";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
 

@@ -23,16 +23,12 @@ use candle_core::{DType, Device, Module, Tensor};
 use rand::{Rng, SeedableRng};
 
 use super::{fill_speedups, host_f64, normwise_errors};
-use crate::bench::ladder::{time_calls, Ladder};
+use crate::bench::ladder::Ladder;
 use crate::clock::Plan;
 use crate::formulas::gb_per_s;
 use crate::kernels::{self, QLinear};
 use crate::precision::Precision;
-use crate::schema::{
-    Implementation, KernelAccuracy, KernelCeiling, KernelVariant, MatvecRow, RowStatus,
-    VariantMeasured,
-};
-use crate::telemetry::Telemetry;
+use crate::schema::{Implementation, KernelAccuracy, MatvecRow, VariantMeasured};
 
 /// The models whose decode shapes the rows take (`--models`).
 pub const MODELS: [&str; 2] = ["smollm2-135m", "llama-3-8b"];
@@ -196,35 +192,12 @@ pub fn largest_bytes(cfg: &MatvecConfig) -> u64 {
     most
 }
 
-/// The bound a row's weight bytes set: the bandwidth ladder's read at their
-/// footprint, the faster of one thread and the pool's, measured in this run.
-/// The one place the matrix-vector rows take a bandwidth from.
-pub fn bound(ladder: &Ladder, weight_bytes: u64) -> Result<KernelCeiling> {
-    let b = ladder.bound(ladder.kernel_for(1, 0), ladder.pool_threads(), weight_bytes)?;
-    let p = ladder.point(b.kernel, b.threads, b.footprint_bytes)?;
-    Ok(KernelCeiling {
-        call: format!(
-            "the ladder's read on {} thread(s) at {} ({})",
-            b.threads,
-            crate::units::size(b.footprint_bytes),
-            b.level
-        ),
-        bytes_copied: p.bytes_moved / 2,
-        time_ms: p.time_per_call_ms,
-        time_source: p.timed.rate_ms().1,
-        gb_per_s: b.gb_per_s,
-        bound: Some(b),
-        timed: p.timed,
-    })
-}
-
 /// Every row of `cfg`: per model, matrix and weight type (a block type only
 /// where the rows are whole blocks).
 pub fn run(
     device: &Device,
     cfg: &MatvecConfig,
     plan: Plan,
-    telemetry: &Telemetry,
     ladder: &Ladder,
 ) -> Result<Vec<MatvecRow>> {
     let mut rows = Vec::new();
@@ -235,15 +208,8 @@ pub fn run(
         for m in asked {
             for &w in cfg.weights.iter().filter(|w| w.fits(m.k)) {
                 let what = format!("matvec {model} {} {}", m.name, w.name());
-                let row = measure(
-                    device,
-                    (model, &m),
-                    w,
-                    cfg.tokens,
-                    plan,
-                    (telemetry, ladder),
-                )
-                .with_context(|| what.clone())?;
+                let row = measure(device, (model, &m), w, cfg.tokens, plan, ladder)
+                    .with_context(|| what.clone())?;
                 rows.push(row);
             }
         }
@@ -326,7 +292,7 @@ fn measure(
     wt: WeightType,
     tokens: usize,
     plan: Plan,
-    (telemetry, ladder): (&Telemetry, &Ladder),
+    ladder: &Ladder,
 ) -> Result<MatvecRow> {
     let weight_bytes = wt.bytes(m.n, m.k);
     let (w, want_w) = weight(device, m, wt, (m.n * 31 + m.k) as u64)?;
@@ -336,55 +302,41 @@ fn measure(
     };
     let x = Tensor::randn(0f32, 1f32, (tokens, m.k), device)?.to_dtype(act)?;
     let want = reference(&host_f64(&x)?, &want_w, m.k);
-    let ceiling = bound(ladder, weight_bytes)?;
+    let label = format!("matvec {model} {} {}", m.name, wt.name());
+    // At one token the product is reading the weight: its bound is the
+    // ladder's read at the weight's footprint, timed in turn with the ops.
+    let b = super::beside::measure(
+        plan,
+        ladder,
+        (ladder.kernel_for(1, 0), weight_bytes),
+        &label,
+        &[Implementation::Lab, Implementation::Candle],
+        &|imp| Ok(w.call(imp, &x)?),
+    )?;
+    let ceiling = b.ceiling;
     let mut variants = Vec::new();
-    for imp in [Implementation::Lab, Implementation::Candle] {
-        let label = format!("matvec {model} {} {} {}", m.name, wt.name(), imp.name());
-        let measured = (|| -> Result<VariantMeasured> {
-            let (timed, calls_per_sample, time_ms) =
-                time_calls(device, telemetry, plan, &label, ladder.clock_ms(), || {
-                    w.call(imp, &x)?;
-                    Ok(())
-                })?;
-            let out = w.call(imp, &x)?;
+    for (imp, run) in b.runs {
+        let measured = run.and_then(|(out, c)| {
             let threads_held = threads_held(device, || {
                 w.call(imp, &x)?;
                 Ok(())
             })?;
-            let time_source = timed.rate_ms().1;
-            let rate = gb_per_s(weight_bytes, time_ms);
+            let rate = gb_per_s(weight_bytes, c.per_call_ms);
             Ok(VariantMeasured {
-                time_ms,
-                time_source,
+                time_ms: c.per_call_ms,
+                time_source: c.timed.rate_ms().1,
                 gb_per_s: rate,
                 pct_of_ceiling: 100.0 * rate / ceiling.gb_per_s,
                 speedup_vs_candle: None,
+                speedup_interval: None,
                 accuracy: check(&out, &want, tokens, m.n)?,
-                calls_per_sample,
+                calls_per_sample: c.calls_per_sample,
                 threads_held,
-                timed,
+                timed: c.timed,
             })
-        })();
-        variants.push(match measured {
-            Ok(v) => KernelVariant {
-                implementation: imp,
-                call: call_name(wt, imp, device).into(),
-                status: RowStatus::Ok,
-                error: None,
-                measured: Some(v),
-            },
-            Err(e) => {
-                let why = crate::error::error_line(&e);
-                crate::note!("{label}: failed, recorded with its error ({why})");
-                KernelVariant {
-                    implementation: imp,
-                    call: call_name(wt, imp, device).into(),
-                    status: RowStatus::Error,
-                    error: Some(why),
-                    measured: None,
-                }
-            }
         });
+        let call = call_name(wt, imp, device);
+        variants.push(super::variant(imp, call, &label, measured));
     }
     fill_speedups(&mut variants);
     Ok(MatvecRow {
@@ -479,6 +431,7 @@ fn check(out: &Tensor, want: &[f64], tokens: usize, n: usize) -> Result<KernelAc
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::telemetry::Telemetry;
 
     #[test]
     fn the_shapes_are_the_models_and_the_types_parse() {
@@ -536,15 +489,7 @@ mod tests {
         };
         for w in WEIGHTS {
             let ladder = Ladder::new(&dev, &telemetry, Some(1 << 20)).unwrap();
-            let row = measure(
-                &dev,
-                ("smollm2-135m", &m),
-                w,
-                cfg.tokens,
-                plan,
-                (&telemetry, &ladder),
-            )
-            .unwrap();
+            let row = measure(&dev, ("smollm2-135m", &m), w, cfg.tokens, plan, &ladder).unwrap();
             assert_eq!(row.weight_bytes, w.bytes(40, 512));
             for imp in [Implementation::Lab, Implementation::Candle] {
                 let v = row.measured(imp).unwrap();

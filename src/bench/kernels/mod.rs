@@ -1,7 +1,7 @@
 //! The `kernels` experiment's core: the suite's own kernels
 //! ([`crate::kernels`]) beside Candle's op and the same math from primitive
-//! ops, per op, shape and precision, each against the copy ceiling for the
-//! bytes the op must move, measured in the same run.
+//! ops, per op, shape and precision, each against the bandwidth ladder's
+//! bound for the bytes the op must move, measured in the same run.
 //!
 //! Per row (op x case x precision): random inputs made off the clock; the
 //! row's bound from the bandwidth ladder ([`crate::bench::ladder`]): the
@@ -9,29 +9,33 @@
 //! an add or SwiGLU) at the row's own footprint, the faster of one thread and
 //! the pool's, so that a shape that fits in a cache is held against that
 //! cache at those threads and the large case (past every cache) against
-//! memory; then each implementation timed K calls a sample (a decode row's
-//! call is a few hundred nanoseconds: K makes a sample long against the
-//! clock, whose own cost is subtracted), its GB/s the row's least bytes
-//! (inputs read once, output written once, as `memory` counts them) over its
-//! time per call, its speed against Candle's, and its output's first rows
-//! against an f64 computation on the host. An implementation that fails (out
-//! of memory, an op Candle lacks on a device) is that variant's error; the
-//! others run.
+//! memory. The bound is timed in turn with the implementations ([`beside`]:
+//! a bound read at another moment is another machine's), each K calls a
+//! sample (a decode row's call is a few hundred nanoseconds: K makes a
+//! sample long against the clock, whose own cost is subtracted). Per
+//! implementation: its GB/s, the row's least bytes (inputs read once, output
+//! written once, as `memory` counts them) over its time per call; its speed
+//! against Candle's with an interval; its output's first rows against an f64
+//! computation on the host. An implementation that fails (out of memory, an
+//! op Candle lacks on a device) is that variant's error; the others run.
 
+mod beside;
 pub mod matvec;
 mod ops;
+
+pub(crate) use beside::fill_speedups;
 
 use anyhow::{Context, Result};
 use candle_core::{DType, Device, Tensor};
 
-use crate::bench::ladder::{time_calls, Ladder};
+use crate::bench::ladder::Ladder;
 use crate::clock::Plan;
 use crate::formulas::gb_per_s;
 use crate::memory::fits::Need;
 use crate::precision::Precision;
 use crate::schema::{
-    Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow, KernelVariant,
-    KernelsResults, RowStatus, VariantMeasured,
+    Implementation, KernelAccuracy, KernelCase, KernelOp, KernelRow, KernelVariant, KernelsResults,
+    RowStatus, VariantMeasured,
 };
 use crate::telemetry::Telemetry;
 pub use ops::{call, implementations, traffic, EPS};
@@ -203,14 +207,14 @@ pub fn run(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<Kerne
                 cfg.plan
             };
             for &p in &cfg.precisions {
-                let row = measure_row(device, plan, telemetry, &ladder, op, case, p)
+                let row = measure_row(device, plan, &ladder, op, case, p)
                     .with_context(|| format!("{} {} {p}", op.name(), case.name))?;
                 rows.push(row);
             }
         }
     }
     let matvec = match &cfg.matvec {
-        Some(m) => matvec::run(device, m, cfg.plan, telemetry, &ladder)?,
+        Some(m) => matvec::run(device, m, cfg.plan, &ladder)?,
         None => Vec::new(),
     };
     Ok(KernelsResults {
@@ -230,7 +234,6 @@ pub fn run(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<Kerne
 fn measure_row(
     device: &Device,
     plan: Plan,
-    telemetry: &Telemetry,
     ladder: &Ladder,
     op: KernelOp,
     case: &KernelCase,
@@ -248,72 +251,34 @@ fn measure_row(
     let ones = Tensor::ones(width, dtype, device)?;
     let reference = Reference::new(op, &inputs, width)?;
     let (reads, writes) = ops::streams(op);
-    let bound = ladder.bound(
-        ladder.kernel_for(reads, writes),
-        ladder.pool_threads(),
-        bytes_moved,
+    let label = format!("{} {} {p}", op.name(), case.name);
+    let b = beside::measure(
+        plan,
+        ladder,
+        (ladder.kernel_for(reads, writes), bytes_moved),
+        &label,
+        implementations(op),
+        &|imp| Ok(ops::run(op, imp, &inputs, &ones)?),
     )?;
-    let point = ladder.point(bound.kernel, bound.threads, bound.footprint_bytes)?;
-    let ceiling = KernelCeiling {
-        call: format!(
-            "the ladder's {} on {} thread(s) at {} ({})",
-            bound.kernel.name(),
-            bound.threads,
-            crate::units::size(bound.footprint_bytes),
-            bound.level
-        ),
-        bytes_copied: point.bytes_moved / 2,
-        time_ms: point.time_per_call_ms,
-        time_source: point.timed.rate_ms().1,
-        gb_per_s: bound.gb_per_s,
-        bound: Some(bound),
-        timed: point.timed,
-    };
-
+    let ceiling = b.ceiling;
     let mut variants = Vec::new();
-    for &imp in implementations(op) {
-        let label = format!("{} {} {p} {}", op.name(), case.name, imp.name());
-        let measured = (|| -> Result<VariantMeasured> {
-            let (timed, calls_per_sample, time_ms) =
-                time_calls(device, telemetry, plan, &label, ladder.clock_ms(), || {
-                    ops::run(op, imp, &inputs, &ones)?;
-                    Ok(())
-                })?;
-            let out = ops::run(op, imp, &inputs, &ones)?;
-            let time_source = timed.rate_ms().1;
-            let rate = gb_per_s(bytes_moved, time_ms);
+    for (imp, run) in b.runs {
+        let measured = run.and_then(|(out, c)| {
+            let rate = gb_per_s(bytes_moved, c.per_call_ms);
             Ok(VariantMeasured {
-                time_ms,
-                time_source,
+                time_ms: c.per_call_ms,
+                time_source: c.timed.rate_ms().1,
                 gb_per_s: rate,
                 pct_of_ceiling: 100.0 * rate / ceiling.gb_per_s,
                 speedup_vs_candle: None,
+                speedup_interval: None,
                 accuracy: reference.check(&out)?,
-                calls_per_sample,
+                calls_per_sample: c.calls_per_sample,
                 threads_held: None,
-                timed,
+                timed: c.timed,
             })
-        })();
-        variants.push(match measured {
-            Ok(m) => KernelVariant {
-                implementation: imp,
-                call: call(op, imp).into(),
-                status: RowStatus::Ok,
-                error: None,
-                measured: Some(m),
-            },
-            Err(e) => {
-                let why = crate::error::error_line(&e);
-                crate::note!("{label}: failed, recorded with its error ({why})");
-                KernelVariant {
-                    implementation: imp,
-                    call: call(op, imp).into(),
-                    status: RowStatus::Error,
-                    error: Some(why),
-                    measured: None,
-                }
-            }
         });
+        variants.push(variant(imp, call(op, imp), &label, measured));
     }
     fill_speedups(&mut variants);
     Ok(KernelRow {
@@ -330,15 +295,36 @@ fn measure_row(
     })
 }
 
-/// Each measured variant's speed against Candle's: Candle's time over its own.
-pub(crate) fn fill_speedups(variants: &mut [KernelVariant]) {
-    let candle = variants
-        .iter()
-        .find(|v| v.implementation == Implementation::Candle)
-        .and_then(|v| v.measured.as_ref())
-        .map(|m| m.time_ms);
-    for m in variants.iter_mut().filter_map(|v| v.measured.as_mut()) {
-        m.speedup_vs_candle = candle.map(|c| c / m.time_ms);
+/// A variant as the row keeps it: measured, or failed with its error
+/// (said on the terminal).
+pub(crate) fn variant(
+    imp: Implementation,
+    call: &str,
+    label: &str,
+    measured: Result<VariantMeasured>,
+) -> KernelVariant {
+    match measured {
+        Ok(m) => KernelVariant {
+            implementation: imp,
+            call: call.into(),
+            status: RowStatus::Ok,
+            error: None,
+            measured: Some(m),
+        },
+        Err(e) => {
+            let why = crate::error::error_line(&e);
+            crate::note!(
+                "{label} {}: failed, recorded with its error ({why})",
+                imp.name()
+            );
+            KernelVariant {
+                implementation: imp,
+                call: call.into(),
+                status: RowStatus::Error,
+                error: Some(why),
+                measured: None,
+            }
+        }
     }
 }
 

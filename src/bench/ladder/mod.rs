@@ -16,8 +16,11 @@
 //! own cost (an empty work item through the same path) is subtracted before
 //! dividing by K.
 
+mod beside;
 mod cpu;
 pub mod levels;
+
+pub use beside::{time_calls_beside, Called};
 
 use std::cell::RefCell;
 
@@ -316,14 +319,7 @@ pub fn time_calls(
     clock_ms: f64,
     mut call: impl FnMut() -> Result<()>,
 ) -> Result<(crate::schema::Timed, u64, f64)> {
-    let mut one = f64::INFINITY;
-    for _ in 0..3 {
-        let started = std::time::Instant::now();
-        call()?;
-        crate::device::sync(device)?;
-        one = one.min(started.elapsed().as_secs_f64() * 1e3);
-    }
-    let k = calls_per_sample(one, SAMPLE_MS);
+    let k = beside::calls_for(device, &mut call)?;
     let timed = telemetry.time(device, plan, label, || {
         for _ in 0..k {
             call()?;

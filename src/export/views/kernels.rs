@@ -1,6 +1,6 @@
 //! The kernels experiment shown: per op a table of every case and precision
-//! (the suite's kernel, Candle's op, the composed form and the copy ceiling
-//! for the op's bytes, side by side), notes that hold the run to its targets
+//! (the suite's kernel, Candle's op, the composed form and the ladder's bound
+//! for the op's bytes, timed in turn), notes that hold the run to its targets
 //! (85% of the ceiling on the large case, never slower than Candle's op) and
 //! say how far each miss is, long-format CSV records, and the chart of % of
 //! the ceiling per kernel; the matrix-vector rows' table, notes and records
@@ -54,8 +54,9 @@ pub fn show(file: &ResultFile, r: &KernelsResults) -> Shown {
         }
         let mut t = Table::new(
             format!(
-                "{}: {}, the composed form, and the bandwidth ladder at the same footprint on {} \
-                 (time per call from {}, K calls a sample, the clock's cost subtracted)",
+                "{}: {}, the composed form, and the bandwidth ladder at the same footprint on {}, \
+                 timed in turn (time per call from {}, K calls a sample, the clock's cost \
+                 subtracted; lab vs candle with its 95% interval)",
                 op.name(),
                 if pytorch {
                     "PyTorch's op"
@@ -100,8 +101,7 @@ pub fn show(file: &ResultFile, r: &KernelsResults) -> Shown {
                 own.map_or("-".into(), |m| format!("{:.1}", m.gb_per_s)),
                 pct(own),
                 pct(candle),
-                lab.and_then(|m| m.speedup_vs_candle)
-                    .map_or("-".into(), |s| format!("{s:.2}x")),
+                speedup(lab),
             ]);
         }
         tables.push(t);
@@ -110,6 +110,16 @@ pub fn show(file: &ResultFile, r: &KernelsResults) -> Shown {
     Shown {
         tables,
         notes: notes(r),
+    }
+}
+
+/// The suite's speed against Candle's with its 95% interval (the two timed
+/// in turn: 2.5), or the ratio alone (an older file, or under 3 samples).
+pub(super) fn speedup(m: Option<&VariantMeasured>) -> String {
+    match m.map(|m| (m.speedup_vs_candle, m.speedup_interval)) {
+        Some((Some(s), Some(i))) => format!("{s:.2}x [{:.2}, {:.2}]", i.lo, i.hi),
+        Some((Some(s), None)) => format!("{s:.2}x"),
+        _ => "-".into(),
     }
 }
 

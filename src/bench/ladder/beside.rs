@@ -1,0 +1,154 @@
+//! A row and its bound measured side by side. A bound read at another moment
+//! than the row is a reading of another machine: on a shared VM the last
+//! cache's bandwidth moves by half between minutes (a neighbour's load), and
+//! a row timed in a quiet minute then "beats" a bound read in a busy one.
+//! So the ladder's kernel at the row's footprint is timed in turn with the
+//! row's works, A B C A B C ..., each a sample of K calls of its own (K so a
+//! sample dwarfs the clock), and the row is held against that reading.
+
+use anyhow::{Context, Result};
+use candle_core::Device;
+
+use super::{calls_per_sample, envelope, Ladder, Work, SAMPLE_MS};
+use crate::clock::Plan;
+use crate::schema::{Bound, LadderKernel, LadderPoint, Timed};
+use crate::telemetry::Telemetry;
+
+/// One work's timing: its samples (each K calls), K, and the time per call:
+/// (the median sample - the clock's cost) / K.
+#[derive(Debug)]
+pub struct Called {
+    pub timed: Timed,
+    pub calls_per_sample: u64,
+    pub per_call_ms: f64,
+}
+
+/// The calls a sample of `call` takes: K from the fastest of three single
+/// calls (the first wakes the pool), each synchronized.
+pub fn calls_for(device: &Device, call: &mut dyn FnMut() -> Result<()>) -> Result<u64> {
+    let mut one = f64::INFINITY;
+    for _ in 0..3 {
+        let started = std::time::Instant::now();
+        call()?;
+        crate::device::sync(device)?;
+        one = one.min(started.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(calls_per_sample(one, SAMPLE_MS))
+}
+
+/// Times `works` in turn under `plan` (A B A B ...: the clock's
+/// [`crate::clock::time_interleaved`]), a sample of each being its own K
+/// calls ([`calls_for`]); the clock covers one work's K calls and the
+/// device's synchronization after them. Each time per call has the clock's
+/// own cost `clock_ms` subtracted, never below a thousandth of the raw time.
+pub fn time_calls_beside(
+    device: &Device,
+    telemetry: &Telemetry,
+    plan: Plan,
+    label: &str,
+    clock_ms: f64,
+    works: &mut [Box<dyn FnMut() -> Result<()> + '_>],
+) -> Result<Vec<Called>> {
+    let ks = works
+        .iter_mut()
+        .map(|w| calls_for(device, &mut **w))
+        .collect::<Result<Vec<u64>>>()?;
+    let mut batched: Vec<Box<dyn FnMut() -> Result<()> + '_>> = works
+        .iter_mut()
+        .zip(&ks)
+        .map(|(w, &k)| {
+            Box::new(move || {
+                for _ in 0..k {
+                    w()?;
+                }
+                Ok(())
+            }) as Box<dyn FnMut() -> Result<()>>
+        })
+        .collect();
+    let mut refs: Vec<crate::clock::Work<'_>> = batched.iter_mut().map(|b| &mut **b as _).collect();
+    let timed = telemetry.time_interleaved(device, plan, label, &mut refs)?;
+    Ok(timed
+        .into_iter()
+        .zip(ks)
+        .map(|(timed, k)| {
+            let (median, _) = timed.rate_ms();
+            let per_call = ((median - clock_ms) / k as f64).max(median / k as f64 * 1e-3);
+            Called {
+                timed,
+                calls_per_sample: k,
+                per_call_ms: per_call,
+            }
+        })
+        .collect())
+}
+
+impl Ladder<'_> {
+    /// A row's bound measured beside it: `kernel` at `footprint` bytes on one
+    /// thread and on the pool's, timed in turn with the row's `works`
+    /// ([`time_calls_beside`]); the two points join the ladder (its file
+    /// keeps them), and the bound is the faster, or a larger footprint's
+    /// faster reading ([`envelope`]). Returns the bound, its point, and each
+    /// work's timing in order, under the row's `plan`.
+    pub fn bound_beside(
+        &self,
+        kernel: LadderKernel,
+        footprint: u64,
+        (plan, label): (Plan, &str),
+        works: Vec<Box<dyn FnMut() -> Result<()> + '_>>,
+    ) -> Result<(Bound, LadderPoint, Vec<Called>)> {
+        let footprint = super::fitted(
+            kernel,
+            self.max_footprint.map_or(footprint, |m| footprint.min(m)),
+        );
+        let mut threads = vec![1];
+        if self.pool_threads > 1 {
+            threads.push(self.pool_threads);
+        }
+        let arrays = std::cell::RefCell::new(Work::new(self.device, kernel, footprint)?);
+        let n = works.len();
+        let mut all: Vec<Box<dyn FnMut() -> Result<()> + '_>> = works;
+        for &t in &threads {
+            let arrays = &arrays;
+            all.push(Box::new(move || arrays.borrow_mut().call(t)));
+        }
+        let label = format!("{label} | ladder {} beside", kernel.name());
+        let mut called = time_calls_beside(
+            self.device,
+            self.telemetry,
+            plan,
+            &label,
+            self.clock_ms,
+            &mut all,
+        )?;
+        drop(all);
+        let work = arrays.into_inner();
+        let bytes = work.bytes_moved();
+        let at: Vec<LadderPoint> = called
+            .drain(n..)
+            .zip(&threads)
+            .map(|(c, &t)| LadderPoint {
+                kernel,
+                threads: t,
+                footprint_bytes: work.footprint(),
+                level: self.level(work.footprint(), t),
+                standard: false,
+                bytes_moved: bytes,
+                calls_per_sample: c.calls_per_sample,
+                time_per_call_ms: c.per_call_ms,
+                gb_per_s: crate::formulas::gb_per_s(bytes, c.per_call_ms),
+                timed: c.timed,
+            })
+            .collect();
+        let best = envelope(&at, &self.points.borrow(), kernel, &threads)
+            .context("no ladder point beside the row")?;
+        self.points.borrow_mut().extend(at);
+        let bound = Bound {
+            kernel,
+            threads: best.threads,
+            footprint_bytes: best.footprint_bytes,
+            level: best.level.clone(),
+            gb_per_s: best.gb_per_s,
+        };
+        Ok((bound, best, called))
+    }
+}
