@@ -64,7 +64,8 @@ fn every_row_of_a_tiny_model_answers_and_is_measured() {
         .iter()
         .map(|r| r["precision"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["q8_0 (stored)", "q4_1", "fp32", "fp16", "bf16"]);
+    // fp32 first: the later rows are timed beside a copy of its model.
+    assert_eq!(names, ["fp32", "q8_0 (stored)", "q4_1", "fp16", "bf16"]);
     for r in rows {
         assert_eq!(r["status"], "ok", "{r}");
         let m = &r["measured"];
@@ -88,7 +89,7 @@ fn every_row_of_a_tiny_model_answers_and_is_measured() {
         }
     }
     let paths: Vec<&str> = rows.iter().map(|r| r["path"].as_str().unwrap()).collect();
-    assert_eq!(paths, ["quantized", "quantized", "float", "float", "float"]);
+    assert_eq!(paths, ["float", "quantized", "quantized", "float", "float"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("where a generated token's time goes"),
@@ -126,7 +127,8 @@ fn tiny_shape(device: &str) {
     let dir = tempfile::tempdir().unwrap();
     let json_path = dir.path().join("g.json");
     let mut args = vec!["--device", device, "--shape", "tiny", "--kernels", "both"];
-    args.extend(QUICK);
+    // Three timed runs: the ratios to fp32 get their intervals.
+    args.extend(QUICK.map(|a| if a == "1" { "3" } else { a }));
     let (json, out) = common::run_result_at(&json_path, "generate", &args);
     let g = &json["generate"];
     assert_eq!(g["model"]["source"], "random");
@@ -139,10 +141,11 @@ fn tiny_shape(device: &str) {
         .collect();
     // --kernels both: each row, then again on the suite's kernels (a
     // quantized row's: the lab's quantized path).
+    // fp32 first: every later row is timed beside a copy of its model.
     let rows_of: &[&str] = if device == "cuda" {
-        &["q4_1", "q8_0", "fp32", "tf32", "fp16", "bf16"]
+        &["fp32", "q4_1", "q8_0", "tf32", "fp16", "bf16"]
     } else {
-        &["q4_1", "q8_0", "fp32", "fp16", "bf16"]
+        &["fp32", "q4_1", "q8_0", "fp16", "bf16"]
     };
     let mut want = Vec::new();
     for f in rows_of {
@@ -162,6 +165,22 @@ fn tiny_shape(device: &str) {
         assert_eq!(r["status"], "ok", "{r}");
         assert!(r["measured"]["answer"]["text"].is_null());
         assert!(r["measured"]["tg_bound_tokens_per_s"].as_f64().unwrap() > 0.0);
+        // Each later row against the fp32 model of its own kernels, timed
+        // in turn with it: the ratios side by side, with their intervals.
+        let (m, fp32) = (&r["measured"], r["precision"].as_str().unwrap().starts_with("fp32"));
+        let vs = &m["vs_fp32"];
+        if fp32 {
+            assert!(m.get("fp32_beside").is_none(), "{r}");
+            assert_eq!(vs["side_by_side"], false, "{r}");
+        } else {
+            let against = if lab { "fp32 (lab kernels)" } else { "fp32" };
+            assert_eq!(m["fp32_beside"]["against"], against, "{r}");
+            assert_eq!(m["fp32_beside"]["tg"]["samples_wall_ms"].as_array().unwrap().len(), 3);
+            assert_eq!((&vs["against"], &vs["side_by_side"]), (&against.into(), &true.into()));
+            for i in [&vs["pp_interval"], &vs["tg_interval"]] {
+                assert!(i["lo"].as_f64().unwrap() <= i["hi"].as_f64().unwrap(), "{r}");
+            }
+        }
     }
     assert_eq!(json["device"]["kind"], device);
     assert!(String::from_utf8_lossy(&out.stdout).contains("RANDOM WEIGHTS"));
@@ -259,7 +278,7 @@ fn a_run_killed_midway_keeps_its_finished_rows() {
         "{} rows kept of 3",
         r.rows.len()
     );
-    assert_eq!(r.rows[0].precision, "q8_0");
+    assert_eq!(r.rows[0].precision, "fp32", "fp32 first");
     for row in &r.rows {
         assert_eq!(row.status, candle_lab::schema::RowStatus::Ok, "{row:?}");
         assert!(row.measured.is_some());

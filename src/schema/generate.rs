@@ -11,7 +11,7 @@ use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Bound, KernelChoice, Ladder, RowStatus, Timed};
+use super::{Bound, KernelChoice, Ladder, RatioInterval, RowStatus, Timed};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GenerateResults {
@@ -234,6 +234,21 @@ pub struct GenerateMeasured {
     /// back, and why (null otherwise).
     pub held_back_by: Option<String>,
     pub vs_fp32: Option<VsFp32>,
+    /// The fp32 model's pp and tg tests timed in turn with this row's (2.5):
+    /// what `vs_fp32`'s pp and tg ratios divide, side by side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp32_beside: Option<Fp32Beside>,
+}
+
+/// The fp32 reference timed in turn with a row (A R A R ...): a second copy
+/// of the fp32 model, held for the run, on the row's kernels where the run
+/// has both.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Fp32Beside {
+    /// The fp32 row it is a copy of ("fp32", "fp32 (lab kernels)").
+    pub against: String,
+    pub pp: Timed,
+    pub tg: Timed,
 }
 
 /// A roofline's value for one pass: the attainable GFLOP/s and what bounds it.
@@ -282,6 +297,17 @@ pub struct VsFp32 {
     pub matmuls_tg: f64,
     pub pp: f64,
     pub tg: f64,
+    /// pp and tg measured side by side with the fp32 model (its tests in
+    /// turn with the row's: `fp32_beside`, 2.5); false: fp32's own row,
+    /// measured at another moment.
+    #[serde(default)]
+    pub side_by_side: bool,
+    /// The 95% bootstrap intervals of `pp` and `tg` (2.5; null under 3
+    /// samples a side).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pp_interval: Option<RatioInterval>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tg_interval: Option<RatioInterval>,
 }
 
 /// One op class's share of a generated token.

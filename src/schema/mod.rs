@@ -54,7 +54,7 @@ pub use block::{
 pub use cpu::{same_generation, CpuIdentity};
 pub use cpu_vs_gpu::CpuVsGpuResults;
 pub use generate::{
-    Answer, GenerateMeasured, GenerateResults, GenerateRow, ModelInfo, ModelPath, PpRoofline,
+    Answer, Fp32Beside, GenerateMeasured, GenerateResults, GenerateRow, ModelInfo, ModelPath, PpRoofline,
     PromptInfo, StoredType, TokenOpClass, TokenPart, VsFp32, WeightSource, LAB_SUFFIX,
 };
 pub use kernels::{

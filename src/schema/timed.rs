@@ -41,6 +41,16 @@ impl Timed {
             None => (self.median_ms, TimeSource::MedianMs),
         }
     }
+
+    /// The samples [`Self::rate_ms`]'s median is of: CUDA events' on a GPU,
+    /// else the wall clock's.
+    pub fn samples_ms(&self) -> &[f64] {
+        if self.samples_gpu_ms.is_empty() {
+            &self.samples_wall_ms
+        } else {
+            &self.samples_gpu_ms
+        }
+    }
 }
 
 /// A ratio's 95% percentile-bootstrap interval (compare's method,

@@ -25,7 +25,8 @@ use crate::bench::gemm_mode::GemmMode;
 use crate::memory::MemoryMeter;
 use crate::precision::Precision;
 use crate::schema::{
-    Answer, GenerateMeasured, GenerateRow, KernelChoice, ModelPath, Timed, VsFp32, LAB_SUFFIX,
+    Answer, GenerateMeasured, GenerateRow, KernelChoice, ModelPath, RatioInterval, Timed, VsFp32,
+    LAB_SUFFIX,
 };
 use crate::telemetry::Telemetry;
 
@@ -75,11 +76,7 @@ pub(super) fn pp_ids(prompt: &[u32], n: usize) -> Vec<u32> {
 /// tokens/s of the median, slowest and fastest sample of `t`, `tokens` a sample.
 fn rates(t: &Timed, tokens: usize) -> (f64, f64, f64) {
     let (ms, _) = t.rate_ms();
-    let samples = if t.samples_gpu_ms.is_empty() {
-        &t.samples_wall_ms
-    } else {
-        &t.samples_gpu_ms
-    };
+    let samples = t.samples_ms();
     let r = |ms: f64| tokens as f64 / (ms * 1e-3);
     let max_ms = samples.iter().copied().fold(ms, f64::max);
     let min_ms = samples.iter().copied().fold(ms, f64::min);
@@ -204,54 +201,6 @@ pub(super) fn tg_test(lm: &mut Loaded, cfg: &Config) -> Result<()> {
         tok = pick(&lm.forward(&[tok], pos)?)?;
     }
     Ok(())
-}
-
-/// One row measured alone: started, its pp and tg tests, finished.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn row(
-    device: &Device,
-    weights: &Weights,
-    cfg: &Config,
-    rowed: (RowKind, Kernels, Option<&Gguf>),
-    label: &str,
-    text: Option<&Text>,
-    telemetry: &Telemetry,
-    bounds: &Bounds,
-) -> Result<GenerateMeasured> {
-    let meter = MemoryMeter::for_device(device)?;
-    let base = meter.used_bytes()?;
-    let mut s = start(
-        device,
-        weights,
-        cfg,
-        rowed,
-        label,
-        (text, telemetry, &meter),
-    )?;
-    // The switches' guard is a lock that `finish` takes again: dropped first.
-    let (pp, tg, peak) = {
-        let _mode = GemmMode::set(s.precision);
-        let pp_in = pp_ids(&cfg.prompt_ids, cfg.pp_tokens);
-        let pp = telemetry.time(
-            device,
-            cfg.plan,
-            &format!("{label} pp{}", cfg.pp_tokens),
-            || pp_test(&mut s.lm, cfg, &pp_in),
-        )?;
-        let n = cfg.tg_tokens;
-        let tg = telemetry.time(device, cfg.plan, &format!("{label} tg{n}"), || {
-            tg_test(&mut s.lm, cfg)
-        })?;
-        (pp, tg, peak(&meter, base)?)
-    };
-    finish(
-        device,
-        weights,
-        cfg,
-        s,
-        (pp, tg, peak),
-        (rowed.2, telemetry, bounds),
-    )
 }
 
 /// The peak memory above `base` since the meter's last reset, where the
@@ -398,6 +347,7 @@ pub(super) fn finish(
         parts_overhead_ms: overhead,
         held_back_by,
         vs_fp32: None,
+        fp32_beside: None,
     })
 }
 
@@ -421,12 +371,22 @@ pub fn fill_vs_fp32(rows: &mut [GenerateRow]) {
         let (Some((name, fp32)), Some(m)) = (base, row.measured.as_mut()) else {
             continue;
         };
+        // pp and tg against the fp32 model timed in turn with this row's
+        // tests where the run held one (`fp32_beside`), else fp32's own row.
+        let (against, pp, tg, side_by_side) = match &m.fp32_beside {
+            Some(b) => (b.against.clone(), &b.pp, &b.tg, true),
+            None => (name.clone(), &fp32.pp, &fp32.tg, false),
+        };
+        let interval = |base: &Timed, row: &Timed| RatioInterval::of(row.samples_ms(), base.samples_ms());
         m.vs_fp32 = Some(VsFp32 {
-            against: Some(name.clone()),
+            against: Some(against),
             matmuls_pp: ms(&fp32.matmuls_pp) / ms(&m.matmuls_pp),
             matmuls_tg: ms(&fp32.matmuls_tg) / ms(&m.matmuls_tg),
-            pp: ms(&fp32.pp) / ms(&m.pp),
-            tg: ms(&fp32.tg) / ms(&m.tg),
+            pp: ms(pp) / ms(&m.pp),
+            tg: ms(tg) / ms(&m.tg),
+            side_by_side,
+            pp_interval: side_by_side.then(|| interval(pp, &m.pp)).flatten(),
+            tg_interval: side_by_side.then(|| interval(tg, &m.tg)).flatten(),
         });
         let (a, b) = (&m.answer.token_ids, &fp32.answer.token_ids);
         m.answer.differs_from_fp32_at = a

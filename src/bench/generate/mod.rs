@@ -13,9 +13,9 @@
 mod bounds;
 pub mod float;
 pub mod gguf;
+mod group;
 
 mod measure;
-mod pair;
 mod parts;
 pub mod quantized;
 mod rows;
@@ -321,10 +321,19 @@ pub fn needs(source: &Source, cfg: &Config) -> Vec<Need> {
     let positions = (cfg.pp_tokens.max(cfg.prompt_ids.len() + cfg.tg_tokens)) as u64;
     let cache = 2 * d.layers as u64 * positions * d.kv_width() as u64 * 4;
     let scores = d.heads as u64 * positions * positions * 4 * 3;
+    // The fp32 models held beside the later rows (rows::references): one per
+    // fp32 row, when other rows follow.
+    let fp32 = RowKind::Float(crate::precision::Precision::F32);
+    let held = match (cfg.rows.contains(&fp32), cfg.rows.len() > 1, cfg.kernels) {
+        (true, true, KernelChoice::Both) => 2,
+        (true, true, _) => 1,
+        _ => 0,
+    };
+    let references = held * (d.params() * 4 + embed_f32 + cache);
     vec![Need {
         what: format!("the model's largest row ({} parameters)", d.params()),
-        host_bytes: made_once + weights * 2,
-        device_bytes: weights + cache + scores,
+        host_bytes: made_once + weights * 2 + references,
+        device_bytes: weights + cache + scores + references,
     }]
 }
 

@@ -8,8 +8,8 @@ use anyhow::Result;
 use candle_core::Device;
 
 use super::bounds::Bounds;
-use super::measure::{fill_vs_fp32, load, row};
-use super::pair::pair;
+use super::group::{group as group_measured, Reference};
+use super::measure::{fill_vs_fp32, load, Rowed};
 use super::quantized::Gguf;
 use super::weights::{Source, Weights};
 use super::{text::Text, Config, RowKind};
@@ -38,48 +38,49 @@ pub fn run(
     let dram = (bounds.dram().footprint_bytes, bounds.dram().gb_per_s);
     let weights = made_once(source, cfg)?;
     let planned = runs(&cfg.rows, cfg.kernels);
+    let mut refs: Vec<Reference> = Vec::new();
     let mut rows = Vec::new();
     let mut i = 0;
     while i < planned.len() {
         let (kind, kernels) = planned[i];
-        let label = label(source, kind, kernels);
         // `--kernels both`: a precision on candle's kernels and on the suite's
         // are compared with each other, so they are measured side by side.
-        let twin = planned
-            .get(i + 1)
-            .filter(|&&(k, lab)| k == kind && kernels == Kernels::Fused && lab == Kernels::Lab);
+        let n = match planned.get(i + 1) {
+            Some(&(k, lab)) if k == kind && kernels == Kernels::Fused && lab == Kernels::Lab => 2,
+            _ => 1,
+        };
+        let group: Vec<(RowKind, Kernels, String)> = planned[i..i + n]
+            .iter()
+            .map(|&(k, kern)| (k, kern, label(source, k, kern)))
+            .collect();
+        let names: Vec<&str> = group.iter().map(|g| g.2.as_str()).collect();
         // A panic inside Candle on a row is the row's error, as a failure is.
-        match twin {
-            Some(&(_, lab)) => {
-                let label_b = self::label(source, kind, lab);
-                let (a, b) = crate::error::contained(&format!("rows {label}, {label_b}"), || {
-                    let gguf = row_gguf(&weights, (kind, kernels), &label)?;
-                    let rowed = ((kind, kernels, gguf.as_ref()), (kind, lab, None));
-                    let labels = (label.as_str(), label_b.as_str());
-                    Ok(pair(
-                        device, &weights, cfg, rowed, labels, text, telemetry, &bounds,
-                    ))
-                })
-                .unwrap_or_else(|e| {
-                    let why = crate::error::error_line(&e);
-                    (Err(anyhow::anyhow!("{why}")), Err(anyhow::anyhow!("{why}")))
-                });
-                rows.push(finished(label, kind, kernels, a));
-                rows.push(finished(label_b, kind, lab, b));
-                i += 2;
-            }
-            None => {
-                let measured = crate::error::contained(&format!("row {label}"), || {
-                    row_gguf(&weights, (kind, kernels), &label).and_then(|gguf| {
-                        let rowed = (kind, kernels, gguf.as_ref());
-                        row(
-                            device, &weights, cfg, rowed, &label, text, telemetry, &bounds,
-                        )
-                    })
-                });
-                rows.push(finished(label, kind, kernels, measured));
-                i += 1;
-            }
+        let measured = crate::error::contained(&format!("rows {}", names.join(", ")), || {
+            let ggufs = group
+                .iter()
+                .map(|(k, kern, l)| row_gguf(&weights, (*k, *kern), l))
+                .collect::<Result<Vec<_>>>()?;
+            let rowed: Vec<(Rowed<'_>, &str)> = group
+                .iter()
+                .zip(&ggufs)
+                .map(|((k, kern, l), g)| ((*k, *kern, g.as_ref()), l.as_str()))
+                .collect();
+            Ok(group_measured(
+                device, &weights, cfg, &rowed, &mut refs, text, telemetry, &bounds,
+            ))
+        })
+        .unwrap_or_else(|e| {
+            let why = crate::error::error_line(&e);
+            group.iter().map(|_| Err(anyhow::anyhow!("{why}"))).collect()
+        });
+        for ((k, kern, l), m) in group.into_iter().zip(measured) {
+            rows.push(finished(l, k, kern, m));
+        }
+        i += n;
+        // The fp32 rows come first: once measured, a copy of each fp32 model
+        // is held for the rest of the run, timed beside every later row.
+        if refs.is_empty() && i < planned.len() {
+            refs = references(device, &weights, cfg, source, &planned[..i]);
         }
         if i < planned.len() {
             let done = (rows.len(), planned.len());
@@ -91,6 +92,35 @@ pub fn run(
     let mut done = results(device, source, cfg, dram, &rows, None);
     done.ladder = Some(bounds.ladder());
     Ok(done)
+}
+
+/// The fp32 models the rows after `measured` are timed beside: one per
+/// fp32 row among them (each on its kernels), loaded now; none where a
+/// load fails (said: the ratios then come from fp32's own rows).
+fn references(
+    device: &Device,
+    weights: &Weights,
+    cfg: &Config,
+    source: &Source,
+    measured: &[(RowKind, Kernels)],
+) -> Vec<Reference> {
+    let fp32 = RowKind::Float(crate::precision::Precision::F32);
+    let mut refs = Vec::new();
+    for &(kind, kernels) in measured.iter().filter(|(k, _)| *k == fp32) {
+        let against = label(source, kind, kernels);
+        match Reference::load(device, weights, cfg, (kernels, &against)) {
+            Ok(r) => refs.push(r),
+            Err(e) => {
+                crate::note!(
+                    "generate: {against} could not be held beside the later rows ({}); their \
+                     ratios to it come from its own row, measured at another moment",
+                    crate::error::error_line(&e)
+                );
+                return Vec::new();
+            }
+        }
+    }
+    refs
 }
 
 /// What a run does before its first measurement, alone and timed: the
@@ -274,7 +304,13 @@ fn results(
 /// ([`super::float::FloatLm::load_quantized`]); with candle's, quantized_llama.
 fn runs(rows: &[RowKind], choice: KernelChoice) -> Vec<(RowKind, Kernels)> {
     let mut out = Vec::new();
-    for &kind in rows {
+    // fp32 first: every later row is timed beside a copy of its model.
+    let fp32 = RowKind::Float(crate::precision::Precision::F32);
+    let ordered = rows
+        .iter()
+        .filter(|k| **k == fp32)
+        .chain(rows.iter().filter(|k| **k != fp32));
+    for &kind in ordered {
         match choice {
             KernelChoice::Lab => out.push((kind, Kernels::Lab)),
             KernelChoice::Both => {
@@ -294,28 +330,31 @@ mod tests {
     use candle_core::quantized::GgmlDType;
 
     #[test]
-    fn both_times_each_row_twice_candles_first() {
-        let (q, f) = (
+    fn both_times_each_row_twice_candles_first_and_fp32_before_the_rest() {
+        let (q, f, h) = (
             RowKind::Quantized(GgmlDType::Q4_1),
             RowKind::Float(Precision::F32),
+            RowKind::Float(Precision::F16),
         );
-        let got = runs(&[q, f], KernelChoice::Both);
+        let got = runs(&[q, f, h], KernelChoice::Both);
         assert_eq!(
             got,
             [
+                (f, Kernels::Fused),
+                (f, Kernels::Lab),
                 (q, Kernels::Fused),
                 (q, Kernels::Lab),
-                (f, Kernels::Fused),
-                (f, Kernels::Lab)
+                (h, Kernels::Fused),
+                (h, Kernels::Lab)
             ]
         );
         assert_eq!(
             runs(&[q, f], KernelChoice::Lab),
-            [(q, Kernels::Lab), (f, Kernels::Lab)]
+            [(f, Kernels::Lab), (q, Kernels::Lab)]
         );
         assert_eq!(
-            runs(&[q, f], KernelChoice::Candle),
-            [(q, Kernels::Fused), (f, Kernels::Fused)]
+            runs(&[h, q], KernelChoice::Candle),
+            [(h, Kernels::Fused), (q, Kernels::Fused)]
         );
     }
 }

@@ -108,13 +108,9 @@ pub(super) fn ceiling(bound: Bound, point: LadderPoint, side_by_side: bool) -> K
 /// own) and that ratio's 95% bootstrap interval from the per-call samples.
 pub(crate) fn fill_speedups(variants: &mut [KernelVariant]) {
     let per_call = |m: &crate::schema::VariantMeasured| -> Vec<f64> {
-        let t = &m.timed;
-        let s = if t.samples_gpu_ms.is_empty() {
-            &t.samples_wall_ms
-        } else {
-            &t.samples_gpu_ms
-        };
-        s.iter().map(|x| x / m.calls_per_sample as f64).collect()
+        m.timed
+            .samples_ms()
+            .iter().map(|x| x / m.calls_per_sample as f64).collect()
     };
     let candle = variants
         .iter()

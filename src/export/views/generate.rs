@@ -108,9 +108,10 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
     );
     let mut vs = Table::new(
         "against fp32 (fp32's median over the row's, with its 95% bootstrap interval; a \
-         lab-kernels row against fp32 on the lab's kernels; the rows are measured one after \
-         the other, not interleaved, so drift between them is inside the ratio): the matmuls \
-         alone, then the whole model",
+         lab-kernels row against fp32 on the lab's kernels): the matmuls alone (each row's \
+         timed on its own, so drift between them is inside that ratio), then the whole model \
+         (pp and tg timed in turn with a copy of the fp32 model, A B A B; \"apart\": fp32's own \
+         row, measured at another moment)",
         &["precision", "matmuls at pp", "matmuls at tg", "pp", "tg"],
     );
     let mut header = vec!["precision"];
@@ -167,12 +168,20 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
                 Some(b) => speedup_cell(value, t(x), t(b)),
                 None => format!("{value:.2}x"),
             };
+            // pp and tg: the interval of the samples taken side by side.
+            let whole = |value: f64, i: Option<RatioInterval>, t: fn(&GenerateMeasured) -> &Timed| {
+                match (v.side_by_side, i) {
+                    (true, Some(i)) => format!("{value:.2}x [{:.2}, {:.2}]", i.lo, i.hi),
+                    (true, None) => format!("{value:.2}x (direction only)"),
+                    (false, _) => with(value, t) + " (apart)",
+                }
+            };
             vs.row([
                 p.clone(),
                 with(v.matmuls_pp, |m| &m.matmuls_pp),
                 with(v.matmuls_tg, |m| &m.matmuls_tg),
-                with(v.pp, |m| &m.pp),
-                with(v.tg, |m| &m.tg),
+                whole(v.pp, v.pp_interval, |m| &m.pp),
+                whole(v.tg, v.tg_interval, |m| &m.tg),
             ]);
         }
         // A peer that does not time the op classes (transformers) has no parts.
@@ -273,7 +282,7 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
 /// bootstrap interval from the samples of `row` and `base`, or "(direction
 /// only)" with too few of them.
 fn speedup_cell(value: f64, row: &Timed, base: &Timed) -> String {
-    match RatioInterval::of(samples(row), samples(base)) {
+    match RatioInterval::of(row.samples_ms(), base.samples_ms()) {
         Some(i) => format!("{value:.2}x [{:.2}, {:.2}]", i.lo, i.hi),
         None => format!("{value:.2}x (direction only)"),
     }
@@ -322,7 +331,7 @@ pub fn kernels_line(r: &GenerateResults) -> Option<String> {
             let ratio = |a: &Timed, b: &Timed| {
                 let x = a.rate_ms().0 / b.rate_ms().0;
                 // B's time over A's: the interval of lab / candle.
-                match RatioInterval::of(samples(b), samples(a)) {
+                match RatioInterval::of(b.samples_ms(), a.samples_ms()) {
                     Some(i) if i.holds_one() => {
                         format!("{x:.2}x [{:.2}, {:.2}]: no difference shown", i.lo, i.hi)
                     }
@@ -361,15 +370,6 @@ pub fn kernels_line(r: &GenerateResults) -> Option<String> {
             per_precision.join("; ")
         )
     })
-}
-
-/// The samples a row's rate divides by: CUDA events' on a GPU, else the wall's.
-fn samples(t: &Timed) -> &[f64] {
-    if t.samples_gpu_ms.is_empty() {
-        &t.samples_wall_ms
-    } else {
-        &t.samples_gpu_ms
-    }
 }
 
 /// One record per precision: machine, experiment, precision, path, status,

@@ -1,0 +1,209 @@
+//! Rows compared with each other measured side by side, so that the
+//! machine's drift between minutes is not inside their ratios: a precision on
+//! Candle's kernels and on the suite's (`--kernels both`), and each of them
+//! against fp32, whose model a run holds a copy of for that ([`Reference`]).
+//! Every model of the group is started, then their pp tests run in turn (A B
+//! R A B R ...), then their tg tests; each row's peak memory comes from one
+//! untimed pp and tg of its own afterwards, less what the others hold.
+
+use anyhow::{Context, Result};
+use candle_core::Device;
+
+use super::bounds::Bounds;
+use super::measure::{finish, load, peak, pp_ids, pp_test, start, tg_test, Loaded, Rowed};
+use super::weights::Weights;
+use super::{text::Text, Config, RowKind};
+use crate::bench::block::model::Kernels;
+use crate::bench::gemm_mode::GemmMode;
+use crate::memory::MemoryMeter;
+use crate::precision::Precision;
+use crate::schema::{Fp32Beside, GenerateMeasured, KernelChoice, Timed};
+use crate::telemetry::Telemetry;
+
+/// A copy of the fp32 model held for the run, timed in turn with every
+/// later row so that its ratio to fp32 is measured side by side.
+pub(super) struct Reference {
+    /// The fp32 row it copies ("fp32", "fp32 (lab kernels)").
+    pub against: String,
+    pub kernels: KernelChoice,
+    pub lm: Loaded,
+}
+
+impl Reference {
+    /// The fp32 model on `kernels`, loaded on `device`.
+    pub fn load(
+        device: &Device,
+        weights: &Weights,
+        cfg: &Config,
+        (kernels, against): (Kernels, &str),
+    ) -> Result<Self> {
+        let label = format!("{against}, the reference the later rows are timed beside");
+        let lm = load(
+            device,
+            weights,
+            cfg,
+            (RowKind::Float(Precision::F32), kernels, None),
+            &label,
+        )?;
+        Ok(Self {
+            against: against.to_string(),
+            kernels: match kernels {
+                Kernels::Lab => KernelChoice::Lab,
+                _ => KernelChoice::Candle,
+            },
+            lm,
+        })
+    }
+}
+
+/// The reference a row on `kernels` is held against: fp32 on the same
+/// kernels, else the other one (so a ratio changes one thing where it can).
+fn reference_for(refs: &[Reference], kernels: Kernels) -> Option<usize> {
+    let want = match kernels {
+        Kernels::Lab => KernelChoice::Lab,
+        _ => KernelChoice::Candle,
+    };
+    refs.iter()
+        .position(|r| r.kernels == want)
+        .or((!refs.is_empty()).then_some(0))
+}
+
+/// `rows` (one or two, each with its label) measured side by side with
+/// `refs`: all started, their pp tests in turn, then their tg tests in turn,
+/// then each row's peak and finish. A row that cannot start is measured
+/// without the others. Each row's result is its own, with the fp32
+/// reference's samples taken beside it (`fp32_beside`).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn group(
+    device: &Device,
+    weights: &Weights,
+    cfg: &Config,
+    rows: &[(Rowed<'_>, &str)],
+    refs: &mut [Reference],
+    text: Option<&Text>,
+    telemetry: &Telemetry,
+    bounds: &Bounds,
+) -> Vec<Result<GenerateMeasured>> {
+    let started = (|| -> Result<_> {
+        let meter = MemoryMeter::for_device(device)?;
+        let base = meter.used_bytes()?;
+        let mut held = Vec::new();
+        let mut started = Vec::new();
+        for &(rowed, label) in rows {
+            let before = meter.used_bytes()?;
+            started.push(start(device, weights, cfg, rowed, label, (text, telemetry, &meter))?);
+            let after = meter.used_bytes()?;
+            held.push(before.zip(after).map(|(b, a)| a.saturating_sub(b)));
+        }
+        Ok((meter, base, held, started))
+    })();
+    let (meter, base, held, mut started) = match started {
+        Ok(x) => x,
+        // A row that cannot start: each measured alone, so one row's error
+        // is not the other's.
+        Err(e) if rows.len() > 1 => {
+            crate::note!(
+                "generate: the rows could not start together ({}); each is measured alone",
+                crate::error::error_line(&e)
+            );
+            return rows
+                .iter()
+                .flat_map(|r| {
+                    let one = std::slice::from_ref(r);
+                    group(device, weights, cfg, one, refs, text, telemetry, bounds)
+                })
+                .collect();
+        }
+        Err(e) => return vec![Err(e)],
+    };
+    let tested = (|| -> Result<_> {
+        let names: Vec<&str> = rows.iter().map(|r| r.1).collect();
+        let mut modes: Vec<Precision> = started.iter().map(|s| s.precision).collect();
+        modes.extend(refs.iter().map(|_| Precision::F32));
+        let mut models: Vec<&mut Loaded> = started.iter_mut().map(|s| &mut s.lm).collect();
+        models.extend(refs.iter_mut().map(|r| &mut r.lm));
+        let pp_in = pp_ids(&cfg.prompt_ids, cfg.pp_tokens);
+        let label = format!("{} pp{}", names.join(" | "), cfg.pp_tokens);
+        let pp = in_turn(device, cfg, telemetry, &label, &mut models, &modes, |lm| {
+            pp_test(lm, cfg, &pp_in)
+        })?;
+        let label = format!("{} tg{}", names.join(" | "), cfg.tg_tokens);
+        let tg = in_turn(device, cfg, telemetry, &label, &mut models, &modes, |lm| {
+            tg_test(lm, cfg)
+        })?;
+        // Each row's peak: one untimed pp and tg of its own, less what the
+        // group's other rows hold (the references were loaded before `base`).
+        let mut peaks = Vec::new();
+        for (i, lm) in models.iter_mut().take(rows.len()).enumerate() {
+            let _mode = GemmMode::set(modes[i]);
+            meter.reset_peak()?;
+            pp_test(lm, cfg, &pp_in)?;
+            tg_test(lm, cfg)?;
+            let others: u64 = (0..rows.len())
+                .filter(|&k| k != i)
+                .map(|k| held[k].unwrap_or(0))
+                .sum();
+            peaks.push(peak(&meter, base)?.map(|p| p.saturating_sub(others)));
+        }
+        Ok((pp, tg, peaks))
+    })();
+    let (mut pp, mut tg, peaks) = match tested {
+        Ok(x) => x,
+        Err(e) => {
+            let why = crate::error::error_line(&e);
+            return rows
+                .iter()
+                .map(|_| Err(anyhow::anyhow!("{why}")))
+                .collect();
+        }
+    };
+    let (ref_pp, ref_tg) = (pp.split_off(rows.len()), tg.split_off(rows.len()));
+    let mut out = Vec::with_capacity(rows.len());
+    for (((s, (pp, tg)), peak), &(rowed, _)) in started
+        .into_iter()
+        .zip(pp.into_iter().zip(tg))
+        .zip(peaks)
+        .zip(rows)
+    {
+        let beside = reference_for(refs, rowed.1).map(|i| Fp32Beside {
+            against: refs[i].against.clone(),
+            pp: ref_pp[i].clone(),
+            tg: ref_tg[i].clone(),
+        });
+        let measured = finish(device, weights, cfg, s, (pp, tg, peak), (rowed.2, telemetry, bounds));
+        out.push(measured.map(|mut m| {
+            m.fp32_beside = beside;
+            m
+        }));
+    }
+    out
+}
+
+/// `test` on every model in turn under the run's plan (A B R A B R ...),
+/// each with its own precision's GEMM switches set; one timing per model.
+fn in_turn(
+    device: &Device,
+    cfg: &Config,
+    telemetry: &Telemetry,
+    label: &str,
+    models: &mut [&mut Loaded],
+    modes: &[Precision],
+    test: impl Fn(&mut Loaded) -> Result<()>,
+) -> Result<Vec<Timed>> {
+    let (test, n) = (&test, models.len());
+    let mut works: Vec<Box<dyn FnMut() -> Result<()> + '_>> = models
+        .iter_mut()
+        .zip(modes)
+        .map(|(lm, &mode)| {
+            Box::new(move || {
+                let _mode = GemmMode::set(mode);
+                test(lm)
+            }) as Box<dyn FnMut() -> Result<()>>
+        })
+        .collect();
+    let mut refs: Vec<crate::clock::Work<'_>> = works.iter_mut().map(|w| &mut **w as _).collect();
+    let timed = telemetry.time_interleaved(device, cfg.plan, label, &mut refs)?;
+    (timed.len() == n)
+        .then_some(timed)
+        .context("a timing per model")
+}
