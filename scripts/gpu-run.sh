@@ -96,7 +96,7 @@ compare-block           1  10  1      20  the two blocks compared (informational
 kernels                 1  45  20-40  30  six ops x four cases x three precisions
 pytorch-kernels         1  45  20-40  45  PyTorch on the same cases
 compare-kernels         1  10  1      20  the two compared (informational)
-generate                1  90  35-75  45  random weights at Llama-3.2-1B's shape, five rows, each saved as it ends
+generate                1  90  38-78  45  random weights at Llama-3.2-1B's shape, four rows beside fp32's copy, each saved
 memory                  1  35  15-30  30  allocation, peak and the copy ceilings
 overhead                1  15  5-10   30  launch overhead and first calls (the JIT cache warm)
 test-candle_lab         2  30  5-20   120 the library's tests, its CUDA ones among them

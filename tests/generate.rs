@@ -167,7 +167,10 @@ fn tiny_shape(device: &str) {
         assert!(r["measured"]["tg_bound_tokens_per_s"].as_f64().unwrap() > 0.0);
         // Each later row against the fp32 model of its own kernels, timed
         // in turn with it: the ratios side by side, with their intervals.
-        let (m, fp32) = (&r["measured"], r["precision"].as_str().unwrap().starts_with("fp32"));
+        let (m, fp32) = (
+            &r["measured"],
+            r["precision"].as_str().unwrap().starts_with("fp32"),
+        );
         let vs = &m["vs_fp32"];
         if fp32 {
             assert!(m.get("fp32_beside").is_none(), "{r}");
@@ -175,10 +178,22 @@ fn tiny_shape(device: &str) {
         } else {
             let against = if lab { "fp32 (lab kernels)" } else { "fp32" };
             assert_eq!(m["fp32_beside"]["against"], against, "{r}");
-            assert_eq!(m["fp32_beside"]["tg"]["samples_wall_ms"].as_array().unwrap().len(), 3);
-            assert_eq!((&vs["against"], &vs["side_by_side"]), (&against.into(), &true.into()));
+            assert_eq!(
+                m["fp32_beside"]["tg"]["samples_wall_ms"]
+                    .as_array()
+                    .unwrap()
+                    .len(),
+                3
+            );
+            assert_eq!(
+                (&vs["against"], &vs["side_by_side"]),
+                (&against.into(), &true.into())
+            );
             for i in [&vs["pp_interval"], &vs["tg_interval"]] {
-                assert!(i["lo"].as_f64().unwrap() <= i["hi"].as_f64().unwrap(), "{r}");
+                assert!(
+                    i["lo"].as_f64().unwrap() <= i["hi"].as_f64().unwrap(),
+                    "{r}"
+                );
             }
         }
     }
@@ -314,7 +329,7 @@ fn prepare_only_times_the_host_side_and_measures_nothing() {
             "--shape",
             "tiny",
             "--dtypes",
-            "q4_1,fp16",
+            "q4_1,fp32,fp16",
             "--prepare-only",
         ],
     );
@@ -331,6 +346,7 @@ fn prepare_only_times_the_host_side_and_measures_nothing() {
     for want in [
         "--prepare-only: q4_1: quantized once in",
         "--prepare-only: fp16: loaded in",
+        "--prepare-only: 1 fp32 copy held beside the later rows, loaded in",
         "no row measured",
     ] {
         assert!(stdout.contains(want), "{want:?} not in {stdout}");

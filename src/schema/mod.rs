@@ -54,8 +54,8 @@ pub use block::{
 pub use cpu::{same_generation, CpuIdentity};
 pub use cpu_vs_gpu::CpuVsGpuResults;
 pub use generate::{
-    Answer, Fp32Beside, GenerateMeasured, GenerateResults, GenerateRow, ModelInfo, ModelPath, PpRoofline,
-    PromptInfo, StoredType, TokenOpClass, TokenPart, VsFp32, WeightSource, LAB_SUFFIX,
+    Answer, Fp32Beside, GenerateMeasured, GenerateResults, GenerateRow, ModelInfo, ModelPath,
+    PpRoofline, PromptInfo, StoredType, TokenOpClass, TokenPart, VsFp32, WeightSource, LAB_SUFFIX,
 };
 pub use kernels::{
     Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow, KernelVariant,

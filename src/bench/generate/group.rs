@@ -91,7 +91,14 @@ pub(super) fn group(
         let mut started = Vec::new();
         for &(rowed, label) in rows {
             let before = meter.used_bytes()?;
-            started.push(start(device, weights, cfg, rowed, label, (text, telemetry, &meter))?);
+            started.push(start(
+                device,
+                weights,
+                cfg,
+                rowed,
+                label,
+                (text, telemetry, &meter),
+            )?);
             let after = meter.used_bytes()?;
             held.push(before.zip(after).map(|(b, a)| a.saturating_sub(b)));
         }
@@ -151,10 +158,7 @@ pub(super) fn group(
         Ok(x) => x,
         Err(e) => {
             let why = crate::error::error_line(&e);
-            return rows
-                .iter()
-                .map(|_| Err(anyhow::anyhow!("{why}")))
-                .collect();
+            return rows.iter().map(|_| Err(anyhow::anyhow!("{why}"))).collect();
         }
     };
     let (ref_pp, ref_tg) = (pp.split_off(rows.len()), tg.split_off(rows.len()));
@@ -170,7 +174,14 @@ pub(super) fn group(
             pp: ref_pp[i].clone(),
             tg: ref_tg[i].clone(),
         });
-        let measured = finish(device, weights, cfg, s, (pp, tg, peak), (rowed.2, telemetry, bounds));
+        let measured = finish(
+            device,
+            weights,
+            cfg,
+            s,
+            (pp, tg, peak),
+            (rowed.2, telemetry, bounds),
+        );
         out.push(measured.map(|mut m| {
             m.fp32_beside = beside;
             m

@@ -377,7 +377,8 @@ pub fn fill_vs_fp32(rows: &mut [GenerateRow]) {
             Some(b) => (b.against.clone(), &b.pp, &b.tg, true),
             None => (name.clone(), &fp32.pp, &fp32.tg, false),
         };
-        let interval = |base: &Timed, row: &Timed| RatioInterval::of(row.samples_ms(), base.samples_ms());
+        let interval =
+            |base: &Timed, row: &Timed| RatioInterval::of(row.samples_ms(), base.samples_ms());
         m.vs_fp32 = Some(VsFp32 {
             against: Some(against),
             matmuls_pp: ms(&fp32.matmuls_pp) / ms(&m.matmuls_pp),

@@ -110,7 +110,9 @@ pub(crate) fn fill_speedups(variants: &mut [KernelVariant]) {
     let per_call = |m: &crate::schema::VariantMeasured| -> Vec<f64> {
         m.timed
             .samples_ms()
-            .iter().map(|x| x / m.calls_per_sample as f64).collect()
+            .iter()
+            .map(|x| x / m.calls_per_sample as f64)
+            .collect()
     };
     let candle = variants
         .iter()

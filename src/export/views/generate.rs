@@ -169,7 +169,9 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
                 None => format!("{value:.2}x"),
             };
             // pp and tg: the interval of the samples taken side by side.
-            let whole = |value: f64, i: Option<RatioInterval>, t: fn(&GenerateMeasured) -> &Timed| {
+            let whole = |value: f64,
+                         i: Option<RatioInterval>,
+                         t: fn(&GenerateMeasured) -> &Timed| {
                 match (v.side_by_side, i) {
                     (true, Some(i)) => format!("{value:.2}x [{:.2}, {:.2}]", i.lo, i.hi),
                     (true, None) => format!("{value:.2}x (direction only)"),
