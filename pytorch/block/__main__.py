@@ -10,11 +10,11 @@ against the composed math, and the output against an f64 run. Written as result 
 2.3's `block` body, so `compare` sets Candle and PyTorch side by side per phase and
 precision.
 
-The entry point only; the program is this package's modules: cli (flags, exit codes),
-dryrun (the plan of --dry-run), experiment (the run: checks, device, files, tables), run
-(rows per phase and precision), model (the block), parts (op classes, fused against
-composed), formulas, weights (the safetensors file), table; and the twins' shared pieces
-in pytorch/common/.
+The entry point only; the program is this package's modules: cli (its flags, checks and
+config: the Experiment common.runner runs), dryrun (the plan of --dry-run), experiment
+(what must fit, the run, its tables), run (rows per phase and precision), model (the
+block), parts (op classes, fused against composed), formulas, weights (the safetensors
+file), table; and the twins' shared pieces in pytorch/common/.
 
 Run it as `just pytorch-block ...`, or `"$(scripts/pytorch-env.sh)" pytorch/block ...`.
 """

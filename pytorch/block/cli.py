@@ -1,10 +1,10 @@
-"""The command line of pytorch/block, as experiments/block.rs: the flags with their
-bounds, each refusal one `error:` line on stderr, and cli.py's exit codes (0 every row
-ran, 1 the run failed and wrote no file, 2 a refused command line, 3 the file was
-written but some rows failed, 130 interrupted). The block's shape is the weights file's
-(`--weights`, what Candle's `block --save-weights` wrote); --batch --seq --hidden --heads
---kv-heads --mlp and --seed are accepted where they agree with it, and refused where they
-do not."""
+"""The command line of pytorch/block, as experiments/block.rs: the twin's own flags with
+their bounds, its checked config, and the Experiment common.runner runs (which declares
+the shared flags and decides the exit codes: 0 every row ran, 1 the run failed and wrote
+no file, 2 a refused command line, 3 the file was written but some rows failed, 130
+interrupted). The block's shape is the weights file's (`--weights`, what Candle's `block
+--save-weights` wrote); --batch --seq --hidden --heads --kv-heads --mlp and --seed are
+accepted where they agree with it, and refused where they do not."""
 
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from block.dryrun import plan_lines
+from block import dryrun, experiment
 from block.weights import read_shape
-from common.cli import Parser, add_device_and_counts, bounded, finish, import_torch, plan_of
-from common.errors import Failure
-from common.results import refuse_overwriting_inputs
-from common.precisions import parse_dtypes
+from common import runner
+from common.cli import Parser, add_counts, bounded, plan_of
+from common.precisions import check_dtypes, parse_dtypes
 from common.timing import Plan
 
 BLOCK_DTYPES = ["fp32", "tf32", "fp16", "bf16"]
@@ -58,13 +57,13 @@ def phases(text: str) -> list[str]:
     return out
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = Parser(
-        prog="pytorch/block",
-        allow_abbrev=False,
-        description="candle-lab's block experiment with PyTorch: one decoder block per "
-        "precision, prefill and decode, on the weights Candle's `block --save-weights` wrote.",
-    )
+# The block's body is schema 2.3's (src/schema/mod.rs SCHEMA_VERSION; 2.3 added kv_heads,
+# time_source, cache_bytes and each row's copy_bytes and copy_ceiling_gb_per_s).
+BLOCK_SCHEMA_VERSION = "2.3"
+
+
+def add_flags(p: argparse.ArgumentParser) -> None:
+    """The block's own flags, beside the runner's shared ones."""
     p.add_argument(
         "--weights",
         type=Path,
@@ -73,7 +72,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the weights and inputs (f32 safetensors) Candle's `block "
         "--save-weights FILE` wrote; the block's shape is read from it",
     )
-    add_device_and_counts(p, GPU_PLAN, CPU_PLAN, "row")
+    add_counts(p, GPU_PLAN, CPU_PLAN, "row")
     p.add_argument(
         "--dtypes",
         type=block_dtypes,
@@ -107,13 +106,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "42; refused where the file records another)",
     )
     p.add_argument(
-        "--output",
-        type=Path,
-        metavar="FILE",
-        help="write the JSON result to FILE, or to standard output for - (the "
-        "tables then go to stderr)",
-    )
-    p.add_argument(
         "--save-output",
         type=Path,
         metavar="FILE",
@@ -121,40 +113,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "y_prefill_<precision>, the first --accuracy-seq tokens, and "
         "y_decode_<precision>) to FILE",
     )
-    p.add_argument(
-        "--skip-host-memory-check",
-        action="store_true",
-        help="do not check host memory before allocating (for machines whose "
-        "memory grows on demand)",
-    )
-    p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="check every flag and the weights file's header as a run would, import "
-        "torch, print the plan and exit: no device is opened, no file is written",
-    )
-    args = p.parse_args(argv)
+
+
+def check_args(p: Parser, args: argparse.Namespace) -> None:
+    """--save-output's target, then the shape (settle_shape)."""
     if args.save_output is not None and str(args.save_output) == "-":
         p.error("--save-output -: the outputs are binary (safetensors); give a file")
     settle_shape(p, args)
-    return args
 
 
 def settle_shape(p: Parser, args: argparse.Namespace) -> None:
     """args.shape from the weights file's header, the shape flags and --seed checked
     against it (a mismatch is a refused command line, exit 2), the seed settled, and
-    accuracy_seq capped at seq. A file that cannot be read is the run's failure (exit 1),
-    kept in args.failure; in a dry run a file not there yet is not one (a rehearsal plans
-    the run before Candle writes it): the plan then says so, shape unknown."""
-    args.failure, args.shape, meta = None, None, {}
-    if args.dry_run and not args.weights.exists():
-        pass
-    else:
-        try:
-            args.shape, meta = read_shape(args.weights)
-        except Failure as e:
-            args.failure = e
-            return
+    accuracy_seq capped at seq. A file that cannot be read is the run's failure (exit 1:
+    read_shape's Failure, which the runner ends the run with); in a dry run a file not
+    there yet is not one (a rehearsal plans the run before Candle writes it): the plan
+    then says so, shape unknown."""
+    args.shape, meta = None, {}
+    if not (args.dry_run and not args.weights.exists()):
+        args.shape, meta = read_shape(args.weights)
     for flag in SHAPE_FLAGS:
         given, has = getattr(args, flag), getattr(args.shape, flag, None)
         if given is not None and has is not None and given != has:
@@ -209,23 +186,52 @@ def config(args, on_gpu: bool | None) -> Config:
     )
 
 
+class Block(runner.Experiment):
+    """The block twin, as experiments/block.rs's Experiment."""
+
+    PROG = "pytorch/block"
+    ABOUT = (
+        "candle-lab's block experiment with PyTorch: one decoder block per precision, "
+        "prefill and decode, on the weights Candle's `block --save-weights` wrote."
+    )
+    KIND = "block"
+    SCHEMA_VERSION = BLOCK_SCHEMA_VERSION
+    DRY_RUN_READS = " and the weights file's header"
+
+    def add_flags(self, p):
+        add_flags(p)
+
+    def check_args(self, p, args):
+        check_args(p, args)
+
+    def inputs(self, args):
+        return [("the weights file", args.weights)]
+
+    def side_files(self, args):
+        return [args.save_output]
+
+    def plan_lines(self, dry):
+        return dryrun.plan_lines(dry, config)
+
+    def config(self, session):
+        cfg = config(session.args, session.on_gpu)
+        check_dtypes(session.torch, cfg.precisions, session.on_gpu)
+        return cfg
+
+    def fits(self, session, cfg, check_host):
+        experiment.fits(session, check_host)
+
+    def run(self, session, cfg):
+        return experiment.run(session, cfg)
+
+
+TWIN = Block()
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return runner.parse_args(TWIN, argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Exit codes: see the module's docstring."""
-    args = parse_args(argv)
-
-    def run() -> tuple[list[str], int]:
-        if args.failure is not None:
-            raise args.failure
-        refuse_overwriting_inputs(
-            [args.output, args.save_output], [("the weights file", args.weights)]
-        )
-        torch = import_torch()
-        if args.dry_run:
-            print("\n".join(plan_lines(torch, args, config)))
-            return [], 0
-        # The run's modules (and theirs) once the flags are known good.
-        from block.experiment import experiment_block
-
-        return experiment_block(torch, args, config)
-
-    return finish(run)
+    return runner.main(TWIN, argv)

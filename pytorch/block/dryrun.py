@@ -2,27 +2,25 @@
 a run checks it (the same refusals, lines and exit codes), the weights file's header is
 read and checked (its tensors are not; a file not there yet is planned as such, since a
 rehearsal plans the run before Candle writes it), torch is imported, and the plan is
-printed on stdout; no device is opened (its kind comes from --device), nothing big is
-allocated, and no file or folder is written."""
+printed on stdout (common.runner checks the outputs as check_would_write does); no device
+is opened (its kind comes from --device), nothing big is allocated, and no file or folder
+is written."""
 
 from __future__ import annotations
 
 from block.run import needs
-from common.dryrun import device_plan
-from common.precisions import check_dtypes
 from common.formulas import MIB
-from common.results import check_would_write
+from common.precisions import check_dtypes
+from common.runner import DryRun
 
 
-def plan_lines(torch, args, config) -> list[str]:
-    """The plan of the run `args` asks for, after the checks a run makes before measuring.
-    `config` is blockcli.config (the settings for a device kind)."""
-    on_gpu, device_line = device_plan(torch, args.device)
+def plan_lines(dry: DryRun, config) -> list[str]:
+    """The plan of the run `dry.args` asks for, after the checks a run makes before
+    measuring (the outputs' are the runner's). `config` is block.cli.config (the settings
+    for a device kind)."""
+    torch, args, on_gpu = dry.torch, dry.args, dry.on_gpu
     cfg = config(args, on_gpu)
     check_dtypes(torch, cfg.precisions, on_gpu)
-    for path in [args.output, args.save_output]:
-        if path is not None and str(path) != "-":
-            check_would_write(path)
     s = args.shape
     if s is None:
         weights = [
@@ -53,7 +51,7 @@ def plan_lines(torch, args, config) -> list[str]:
     return [
         "dry run: pytorch block",
         f"torch: {torch.__version__} (CUDA build: {torch.version.cuda or 'none'})",
-        f"device: {device_line}",
+        f"device: {dry.device_line}",
         *weights,
         counts,
         f"precisions: {', '.join(p.name for p in cfg.precisions)}",

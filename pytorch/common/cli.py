@@ -1,31 +1,23 @@
-"""What every PyTorch twin's command line shares, as src/cli.rs and src/outcome.rs: the
-bounds of the shared flags, one-line refusals (exit 2), importing torch with one clear
-error, and finish(), the one place that decides exit codes (0, 1, 3, 130)."""
+"""The pieces of a PyTorch twin's command line, as src/cli.rs's: the parser whose refusals
+are one `error:` line and exit 2 (common.outcome's EXIT_USAGE), bounded whole numbers,
+--iters and --warmup with a device's default plan, and importing torch with one clear
+error. The flags every twin shares (--device, --output, --skip-host-memory-check,
+--dry-run) are declared once, in common.runner."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import warnings
-from typing import Callable
 
 from common.errors import Failure, first_line
+from common.outcome import EXIT_USAGE
 
 MAX_SIZE = 1_000_000  # as src/cli.rs: keeps 3 n^2 x 8 far from overflow elsewhere
 
 
-# src/cli.rs's exit codes.
-EXIT_ERROR = 1
-
-
-EXIT_USAGE = 2
-
-
-EXIT_ROWS_FAILED = 3
-
-
 class Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line and exit 2, as src/cli.rs parse()
+    def error(self, message):  # one line and exit 2, as src/outcome.rs usage()
         print(f"error: {message}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
 
@@ -47,18 +39,9 @@ def bounded(lo: int, hi: int | None = None):
     return parse
 
 
-def add_device_and_counts(p: argparse.ArgumentParser, gpu, cpu, per: str) -> None:
-    """--device, --iters and --warmup, as src/cli.rs's RunCounts: a count left out takes
-    the device's default plan (`gpu` or `cpu`, common.timing.Plan), through plan_of()."""
-    from common.devices import parse_device
-
-    p.add_argument(
-        "--device",
-        type=parse_device,
-        default="auto",
-        metavar="DEVICE",
-        help="auto (CUDA GPU 0 if one answers, else the CPU), cpu, cuda, or cuda:N",
-    )
+def add_counts(p: argparse.ArgumentParser, gpu, cpu, per: str) -> None:
+    """--iters and --warmup, as src/cli.rs's RunCounts: a count left out takes the device's
+    default plan (`gpu` or `cpu`, common.timing.Plan), through plan_of()."""
     p.add_argument(
         "--iters",
         type=bounded(1, 100_000),
@@ -97,28 +80,3 @@ def import_torch():
             "which makes a Python environment with it"
         ) from e
     return torch
-
-
-def finish(run: Callable[[], tuple[list[str], int]]) -> int:
-    """Runs a program's work and decides its exit code, in one place for matmul.py and
-    block.py (as src/outcome.rs): every end is one `error:` line on stderr, never a traceback.
-    `run` returns the failed rows' names and the row count."""
-    try:
-        failed, total = run()
-    except Failure as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
-    except Exception as e:  # no traceback for users: one line, as the Rust programs
-        print(f"error: {type(e).__name__}: {first_line(e)}", file=sys.stderr)
-        return EXIT_ERROR
-    if failed:
-        print(
-            f"error: {len(failed)} of {total} rows failed ({', '.join(failed)}); "
-            "the other rows and the report were kept",
-            file=sys.stderr,
-        )
-        return EXIT_ROWS_FAILED
-    return 0

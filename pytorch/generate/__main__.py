@@ -12,8 +12,9 @@ tg rows beside Candle's per precision:
                          one token), its nn.Linear modules alone, the bound
   reference --write FILE the fixture the tests share (transformers' ids and answer)
 
-The entry point only; the program is this package's modules: cli (flags, exit codes),
-experiment (checks, device, rows, the file), dryrun, measure (one row: the tests), rows
+The entry point only; the program is this package's modules: cli (its flags: the
+Experiment common.runner runs), setup (the checked config), experiment (the model opened,
+what must fit, the rows), dryrun, measure (one row: the tests), rows
 (what each peer runs), twin (the model), parts (the op classes), formulas, gguffile (the
 file), hf (transformers), table, reference; and the twins' shared pieces in
 pytorch/common/.

@@ -1,8 +1,9 @@
 """The command line of pytorch/generate, as experiments/generate.rs: `twin` or `hf` (the
 peer to run) or `reference` (the tests' fixture), then the Rust program's flags where they
-apply, with its bounds and defaults; each refusal one `error:` line on stderr, and
-common.cli's exit codes (0 every row ran, 1 the run failed and wrote no file, 2 a refused
-command line, 3 the file was written but some rows failed, 130 interrupted)."""
+apply, with its bounds and defaults (generate.setup's), and the Experiment common.runner
+runs (which declares the shared flags and decides the exit codes: 0 every row ran, 1 the
+run failed and wrote no file, 2 a refused command line, 3 the file was written but some
+rows failed, 130 interrupted)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import argparse
 import os
 from pathlib import Path
 
-from common.cli import Parser, add_device_and_counts, bounded, finish, import_torch
-from common.precisions import parse_dtypes
-from common.timing import Plan
+from common import runner
+from common.cli import Parser, add_counts, bounded
+from common.precisions import check_dtypes, parse_dtypes
+from generate import dryrun, experiment
 from generate.gguffile import DEFAULT_PROMPT
+from generate.setup import CPU_PLAN, GPU_PLAN, config
 
 # The float rows (Candle's float path); the quantized rows have no peer here.
 PEER_DTYPES = ["fp32", "tf32", "fp16", "bf16"]
@@ -30,12 +33,9 @@ QUANTIZED = [
     "q5_k",
     "q6_k",
 ]
-# experiments/generate.rs's defaults: 10 timed and 2 warm-up runs on a GPU, 3 and 1 on
-# the CPU; 128 new tokens and pp512 on a GPU (llama-bench's tg128, pp512), 32 and 64 on
-# the CPU.
-GPU_PLAN, CPU_PLAN = Plan(warmup=2, iters=10), Plan(warmup=1, iters=3)
-GPU_TOKENS, CPU_TOKENS = (128, 512), (32, 64)
 MAX_TOKENS = 65536
+# The generate body is schema 2.3's (src/schema/mod.rs SCHEMA_VERSION).
+SCHEMA_VERSION = "2.3"
 
 
 def peer_dtypes(text: str):
@@ -55,21 +55,15 @@ def peer_dtypes(text: str):
     return precisions
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = Parser(
-        prog="pytorch/generate",
-        allow_abbrev=False,
-        description="candle-lab's generate with PyTorch: the same GGUF model per precision "
-        "(its answer, pp and tg tokens/s, the bound) in the twin (eager PyTorch on the "
-        "gguf package's weights) or in transformers; or the tests' fixture.",
-    )
+def add_flags(p: argparse.ArgumentParser) -> None:
+    """generate's own flags, beside the runner's shared ones."""
     p.add_argument(
         "what",
         choices=["twin", "hf", "reference"],
         help="twin: the eager PyTorch model; hf: transformers' own; reference: "
         "write the fixture the tests share (--write FILE)",
     )
-    add_device_and_counts(p, GPU_PLAN, CPU_PLAN, "test")
+    add_counts(p, GPU_PLAN, CPU_PLAN, "test")
     p.add_argument(
         "--model",
         type=Path,
@@ -109,46 +103,74 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=42,
         help="seed of the parts' random inputs (default 42)",
     )
-    p.add_argument(
-        "--output",
-        type=Path,
-        metavar="FILE",
-        help="write the JSON result to FILE, or to standard output for - (the "
-        "tables then go to stderr)",
-    )
     p.add_argument("--write", type=Path, metavar="FILE", help="reference: the fixture to write")
-    p.add_argument(
-        "--skip-host-memory-check",
-        action="store_true",
-        help="do not check host memory before allocating (for machines whose "
-        "memory grows on demand)",
-    )
-    p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="check every flag and the model file as a run would, import torch, "
-        "print the plan and exit: no device is opened, no file is written",
-    )
-    args = p.parse_args(argv)
+
+
+def check_args(p: Parser, args: argparse.Namespace) -> None:
+    """--write is reference's, and reference's only."""
     if args.what == "reference" and args.write is None:
         p.error("reference: needs --write FILE (the fixture to write)")
     if args.what != "reference" and args.write is not None:
         p.error(f"--write: only reference writes a fixture; {args.what} writes --output")
-    return args
+
+
+class Generate(runner.Experiment):
+    """The generate peers, as experiments/generate.rs's Experiment."""
+
+    PROG = "pytorch/generate"
+    ABOUT = (
+        "candle-lab's generate with PyTorch: the same GGUF model per precision (its "
+        "answer, pp and tg tokens/s, the bound) in the twin (eager PyTorch on the gguf "
+        "package's weights) or in transformers; or the tests' fixture."
+    )
+    KIND = "generate"
+    SCHEMA_VERSION = SCHEMA_VERSION
+    DRY_RUN_READS = " and the model file"
+
+    def add_flags(self, p):
+        add_flags(p)
+
+    def check_args(self, p, args):
+        check_args(p, args)
+
+    def inputs(self, args):
+        return [("the model", experiment.model_path(args))]
+
+    def side_files(self, args):
+        return [args.write]  # reference's fixture (None for a peer): never the model
+
+    def before_torch(self, args):
+        # transformers' GGUF loader draws a tqdm bar over the file's tensors on every load
+        # (tqdm itself, not its logging's): off unless the environment says otherwise.
+        # tqdm reads this when it is first imported, which torch and transformers do later.
+        os.environ.setdefault("TQDM_DISABLE", "1")
+
+    def open(self, torch, args):
+        return experiment.open_model(torch, args)
+
+    def plan_lines(self, dry):
+        return dryrun.plan_lines(dry)
+
+    def config(self, session):
+        opened = session.state
+        cfg = config(session.args, opened.model, opened.tok, session.on_gpu)
+        check_dtypes(session.torch, cfg.precisions, session.on_gpu)
+        return cfg
+
+    def fits(self, session, cfg, check_host):
+        experiment.fits(session, cfg, check_host)
+
+    def run(self, session, cfg):
+        return experiment.run(session, cfg)
+
+
+TWIN = Generate()
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return runner.parse_args(TWIN, argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Exit codes: see the module's docstring."""
-    args = parse_args(argv)
-    # transformers' GGUF loader draws a tqdm bar over the file's tensors on every load
-    # (tqdm itself, not its logging's): off unless the environment says otherwise. tqdm
-    # reads this when it is first imported, which torch and transformers do after here.
-    os.environ.setdefault("TQDM_DISABLE", "1")
-
-    def run() -> tuple[list[str], int]:
-        torch = import_torch()
-        from generate.experiment import experiment
-
-        return experiment(torch, args)
-
-    return finish(run)
+    return runner.main(TWIN, argv)

@@ -5,18 +5,18 @@ device is opened, nothing big is allocated, no file or folder is written."""
 
 from __future__ import annotations
 
-from common.dryrun import device_plan
 from common.precisions import check_dtypes
-from common.results import check_would_write
+from common.runner import DryRun
+from generate.setup import config
 
 
-def plan_lines(torch, args, model, tok, config) -> list[str]:
-    """The plan of the run `args` asks for. `config` is experiment.config."""
-    on_gpu, device_line = device_plan(torch, args.device)
-    cfg = config(args, model, tok, on_gpu)
+def plan_lines(dry: DryRun) -> list[str]:
+    """The plan of the run `dry.args` asks for (the output's checks are the runner's);
+    `dry.state` is the model opened (experiment.Opened)."""
+    torch, args, on_gpu = dry.torch, dry.args, dry.on_gpu
+    model = dry.state.model
+    cfg = config(args, model, dry.state.tok, on_gpu)
     check_dtypes(torch, cfg.precisions, on_gpu)
-    if args.output is not None and str(args.output) != "-":
-        check_would_write(args.output)
     d = cfg.dims
     known = "" if on_gpu is not None else " (the CPU's; a GPU's when the run starts on one)"
     if args.output is None:
@@ -26,7 +26,7 @@ def plan_lines(torch, args, model, tok, config) -> list[str]:
     return [
         f"dry run: pytorch generate {args.what}",
         f"torch: {torch.__version__} (CUDA build: {torch.version.cuda or 'none'})",
-        f"device: {device_line}",
+        f"device: {dry.device_line}",
         f"model: {model.path}: {model.info['name']}, {d.layers} layers, hidden {d.hidden}, "
         f"{d.heads} heads ({d.kv_heads} key/value), MLP {d.mlp}, vocabulary {d.vocab}, "
         f"context {d.context}",

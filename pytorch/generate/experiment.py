@@ -1,11 +1,11 @@
 """The generate peers' run, as experiments/generate.rs and src/bench/generate/measure.rs
-run Candle's: the model file checked and its prompt formatted before the device opens,
-the run's settings for that device, what cannot run refused (tf32 on the CPU, a prompt
-past the context, a model that cannot fit, an output that cannot be written) before
-anything big is allocated; then a copy's bandwidth (the bound's), every precision's row
-(each row stands alone: an error is that row's), the speedups over fp32, the result file
-(schema 2.3's `generate` body, so `compare` pairs its pp and tg rows with Candle's), and
-the tables. Returns the failed rows and the row count (cli.finish's exit code)."""
+run Candle's: the model file checked before the device opens (or, for `reference`, the
+tests' fixture written instead of a run), what must fit (the model's weights, its cache and
+a pass's scores); then a copy's bandwidth (the bound's), every precision's row (each row
+stands alone: an error is that row's), the speedups over fp32, and the tables, with
+transformers' version in the environment for the hf peer. common.runner does the rest
+(device, checks, the file in schema 2.3's `generate` body, the exit code); this module
+imports nothing of generate.cli, so that the two are no circle."""
 
 from __future__ import annotations
 
@@ -13,32 +13,19 @@ import os
 import sys
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
-from typing import Callable
 
-from common.cli import plan_of
-from common.devices import select_device
-from common.environment import environment
-from common.errors import Failure
 from common.memory import check_need
-from common.precisions import GemmMode, PRECISIONS, check_dtypes, torch_dtype
-from common.results import (
-    check_writable,
-    command_line,
-    envelope,
-    json_text,
-    refuse_overwriting_inputs,
-    write_json_atomic,
-)
+from common.precisions import GemmMode, torch_dtype
 from common.rows import failed_rows, row_error
-from common.timing import Clock, Plan
-from generate import gguffile, hf
-from generate.cli import CPU_PLAN, CPU_TOKENS, GPU_PLAN, GPU_TOKENS
+from common.runner import DONE, Report, Session
+from common.timing import Clock
+from generate import gguffile, hf, reference
 from generate.formulas import copy_bytes, float_bytes
 from generate.measure import copy_ceiling, fill_vs_fp32, measure
+from generate.rows import hf_row, twin_row
+from generate.setup import Config, needs
+from generate.table import show
 
-# The generate body is schema 2.3's (src/schema/mod.rs SCHEMA_VERSION).
-SCHEMA_VERSION = "2.3"
 HF_ROTARY = (
     "GGUF's Llama Q and K rows are permuted by llama.cpp's converter to rotate interleaved "
     "pairs (2i, 2i+1): transformers' GGUF loader undoes it (reverse_permute_weights) and its "
@@ -46,130 +33,63 @@ HF_ROTARY = (
 )
 
 
-@dataclass
-class Config:
-    """What a run asks for, checked (setup.rs Config)."""
-
-    dims: object
-    plan: Plan
-    pp_tokens: int
-    tg_tokens: int
-    seed: int
-    precisions: list
-    prompt: dict
-    prompt_ids: list[int]
-    eos: list[int]
-    start: int
-    decode: Callable[[list[int]], str]
+def model_path(args) -> str:
+    """--model, or where `just model` puts the model."""
+    return str(args.model or gguffile.default_model_path())
 
 
-def config(args, model, tok, on_gpu: bool | None) -> Config:
-    """The settings for a device kind (None: not known yet, the CPU's stand in), the
-    prompt formatted and its length checked against the context as setup.rs checks it."""
-    gpu = on_gpu is True
-    default = GPU_PLAN if gpu else CPU_PLAN
-    tg, pp = (args.tokens, args.pp_tokens)
-    tg = tg or (GPU_TOKENS if gpu else CPU_TOKENS)[0]
-    pp = pp or (GPU_TOKENS if gpu else CPU_TOKENS)[1]
-    names = ["fp32", "tf32", "fp16", "bf16"] if gpu else ["fp32", "fp16", "bf16"]
-    formatted, ids = hf.chat_ids(tok, args.prompt)
-    d = model.dims
-    if not ids:
-        raise Failure("the prompt gives no tokens")
-    if len(ids) + tg > d.context:
-        raise Failure(
-            f"the prompt is {len(ids)} tokens and --tokens {tg}: {len(ids) + tg} positions, "
-            f"longer than the model's context of {d.context}"
-        )
-    for flag, n in [("--pp-tokens", pp), ("--tokens", tg)]:
-        if n > d.context:
-            raise Failure(f"{flag} {n}: longer than the model's context of {d.context}")
-    return Config(
-        dims=d,
-        plan=plan_of(args, default),
-        pp_tokens=pp,
-        tg_tokens=tg,
-        seed=args.seed,
-        precisions=args.dtypes or [PRECISIONS[n] for n in names],
-        prompt={"user": args.prompt, "formatted": formatted, "token_ids": ids},
-        prompt_ids=ids,
-        eos=model.eos,
-        start=model.bos if model.bos is not None else ids[0],
-        decode=lambda t: tok.decode(
-            t, skip_special_tokens=False, clean_up_tokenization_spaces=False
-        ),
-    )
+@dataclass(frozen=True)
+class Opened:
+    """The model file, checked, and its tokenizer: what the dry run and the run read."""
+
+    path: str
+    model: object  # gguffile.Model
+    tok: object
 
 
-def needs(d, cfg: Config) -> tuple[int, int]:
-    """(host, device) bytes, as generate's needs(): on the host the file's weights in f32
-    (the twin's dequantized copy; transformers' state dict while it loads), on the device
-    the widest row's weights, its cache and a pass's attention scores."""
-    widest = max(p.element_bytes for p in cfg.precisions)
-    positions = max(cfg.pp_tokens, len(cfg.prompt_ids) + cfg.tg_tokens)
-    cache = 2 * d.layers * positions * d.kv_width * 4
-    scores = d.heads * positions * positions * 4 * 3
-    return d.params() * 4, d.params() * widest + cache + scores
-
-
-def to_stdout(output: Path | None) -> bool:
-    return output is not None and str(output) == "-"
-
-
-def experiment(torch, args) -> tuple[list[str], int]:
-    path = str(args.model or gguffile.default_model_path())
-    refuse_overwriting_inputs([args.output, getattr(args, "write", None)], [("the model", path)])
+def open_model(torch, args):
+    """The model file opened and checked (its tensors are not dequantized) with its
+    tokenizer; for `reference`, the fixture written instead (runner.DONE)."""
+    path = model_path(args)
     if args.what == "reference":
-        from generate import reference
-
         gguffile.open_model(path, args.model is None)
         reference.write(path, str(args.write), torch)
         print(f"wrote {args.write}", file=sys.stderr)
-        return [], 0
+        return DONE
     model = gguffile.open_model(path, args.model is None)
-    tok = hf.load_tokenizer(path)
-    if args.dry_run:
-        from generate.dryrun import plan_lines
+    return Opened(path, model, hf.load_tokenizer(path))
 
-        print("\n".join(plan_lines(torch, args, model, tok, config)))
-        return [], 0
-    device, info = select_device(torch, args.device)
-    on_gpu = device.type == "cuda"
-    cfg = config(args, model, tok, on_gpu)
-    check_dtypes(torch, cfg.precisions, on_gpu)
-    host, on_device = needs(model.dims, cfg)
-    what = f"the model {os.path.basename(path)} ({model.dims.params()} parameters)"
-    check_need(torch, device, what, host, on_device, not args.skip_host_memory_check)
-    if args.output is not None and not to_stdout(args.output):
-        check_writable(args.output)
-    body = run(torch, args.what, device, model, cfg)
-    env = environment(torch)
-    if args.what == "hf":
+
+def fits(session: Session, cfg: Config, check_host: bool) -> None:
+    """Refuses a model the host or the device cannot hold, before its weights load."""
+    opened = session.state
+    host, on_device = needs(opened.model.dims, cfg)
+    what = f"the model {os.path.basename(opened.path)} ({opened.model.dims.params()} parameters)"
+    check_need(session.torch, session.device, what, host, on_device, check_host)
+
+
+def run(session: Session, cfg: Config) -> Report:
+    """Every row of the peer --what names: the body, its failed rows and its tables."""
+    torch, peer = session.torch, session.args.what
+    body = measure_rows(torch, peer, session.device, session.state.model, cfg)
+    extra = {}
+    if peer == "hf":
         import transformers
 
-        env |= {
+        extra = {
             "framework": "transformers",
             "framework_version": f"{transformers.__version__} (torch {torch.__version__})",
         }
-    screen = sys.stderr if to_stdout(args.output) else sys.stdout
-    if args.output is not None:
-        result = envelope("generate", command_line(), env, info, body, SCHEMA_VERSION)
-        if to_stdout(args.output):
-            sys.stdout.write(json_text(result))
-            sys.stdout.flush()
-        else:
-            write_json_atomic(args.output, result)
-            print(f"wrote {args.output}", file=sys.stderr)
-    from generate.table import show
-
-    show(body, info, env, file=screen)
-    return failed_rows(body["rows"])
+    return Report(
+        body,
+        *failed_rows(body["rows"]),
+        show=lambda screen, env: show(body, session.info, env, file=screen),
+        environment=extra,
+    )
 
 
-def run(torch, peer: str, device, model, cfg: Config) -> dict:
+def measure_rows(torch, peer: str, device, model, cfg: Config) -> dict:
     """Every row on `device`: the schema's GenerateResults."""
-    from generate.rows import hf_row, twin_row
-
     clock, d = Clock(torch, device), cfg.dims
     per_token = [float_bytes(d, p.element_bytes)[1] for p in cfg.precisions]
     nbytes = copy_bytes(max(per_token))
@@ -198,6 +118,25 @@ def run(torch, peer: str, device, model, cfg: Config) -> dict:
         if device.type == "cuda":
             torch.cuda.empty_cache()
     fill_vs_fp32(rows)
+    notes = run_notes(device, peer)
+    info = dict(model.info, rotary_layout=gguffile.TWIN_ROTARY if peer == "twin" else HF_ROTARY)
+    return {
+        "model": info,
+        "prompt": cfg.prompt,
+        "pp_tokens": cfg.pp_tokens,
+        "tg_tokens": cfg.tg_tokens,
+        "warmup": cfg.plan.warmup,
+        "iters": cfg.plan.iters,
+        "seed": cfg.seed,
+        "copy_gb_per_s": copy_gb,
+        "copy_bytes": nbytes,
+        "rows": rows,
+        "notes": notes,
+    }
+
+
+def run_notes(device, peer: str) -> list[str]:
+    """What the body's notes say of how the rows were measured on `device` by `peer`."""
     notes = [
         "copy: "
         + (
@@ -216,17 +155,4 @@ def run(torch, peer: str, device, model, cfg: Config) -> dict:
             "the twin times the op classes); its matmuls alone are its own nn.Linear modules, "
             "and tg is generate() from one token (min_new_tokens = max_new_tokens = --tokens)"
         )
-    info = dict(model.info, rotary_layout=gguffile.TWIN_ROTARY if peer == "twin" else HF_ROTARY)
-    return {
-        "model": info,
-        "prompt": cfg.prompt,
-        "pp_tokens": cfg.pp_tokens,
-        "tg_tokens": cfg.tg_tokens,
-        "warmup": cfg.plan.warmup,
-        "iters": cfg.plan.iters,
-        "seed": cfg.seed,
-        "copy_gb_per_s": copy_gb,
-        "copy_bytes": nbytes,
-        "rows": rows,
-        "notes": notes,
-    }
+    return notes

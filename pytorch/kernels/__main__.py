@@ -10,8 +10,9 @@ result schema's `kernels` body, with PyTorch's op in the place of the suite's ke
 `compare` sets the two files side by side per op, case and precision (`just
 vs-pytorch-kernels`).
 
-The entry point only; the program is this package's cli (flags, the pairing, the run, exit
-codes), ops (the ops and their references), run (cases, rows), bounds (--bounds' file) and
+The entry point only; the program is this package's cli (its flags: the Experiment
+common.runner runs), setup (the plan and the pairing), dryrun, experiment (what must fit,
+the run), ops (the ops and their references), run (cases, rows), bounds (--bounds' file) and
 table, with the twins' shared pieces in pytorch/common/ (timing, threads, stats, memory,
 devices, environment, precisions, results and errors).
 

@@ -6,8 +6,9 @@ accuracy rules as experiments/matmul.rs and experiments/cpu_vs_gpu.rs (their
 library: src/bench/matmul.rs, src/clock/mod.rs, src/stats.rs); where PyTorch cannot do
 what Candle does, it says so instead of writing a look-alike number.
 
-The entry point only; the program is this package's modules: cli (flags, exit codes),
-dryrun (the plan of --dry-run), experiments (the two measurements), rows (one row per
+The entry point only; the program is this package's modules: cli (its flags: the
+Experiment common.runner runs), dryrun (the plan of --dry-run), experiments (the two
+measurements), rows (one row per
 precision); and the twins' shared pieces in pytorch/common/ (timing, memory, stats,
 formulas, precisions, peaks, devices, environment, results, table, errors).
 

@@ -1,45 +1,28 @@
-"""The command line of the PyTorch reference, as src/cli.rs: the flags with their bounds,
-each refusal one `error:` line on stderr, and the exit codes: 0 when every row ran,
-1 when the run failed (no file), 2 for a refused command line, 3 when the file was
-written but some rows failed (each holds its error), 130 when interrupted."""
+"""The command line of the PyTorch reference, as src/cli.rs: the twin's own flags with
+their bounds, and the Experiment common.runner runs (which declares the shared flags and
+decides the exit codes: 0 when every row ran, 1 when the run failed (no file), 2 for a
+refused command line, 3 when the file was written but some rows failed (each holds its
+error), 130 when interrupted). Its --output is always a file (`-` too): unlike the other
+twins', it never was standard output, and scripts rely on its flags as they are."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-from common.cli import MAX_SIZE, Parser, bounded, finish, import_torch
-from common.devices import parse_device, select_device
-from common.environment import environment
-from common.precisions import DEFAULT_DTYPES, PRECISIONS, parse_dtypes
-from common.results import command_line, envelope, write_json_atomic
-from common.rows import failed_rows
-from matmul.dryrun import plan_lines
-from matmul.experiments import EXPERIMENTS
+from common import runner
+from common.cli import MAX_SIZE, Parser, bounded
+from common.precisions import DEFAULT_DTYPES, PRECISIONS, check_dtypes, parse_dtypes
+from matmul import dryrun, experiments
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = Parser(
-        prog="pytorch/matmul",
-        allow_abbrev=False,
-        description="candle-lab's matmul and cpu_vs_gpu measurements with PyTorch, written as "
-        "result schema 2.0 (same flags, defaults and timing model as the Rust programs).",
-    )
+def add_flags(p: argparse.ArgumentParser) -> None:
+    """matmul's own flags, beside the runner's shared ones."""
     p.add_argument(
         "--experiment",
         choices=["matmul", "cpu_vs_gpu"],
         default="matmul",
         help="matmul: one row per --dtypes precision; cpu_vs_gpu: fp32 on the CPU "
         "and on the GPU, and the speedup (default: matmul)",
-    )
-    p.add_argument(
-        "--device",
-        type=parse_device,
-        default="auto",
-        metavar="DEVICE",
-        help="auto (CUDA GPU 0 if torch has CUDA and a GPU answers, else the CPU), "
-        "cpu, cuda, or cuda:N",
     )
     p.add_argument(
         "--size",
@@ -58,13 +41,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=bounded(0),
         default=5,
         help="untimed runs before timing, per row (the CPU comparison makes one; default 5)",
-    )
-    p.add_argument(
-        "--skip-host-memory-check",
-        action="store_true",
-        help="do not check host memory before allocating. For machines whose memory grows "
-        "on demand, where what the kernel reports at start understates what a run can "
-        "have; a size that does not fit then aborts the process",
     )
     p.add_argument(
         "--dtypes",
@@ -86,20 +62,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="matmul only: on a GPU, skip the fp32 CPU comparison",
     )
-    p.add_argument(
-        "--output",
-        type=Path,
-        metavar="FILE",
-        help="write the JSON result to FILE (parent folders are created)",
-    )
-    p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="check every flag and value as a run would, import torch, print the plan and "
-        "exit: no device is opened (its kind comes from --device), nothing big is "
-        "allocated, no file is written",
-    )
-    args = p.parse_args(argv)
+
+
+def check_args(p: Parser, args: argparse.Namespace) -> None:
+    """Refuses matmul's flags for cpu_vs_gpu, then settles their defaults."""
     matmul_only = [
         f
         for f, v in [
@@ -114,26 +80,50 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.dtypes = args.dtypes or [PRECISIONS[d] for d in DEFAULT_DTYPES]
     args.accuracy_rows = args.accuracy_rows or 16
     args.no_cpu = bool(args.no_cpu)
-    return args
 
 
-def run(args: argparse.Namespace) -> tuple[list[str], int]:
-    """Runs the experiment and writes its file; returns the failed rows and the row count.
-    A dry run prints its plan instead, and has no rows."""
-    torch = import_torch()
-    if args.dry_run:
-        print("\n".join(plan_lines(torch, args)))
-        return [], 0
-    device, info = select_device(torch, args.device)
-    body, rows = EXPERIMENTS[args.experiment](torch, args, device, info)
-    if args.output:
-        result = envelope(args.experiment, command_line(), environment(torch), info, body)
-        write_json_atomic(args.output, result)
-        print(f"wrote {args.output}", file=sys.stderr)
-    return failed_rows(rows)
+class Matmul(runner.Experiment):
+    """The matmul and cpu_vs_gpu twin, as experiments/matmul.rs's and cpu_vs_gpu.rs's."""
+
+    PROG = "pytorch/matmul"
+    ABOUT = (
+        "candle-lab's matmul and cpu_vs_gpu measurements with PyTorch, written as result "
+        "schema 2.0 (same flags, defaults and timing model as the Rust programs)."
+    )
+    STDOUT = False
+    DRY_RUN_READS = " and value"
+
+    def add_flags(self, p):
+        add_flags(p)
+
+    def check_args(self, p, args):
+        check_args(p, args)
+
+    def kind(self, args):
+        return args.experiment
+
+    def plan_lines(self, dry):
+        return dryrun.plan_lines(dry)
+
+    def config(self, session):
+        # The flags are the plan; the precisions checked on the device that opened.
+        if session.args.experiment == "matmul":
+            check_dtypes(session.torch, session.args.dtypes, session.on_gpu)
+
+    def fits(self, session, cfg, check_host):
+        experiments.fits(session, check_host)
+
+    def run(self, session, cfg):
+        return experiments.run(session)
+
+
+TWIN = Matmul()
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return runner.parse_args(TWIN, argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Exit codes as src/cli.rs: see the module's docstring."""
-    args = parse_args(argv)
-    return finish(lambda: run(args))
+    return runner.main(TWIN, argv)

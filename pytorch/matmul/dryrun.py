@@ -5,19 +5,17 @@ kind comes from --device), nothing big is allocated, and no file or folder is wr
 
 from __future__ import annotations
 
-import argparse
-
-from common.dryrun import device_plan
 from common.formulas import MIB
 from common.memory import device_bytes
 from common.precisions import PRECISIONS, check_dtypes
-from common.results import check_would_write
+from common.runner import DryRun
 from common.timing import cpu_plan
 
 
-def plan_lines(torch, args: argparse.Namespace) -> list[str]:
-    """The plan of the run `args` asks for, after the checks a run makes before measuring."""
-    on_gpu, device_line = device_plan(torch, args.device)
+def plan_lines(dry: DryRun) -> list[str]:
+    """The plan of the run `dry.args` asks for, after the checks a run makes before
+    measuring (the output's are the runner's)."""
+    torch, args, on_gpu = dry.torch, dry.args, dry.on_gpu
     n, cpu = args.size, cpu_plan(args.iters)
     if args.experiment == "matmul":
         precisions = args.dtypes
@@ -32,14 +30,12 @@ def plan_lines(torch, args: argparse.Namespace) -> list[str]:
     else:
         precisions = [PRECISIONS["fp32"]]
         comparison = f"yes (the experiment: warmup {cpu.warmup}, iters {cpu.iters})"
-    if args.output:
-        check_would_write(args.output)
     # The most the matrices of one row take on the device (on the CPU, with f32 copies).
     largest = max(device_bytes(on_gpu is False, p, n) for p in precisions) / MIB
     lines = [
         f"dry run: pytorch {args.experiment}",
         f"torch: {torch.__version__} (CUDA build: {torch.version.cuda or 'none'})",
-        f"device: {device_line}",
+        f"device: {dry.device_line}",
         f"size: {n} (up to {largest:.1f} MiB of matrices per row on the device)",
         f"iters: {args.iters}, warmup: {args.warmup}",
         f"precisions: {', '.join(p.name for p in precisions)}",
