@@ -101,7 +101,7 @@ pub fn show(file: &ResultFile, r: &KernelsResults) -> Shown {
                 own.map_or("-".into(), |m| format!("{:.1}", m.gb_per_s)),
                 pct(own),
                 pct(candle),
-                speedup(lab),
+                super::speedup(lab),
             ]);
         }
         tables.push(t);
@@ -110,16 +110,6 @@ pub fn show(file: &ResultFile, r: &KernelsResults) -> Shown {
     Shown {
         tables,
         notes: notes(r),
-    }
-}
-
-/// The suite's speed against Candle's with its 95% interval (the two timed
-/// in turn: 2.5), or the ratio alone (an older file, or under 3 samples).
-pub(super) fn speedup(m: Option<&VariantMeasured>) -> String {
-    match m.map(|m| (m.speedup_vs_candle, m.speedup_interval)) {
-        Some((Some(s), Some(i))) => format!("{s:.2}x [{:.2}, {:.2}]", i.lo, i.hi),
-        Some((Some(s), None)) => format!("{s:.2}x"),
-        _ => "-".into(),
     }
 }
 

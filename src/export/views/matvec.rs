@@ -70,7 +70,7 @@ pub fn table(device: &str, threads: usize, r: &KernelsResults) -> Option<Table> 
             pct(candle),
             held(lab),
             held(candle),
-            super::kernels::speedup(lab),
+            super::speedup(lab),
         ]);
     }
     Some(t)

@@ -66,6 +66,16 @@ pub fn machine(file: &ResultFile) -> String {
     )
 }
 
+/// The suite's speed against Candle's with its 95% interval (the two timed
+/// in turn: 2.5), or the ratio alone (an older file, or under 3 samples).
+pub fn speedup(m: Option<&crate::schema::VariantMeasured>) -> String {
+    match m.map(|m| (m.speedup_vs_candle, m.speedup_interval)) {
+        Some((Some(s), Some(i))) => format!("{s:.2}x [{:.2}, {:.2}]", i.lo, i.hi),
+        Some((Some(s), None)) => format!("{s:.2}x"),
+        _ => "-".into(),
+    }
+}
+
 /// The mark a contended row carries in a table cell: " contended", or nothing.
 pub fn mark(a: Option<&Availability>) -> &'static str {
     if a.is_some_and(|a| a.contended) {
