@@ -95,6 +95,12 @@ pub struct LadderPoint {
     pub time_per_call_ms: f64,
     /// bytes_moved / time_per_call_ms, in 10^9 bytes per second.
     pub gb_per_s: f64,
+    /// The threads took parts as they finished (Candle's `execute_chunked`,
+    /// as the suite's ops share their work), not fixed halves: on a VM
+    /// whose vCPUs run at different speeds, fixed parts wait for the slowest
+    /// (2.5; false before).
+    #[serde(default)]
+    pub chunked: bool,
     #[serde(flatten)]
     pub timed: Timed,
 }
@@ -120,6 +126,9 @@ pub struct Bound {
     pub footprint_bytes: u64,
     pub level: String,
     pub gb_per_s: f64,
+    /// Read with parts taken as threads finished ([`LadderPoint::chunked`], 2.5).
+    #[serde(default)]
+    pub chunked: bool,
 }
 
 impl Ladder {
@@ -130,8 +139,11 @@ impl Ladder {
         threads: usize,
         footprint: u64,
     ) -> Option<&LadderPoint> {
-        self.points
-            .iter()
-            .find(|p| p.kernel == kernel && p.threads == threads && p.footprint_bytes == footprint)
+        self.points.iter().find(|p| {
+            p.kernel == kernel
+                && p.threads == threads
+                && p.footprint_bytes == footprint
+                && !p.chunked
+        })
     }
 }

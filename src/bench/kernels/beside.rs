@@ -165,12 +165,13 @@ mod tests {
         assert!(c.calls_per_sample >= 1 && c.per_call_ms > 0.0);
         let e = candle.1.as_ref().unwrap_err();
         assert!(e.to_string().contains("no such op here"));
-        // The ladder keeps the two points read beside the row (1 thread and
-        // the pool's), at the row's footprint.
+        // The ladder keeps the points read beside the row (1 thread, and the
+        // pool's with fixed parts and with chunked ones), at its footprint.
         let file = ladder.finish();
         let beside: Vec<_> = file.points.iter().filter(|p| !p.standard).collect();
-        let n = if file.pool_threads > 1 { 2 } else { 1 };
+        let n = if file.pool_threads > 1 { 3 } else { 1 };
         assert_eq!(beside.len(), n);
+        assert_eq!(beside.iter().filter(|p| p.chunked).count(), n / 3);
         assert!(beside
             .iter()
             .all(|p| p.kernel == kernel && p.timed.samples_wall_ms.len() == 3));

@@ -100,16 +100,20 @@ impl Ladder<'_> {
             kernel,
             self.max_footprint.map_or(footprint, |m| footprint.min(m)),
         );
-        let mut threads = vec![1];
+        // One thread, and the pool's with fixed parts and with parts taken
+        // as threads finish (as the ops share their work: on a VM whose
+        // vCPUs run at different speeds, fixed parts wait for the slowest).
+        let mut ways = vec![(1, false)];
         if self.pool_threads > 1 {
-            threads.push(self.pool_threads);
+            ways.extend([(self.pool_threads, false), (self.pool_threads, true)]);
         }
+        let threads: Vec<usize> = ways.iter().map(|w| w.0).collect();
         let arrays = std::cell::RefCell::new(Work::new(self.device, kernel, footprint)?);
         let n = works.len();
         let mut all: Vec<Box<dyn FnMut() -> Result<()> + '_>> = works;
-        for &t in &threads {
+        for &(t, chunked) in &ways {
             let arrays = &arrays;
-            all.push(Box::new(move || arrays.borrow_mut().call(t)));
+            all.push(Box::new(move || arrays.borrow_mut().call(t, chunked)));
         }
         let label = format!("{label} | ladder {} beside", kernel.name());
         let mut called = time_calls_beside(
@@ -125,8 +129,8 @@ impl Ladder<'_> {
         let bytes = work.bytes_moved();
         let at: Vec<LadderPoint> = called
             .drain(n..)
-            .zip(&threads)
-            .map(|(c, &t)| LadderPoint {
+            .zip(&ways)
+            .map(|(c, &(t, chunked))| LadderPoint {
                 kernel,
                 threads: t,
                 footprint_bytes: work.footprint(),
@@ -136,6 +140,7 @@ impl Ladder<'_> {
                 calls_per_sample: c.calls_per_sample,
                 time_per_call_ms: c.per_call_ms,
                 gb_per_s: crate::formulas::gb_per_s(bytes, c.per_call_ms),
+                chunked,
                 timed: c.timed,
             })
             .collect();
@@ -148,6 +153,7 @@ impl Ladder<'_> {
             footprint_bytes: best.footprint_bytes,
             level: best.level.clone(),
             gb_per_s: best.gb_per_s,
+            chunked: best.chunked,
         };
         Ok((bound, best, called))
     }

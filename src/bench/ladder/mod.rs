@@ -170,6 +170,7 @@ impl<'a> Ladder<'a> {
             footprint_bytes: best.footprint_bytes,
             level: best.level,
             gb_per_s: best.gb_per_s,
+            chunked: best.chunked,
         })
     }
 
@@ -217,7 +218,7 @@ impl<'a> Ladder<'a> {
         );
         let find = |t: usize| {
             self.points.borrow().iter().position(|p| {
-                p.kernel == kernel && p.threads == t && p.footprint_bytes == footprint
+                p.kernel == kernel && p.threads == t && p.footprint_bytes == footprint && !p.chunked
             })
         };
         let threads: Vec<usize> = threads
@@ -288,7 +289,7 @@ impl<'a> Ladder<'a> {
             self.plan,
             &label,
             self.clock_ms,
-            || work.call(threads),
+            || work.call(threads, false),
         )?;
         let bytes = work.bytes_moved();
         Ok(LadderPoint {
@@ -301,6 +302,7 @@ impl<'a> Ladder<'a> {
             calls_per_sample: k,
             time_per_call_ms: per_call,
             gb_per_s: crate::formulas::gb_per_s(bytes, per_call),
+            chunked: false,
             timed,
         })
     }
@@ -436,10 +438,10 @@ impl Work {
         )))
     }
 
-    fn call(&mut self, threads: usize) -> Result<()> {
+    fn call(&mut self, threads: usize, chunked: bool) -> Result<()> {
         match self {
             Self::Cpu(a) => {
-                a.call(threads);
+                a.call(threads, chunked);
                 std::hint::black_box(a.observed());
             }
             #[cfg(feature = "cuda")]
@@ -502,6 +504,7 @@ mod tests {
             calls_per_sample: 1,
             time_per_call_ms: 1.0,
             gb_per_s,
+            chunked: false,
             timed: crate::telemetry::timed_at(&[1.0; 3], &[]),
         }
     }

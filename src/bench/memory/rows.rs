@@ -167,6 +167,7 @@ mod tests {
             footprint_bytes: 8 << 20,
             level: "L3".into(),
             gb_per_s,
+            chunked: false,
         }
     }
 

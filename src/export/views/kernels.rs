@@ -56,7 +56,8 @@ pub fn show(file: &ResultFile, r: &KernelsResults) -> Shown {
             format!(
                 "{}: {}, the composed form, and the bandwidth ladder at the same footprint on {}, \
                  timed in turn (time per call from {}, K calls a sample, the clock's cost \
-                 subtracted; lab vs candle with its 95% interval)",
+                 subtracted; lab vs candle with its 95% interval; a bound's \"2t*\": its threads \
+                 took parts as they finished, as the ops share theirs)",
                 op.name(),
                 if pytorch {
                     "PyTorch's op"

@@ -11,12 +11,14 @@ use crate::export::table::Table;
 use crate::schema::{Bound, Ladder};
 use crate::units::size;
 
-/// A bound in a table's cell: its kernel, threads, level and GB/s.
+/// A bound in a table's cell: its kernel, threads ("2t*": parts taken as
+/// threads finish), level and GB/s.
 pub fn bound_cell(b: &Bound) -> String {
     format!(
-        "{} {}t {} {:.1}",
+        "{} {}t{} {} {:.1}",
         b.kernel.name(),
         b.threads,
+        if b.chunked { "*" } else { "" },
         b.level,
         b.gb_per_s
     )
