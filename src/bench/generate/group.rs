@@ -3,8 +3,9 @@
 //! Candle's kernels and on the suite's (`--kernels both`), and each of them
 //! against fp32, whose model a run holds a copy of for that ([`Reference`]).
 //! Every model of the group is started, then their pp tests run in turn (A B
-//! R A B R ...), then their tg tests; each row's peak memory comes from one
-//! untimed pp and tg of its own afterwards, less what the others hold.
+//! R A B R ...), then their tg tests; each row's peak memory comes from an
+//! untimed prompt pass, pp and tg of its own afterwards, less what the
+//! others hold.
 
 use anyhow::{Context, Result};
 use candle_core::Device;
@@ -12,7 +13,7 @@ use candle_core::Device;
 use super::bounds::Bounds;
 use super::measure::{finish, load, peak, pp_ids, pp_test, start, tg_test, Loaded, Rowed};
 use super::weights::Weights;
-use super::{text::Text, Config, RowKind};
+use super::{text::Text, Config, Lm, RowKind};
 use crate::bench::block::model::Kernels;
 use crate::bench::gemm_mode::GemmMode;
 use crate::memory::MemoryMeter;
@@ -138,12 +139,14 @@ pub(super) fn group(
         let tg = in_turn(device, cfg, telemetry, &label, &mut models, &modes, |lm| {
             tg_test(lm, cfg)
         })?;
-        // Each row's peak: one untimed pp and tg of its own, less what the
-        // group's other rows hold (the references were loaded before `base`).
+        // Each row's peak: untimed, its answer's prompt pass, a pp and a tg
+        // of its own, less what the group's other rows hold (the references
+        // were loaded before `base`).
         let mut peaks = Vec::new();
         for (i, lm) in models.iter_mut().take(rows.len()).enumerate() {
             let _mode = GemmMode::set(modes[i]);
             meter.reset_peak()?;
+            lm.forward(&cfg.prompt_ids, 0)?;
             pp_test(lm, cfg, &pp_in)?;
             tg_test(lm, cfg)?;
             let others: u64 = (0..rows.len())
