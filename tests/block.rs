@@ -29,7 +29,8 @@ fn rate(t: &Value, clock: &str) -> f64 {
 
 fn tiny_block(device: &str) {
     let mut args = vec!["--device", device];
-    args.extend(TINY);
+    // Three timed runs: the ratios to fp32 get their intervals.
+    args.extend(TINY.map(|a| if a == "2" { "3" } else { a }));
     let (json, _) = run_result("block", &args);
     let b = &json["block"];
     assert_eq!(b["shape"]["head_dim"], 16);
@@ -93,6 +94,16 @@ fn tiny_block(device: &str) {
             if r["precision"] == "fp32" {
                 assert_eq!(f(&m["speedup_vs_fp32"]), 1.0);
                 assert_eq!(f(&m["amdahl_speedup_vs_fp32"]), 1.0);
+                assert!(m.get("fp32_beside").is_none(), "{m}");
+            } else {
+                // ... end to end, the fp32 block's calls timed in turn with
+                // this row's: the ratio side by side, with its interval.
+                let fp32 = &m["fp32_beside"];
+                assert_eq!(fp32["samples_wall_ms"].as_array().unwrap().len(), 3);
+                let x = rate(fp32, clock) / ms;
+                assert!((f(&m["speedup_vs_fp32"]) - x).abs() < 1e-9 * x, "{m}");
+                let i = &m["speedup_vs_fp32_interval"];
+                assert!(f(&i["lo"]) <= f(&i["hi"]), "{m}");
             }
         }
         // fp32 against the f64 run of the same weights with plain ops: the

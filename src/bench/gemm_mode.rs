@@ -39,6 +39,13 @@ impl GemmMode {
         Self { saved, _lock: lock }
     }
 
+    /// Sets the switches for `precision` under the lock this guard holds: a
+    /// row timed in turn with another precision's (the fp32 reference) sets
+    /// each one's before its call.
+    pub(crate) fn switch(&self, precision: Precision) {
+        write_switches(flags_for(precision));
+    }
+
     /// Puts the switches back as they were before [`Self::set`].
     fn restore(&self) {
         write_switches(self.saved);

@@ -226,8 +226,18 @@ pub struct BlockMeasured {
     pub parts_sum_ms: f64,
     /// The matmul classes' (linear and attention) share of the parts' sum.
     pub matmul_share: f64,
-    /// End to end: fp32's median over this row's (null without an fp32 row).
+    /// End to end: fp32's median over this row's (null without an fp32 row);
+    /// from `fp32_beside` where the row has it.
     pub speedup_vs_fp32: Option<f64>,
+    /// The fp32 block's call end to end (the same kernels as `end_to_end`),
+    /// timed in turn with this row's (2.5): what `speedup_vs_fp32` divides,
+    /// side by side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp32_beside: Option<Timed>,
+    /// `speedup_vs_fp32`'s 95% bootstrap interval, from `fp32_beside` (2.5;
+    /// null under 3 samples a side or without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup_vs_fp32_interval: Option<RatioInterval>,
     /// The same for the matmul classes alone, at the same shapes.
     pub matmul_speedup_vs_fp32: Option<f64>,
     /// Amdahl's law: 1 / ((1 - f) + f / s), with f fp32's matmul share and s

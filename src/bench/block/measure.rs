@@ -6,19 +6,31 @@
 use anyhow::{Context, Result};
 use candle_core::{DType, Device, Tensor};
 
-use super::model::Kernels;
+use std::cell::RefCell;
+
+use super::model::{Kernels, KvCache};
 use super::weights::Block;
 use super::{dims, flat, parts, References};
+use crate::bench::gemm_mode::GemmMode;
 use crate::bench::ladder::Ladder;
 use crate::clock::Plan;
 use crate::formulas::{block_bytes, gb_per_s};
 use crate::memory::MemoryMeter;
 use crate::precision::Precision;
 use crate::schema::{
-    BlockAccuracy, BlockMeasured, BlockPhase, KernelChoice, OpClass, Phase, RatioInterval,
+    BlockAccuracy, BlockMeasured, BlockPhase, KernelChoice, OpClass, Phase, RatioInterval, Timed,
 };
 use crate::stats::relative_errors;
 use crate::telemetry::Telemetry;
+
+/// The fp32 block a row is timed beside (its precision's ratio to fp32
+/// measured side by side), and the guard of the GEMM switches, which each
+/// call sets for its own precision.
+pub(super) struct Fp32Beside<'a> {
+    pub block: &'a Block,
+    pub mode: &'a GemmMode,
+    pub precision: Precision,
+}
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn measure(
@@ -30,6 +42,7 @@ pub(super) fn measure(
     telemetry: &Telemetry,
     ladder: &Ladder,
     reference: &References,
+    beside: Option<&Fp32Beside<'_>>,
 ) -> Result<(BlockMeasured, Tensor)> {
     let kernels = Kernels::of(choice);
     let phase = ph.phase;
@@ -44,46 +57,27 @@ pub(super) fn measure(
     };
     let meter = MemoryMeter::for_device(device)?;
     let base = meter.used_bytes()?;
-    meter.reset_peak()?;
     let label = format!("{} {p}", phase.name());
-    // With both kernels, candle-nn's and the suite's take turns, a sample
-    // each at a time, on the same inputs: their ratio is measured side by
-    // side, whatever drifts falls on both.
-    let cache = std::cell::RefCell::new(cache);
-    let (end_to_end, lab_end_to_end) = match choice {
-        KernelChoice::Both => {
-            let mut candle = || {
-                block.forward(x, phase, &aux, cache.borrow_mut().as_mut(), kernels)?;
-                Ok(())
-            };
-            let mut lab = || {
-                block.forward(x, phase, &aux, cache.borrow_mut().as_mut(), Kernels::Lab)?;
-                Ok(())
-            };
-            let mut t = telemetry.time_interleaved(
-                device,
-                plan,
-                &format!("{label} candle | lab"),
-                &mut [&mut candle, &mut lab],
-            )?;
-            let lab = t.pop();
-            (t.pop().context("the candle samples")?, lab)
-        }
-        KernelChoice::Candle | KernelChoice::Lab => (
-            telemetry.time(device, plan, &label, || {
-                block.forward(x, phase, &aux, cache.borrow_mut().as_mut(), kernels)
-            })?,
-            None,
-        ),
-    };
+    let cache = RefCell::new(cache);
+    let (end_to_end, lab_end_to_end, fp32_beside) = timed(
+        block,
+        (x, &aux, phase),
+        choice,
+        (plan, telemetry, &label),
+        beside,
+        &cache,
+    )?;
     let mut cache = cache.into_inner();
+
+    // Accuracy from one more, untimed, call (the tokens the reference has),
+    // and the row's peak from it alone: the timed calls took turns with
+    // others (the suite's kernels, the fp32 block) whose use is not the row's.
+    meter.reset_peak()?;
+    let y = block.forward(x, phase, &aux, cache.as_mut(), kernels)?;
     let peak_bytes = match (base, meter.peak_bytes()?) {
         (Some(base), Some(peak)) => Some(peak.saturating_sub(base)),
         _ => None,
     };
-
-    // Accuracy from one more, untimed, call: the tokens the reference has.
-    let y = block.forward(x, phase, &aux, cache.as_mut(), kernels)?;
     let (checked, want) = match phase {
         Phase::Prefill => (
             y.narrow(1, 0, block.shape.accuracy_seq)?,
@@ -132,6 +126,8 @@ pub(super) fn measure(
         end_to_end,
         // Filled once the phase's fp32 row is known.
         speedup_vs_fp32: None,
+        fp32_beside,
+        speedup_vs_fp32_interval: None,
         matmul_speedup_vs_fp32: None,
         amdahl_speedup_vs_fp32: None,
         accuracy: BlockAccuracy {
@@ -141,6 +137,66 @@ pub(super) fn measure(
         },
     };
     Ok((measured, checked))
+}
+
+/// The row's block call end to end, timed in turn (a sample each at a time,
+/// on the same inputs, so whatever drifts falls on all) with the same call on
+/// the suite's kernels (`--kernels both`) and with the fp32 block's (where
+/// the row is held beside it): the row's, the lab's and fp32's timings. The
+/// clock covers one block call and the device's synchronization after it.
+fn timed(
+    block: &Block,
+    (x, aux, phase): (&Tensor, &super::weights::Aux, Phase),
+    choice: KernelChoice,
+    (plan, telemetry, label): (Plan, &Telemetry, &str),
+    beside: Option<&Fp32Beside<'_>>,
+    cache: &RefCell<Option<KvCache>>,
+) -> Result<(Timed, Option<Timed>, Option<Timed>)> {
+    let kernels = Kernels::of(choice);
+    // The fp32 block on its own inputs, mask and cache (in f32).
+    let fp32 = match beside {
+        Some(f) => {
+            let fx = f.block.input(phase);
+            let faux = f.block.aux(phase, fx.dim(1)?, DType::F32)?;
+            let fcache = match phase {
+                Phase::Prefill => None,
+                Phase::Decode => Some(f.block.decode_cache()?),
+            };
+            Some((f, fx.clone(), faux, RefCell::new(fcache)))
+        }
+        None => None,
+    };
+    let mut works: Vec<Box<dyn FnMut() -> Result<()> + '_>> = vec![Box::new(|| {
+        block.forward(x, phase, aux, cache.borrow_mut().as_mut(), kernels)?;
+        Ok(())
+    })];
+    if choice == KernelChoice::Both {
+        works.push(Box::new(|| {
+            block.forward(x, phase, aux, cache.borrow_mut().as_mut(), Kernels::Lab)?;
+            Ok(())
+        }));
+    }
+    if let Some((f, fx, faux, fcache)) = &fp32 {
+        works.push(Box::new(move || {
+            // fp32's own GEMM mode for its call, the row's back after it.
+            f.mode.switch(Precision::F32);
+            let r = f
+                .block
+                .forward(fx, phase, faux, fcache.borrow_mut().as_mut(), kernels);
+            f.mode.switch(f.precision);
+            r.map(|_| ())
+        }));
+    }
+    let mut refs: Vec<crate::clock::Work<'_>> = works.iter_mut().map(|w| &mut **w as _).collect();
+    let mut t = if refs.len() == 1 {
+        vec![telemetry.time(block.device(), plan, label, &mut refs[0])?]
+    } else {
+        telemetry.time_interleaved(block.device(), plan, label, &mut refs)?
+    }
+    .into_iter();
+    let row = t.next().context("the row's samples")?;
+    let lab = (choice == KernelChoice::Both).then(|| t.next()).flatten();
+    Ok((row, lab, t.next()))
 }
 
 /// The samples a row's rate divides by: CUDA events' on a GPU, else the wall's.

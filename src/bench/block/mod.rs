@@ -192,7 +192,8 @@ pub fn needs(cfg: &Config) -> Vec<Need> {
     vec![Need {
         what,
         host_bytes: host,
-        device_bytes: (d.params() + inputs) * 4 + activations,
+        // A row's block, and the fp32 block held beside the other rows.
+        device_bytes: (d.params() + inputs) * 4 * 2 + cache + activations,
     }]
 }
 
@@ -233,20 +234,43 @@ pub fn run(
     let mut fused = Vec::new();
     let mut outputs = Outputs::new();
     let ladder = Ladder::new(device, telemetry, cfg.ladder_max)?;
+    // The fp32 block, held for the run: every other precision's calls are
+    // timed in turn with its calls, so the ratio to fp32 is side by side.
+    let fp32_block = match cfg.precisions.contains(&Precision::F32) && cfg.precisions.len() > 1 {
+        true => Block::new(weights, s, DType::F32, device)
+            .map_err(|e| crate::note!("block: no fp32 block to time beside the rows ({e:#})"))
+            .ok(),
+        false => None,
+    };
     for &p in &cfg.precisions {
         let _mode = GemmMode::set(p);
-        let block = match Block::new(weights, s, p.dtype(), device) {
-            Ok(b) => b,
-            Err(e) => {
-                for ph in &mut phases {
-                    ph.rows.push(failed(p, &e));
+        let own;
+        let block = match (&fp32_block, p) {
+            (Some(b), Precision::F32) => b,
+            _ => match Block::new(weights, s, p.dtype(), device) {
+                Ok(b) => {
+                    own = b;
+                    &own
                 }
-                continue;
-            }
+                Err(e) => {
+                    for ph in &mut phases {
+                        ph.rows.push(failed(p, &e));
+                    }
+                    continue;
+                }
+            },
+        };
+        let beside = match (&fp32_block, p) {
+            (Some(b), p) if p != Precision::F32 => Some(measure::Fp32Beside {
+                block: b,
+                mode: &_mode,
+                precision: p,
+            }),
+            _ => None,
         };
         for ph in &mut phases {
             let r = measure::measure(
-                &block,
+                block,
                 ph,
                 p,
                 cfg.kernels,
@@ -254,6 +278,7 @@ pub fn run(
                 telemetry,
                 &ladder,
                 &reference,
+                beside.as_ref(),
             );
             ph.rows.push(match r {
                 Ok((m, y)) => {
@@ -271,7 +296,7 @@ pub fn run(
             });
         }
         if cfg.phases.contains(&Phase::Prefill) {
-            match parts::fused_rows(&block, p, cfg.plan, telemetry) {
+            match parts::fused_rows(block, p, cfg.plan, telemetry) {
                 Ok(rows) => fused.extend(rows),
                 Err(e) => crate::note!("{p}: fused against composed failed ({e:#})"),
             }
@@ -378,7 +403,13 @@ pub fn fill_vs_fp32(ph: &mut BlockPhase) {
     };
     for m in ph.rows.iter_mut().filter_map(|r| r.measured.as_mut()) {
         let s = matmul_ms(&fp32) / matmul_ms(m);
-        m.speedup_vs_fp32 = Some(fp32.end_to_end.rate_ms().0 / m.end_to_end.rate_ms().0);
+        // End to end: against the fp32 calls timed in turn with the row's
+        // where it has them, else fp32's own row.
+        let base = m.fp32_beside.as_ref().unwrap_or(&fp32.end_to_end);
+        m.speedup_vs_fp32 = Some(base.rate_ms().0 / m.end_to_end.rate_ms().0);
+        m.speedup_vs_fp32_interval = m.fp32_beside.as_ref().and_then(|b| {
+            crate::schema::RatioInterval::of(m.end_to_end.samples_ms(), b.samples_ms())
+        });
         m.matmul_speedup_vs_fp32 = Some(s);
         m.amdahl_speedup_vs_fp32 = Some(amdahl(fp32.matmul_share, s));
     }

@@ -44,7 +44,8 @@ pub fn show(file: &ResultFile, r: &BlockResults) -> Shown {
     for p in &r.phases {
         let title = format!(
             "block {}: batch {} x {} tokens, hidden {}, {} heads ({} key/value), MLP {} on {} \
-             ({}), {}{clock}",
+             ({}), {}{clock}; x fp32 end to end: timed in turn with the fp32 block's calls, with \
+             its 95% interval",
             p.phase.name(),
             s.batch,
             if p.phase == Phase::Decode { 1 } else { s.seq },
@@ -191,7 +192,16 @@ fn rows_table(title: String, p: &BlockPhase) -> Table {
             format!("{:.1}", m.gflop_per_s),
             format!("{:.1}", m.gb_per_s),
             opt(m.pct_of_copy_ceiling, |v| format!("{v:.0}%")),
-            times(m.speedup_vs_fp32),
+            // End to end against the fp32 calls timed in turn with the row's.
+            match (
+                m.speedup_vs_fp32,
+                m.speedup_vs_fp32_interval,
+                &m.fp32_beside,
+            ) {
+                (Some(x), Some(i), _) => format!("{x:.2}x [{:.2}, {:.2}]", i.lo, i.hi),
+                (Some(x), None, Some(_)) => format!("{x:.2}x (direction only)"),
+                (x, _, _) => times(x),
+            },
             times(m.matmul_speedup_vs_fp32),
             times(m.amdahl_speedup_vs_fp32),
             format!("{:.0}%", 100.0 * m.matmul_share),
@@ -439,6 +449,8 @@ mod tests {
             parts_sum_ms: 1.5,
             matmul_share: 1.0 / 3.0,
             speedup_vs_fp32: Some(1.0),
+            fp32_beside: None,
+            speedup_vs_fp32_interval: None,
             matmul_speedup_vs_fp32: Some(1.0),
             amdahl_speedup_vs_fp32: Some(1.0),
             accuracy: BlockAccuracy {
