@@ -324,6 +324,14 @@ impl Pass<'_> {
         }
     }
 
+    /// Outputs (row0 + r, j..j + 4) from four weight rows' dots.
+    fn write_across(&self, r: usize, j: usize, v: [f32; 4]) {
+        for (q, v) in v.into_iter().enumerate() {
+            // SAFETY: output (row0 + r, j + q) is this task's: rows j..j + 4 are in its range.
+            unsafe { self.out.write((self.row0 + r) * self.op.n + j + q, v) };
+        }
+    }
+
     fn write<const R: usize>(&self, r0: usize, j: usize, v: [f32; R]) {
         for (r, v) in v.into_iter().enumerate() {
             // SAFETY: output (row0 + r0 + r, j) is this task's: row j is in its range.
@@ -356,11 +364,24 @@ impl Pass<'_> {
     }
 
     /// Each weight row of `rows` against the activations, [`TILE`] rows at a
-    /// time, then one at a time.
+    /// time, then one at a time; with fewer activation rows than a tile (a
+    /// decode step), the 32-value blocks four weight rows at a time.
     #[inline(always)]
     fn walk<I: x86::Int>(&self, rows: Range<usize>) {
         let kind = self.op.kind;
         let bytes = self.op.k / kind.values() * kind.bytes();
+        let mut rows = rows;
+        // The 32-value blocks' activations are Q8 (the k-quants' are Q8_K).
+        if let (true, Acts::Q8(a)) = (self.m < TILE, &self.acts) {
+            while rows.start + 4 <= rows.end {
+                let j = rows.start;
+                let w = std::array::from_fn(|q| self.w[(j + q) * bytes..].as_ptr());
+                for r in 0..self.m {
+                    self.write_across(r, j, self.quad::<I>(w, a, r));
+                }
+                rows.start += 4;
+            }
+        }
         for j in rows {
             let w = self.w[j * bytes..(j + 1) * bytes].as_ptr();
             let mut r = 0;
@@ -371,6 +392,20 @@ impl Pass<'_> {
             while r < self.m {
                 self.write(r, j, self.tile::<I, 1>(w, r));
                 r += 1;
+            }
+        }
+    }
+
+    /// Four weight rows (at `w`) against activation row `r`.
+    #[inline(always)]
+    fn quad<I: x86::Int>(&self, w: [*const u8; 4], a: &act::Q8, r: usize) -> [f32; 4] {
+        // SAFETY: each of `w` is a whole row of blocks (rows j..j + 4 exist:
+        // `walk`); row r of the activations exists (r < m).
+        unsafe {
+            match self.op.kind {
+                Kind::Q8_0 => x86::rows4_32::<I, x86::Q8_0>(w, a, r),
+                Kind::Q4_0 => x86::rows4_32::<I, x86::Q4_0>(w, a, r),
+                _ => x86::rows4_32::<I, x86::Q4_1>(w, a, r),
             }
         }
     }
