@@ -198,11 +198,9 @@ class Block(runner.Experiment):
     SCHEMA_VERSION = BLOCK_SCHEMA_VERSION
     DRY_RUN_READS = " and the weights file's header"
 
-    def add_flags(self, p):
-        add_flags(p)
-
-    def check_args(self, p, args):
-        check_args(p, args)
+    # The twin's own flags and checks, module functions (tested on their own).
+    add_flags = staticmethod(add_flags)
+    check_args = staticmethod(check_args)
 
     def inputs(self, args):
         return [("the weights file", args.weights)]

@@ -127,11 +127,9 @@ class Generate(runner.Experiment):
     SCHEMA_VERSION = SCHEMA_VERSION
     DRY_RUN_READS = " and the model file"
 
-    def add_flags(self, p):
-        add_flags(p)
-
-    def check_args(self, p, args):
-        check_args(p, args)
+    # The twin's own flags and checks, module functions (tested on their own).
+    add_flags = staticmethod(add_flags)
+    check_args = staticmethod(check_args)
 
     def inputs(self, args):
         return [("the model", experiment.model_path(args))]
