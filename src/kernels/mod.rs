@@ -8,6 +8,7 @@
 //!   `candle_nn::ops::rms_norm` computes),
 //! - [`softmax_last_dim`] (online max and sum),
 //! - [`swiglu`] (`silu(gate) * up` in one pass),
+//! - [`rope`] (the rotary embedding, with no thread hand-off at a decode step),
 //! - [`copy`] and [`add`] (element-wise, at the copy ceiling on the CPU),
 //! - [`linear`] (`x W^T` on float weights, a decode row or a prompt chunk:
 //!   matrix-vector products on every thread),
@@ -42,6 +43,7 @@ mod launch;
 mod matvec;
 mod quant;
 mod rms_norm;
+mod rope;
 mod rows;
 mod softmax;
 mod swiglu;
@@ -54,6 +56,7 @@ pub use matvec::tiles::Tier as FloatTier;
 pub use matvec::{linear, linear_on, linear_with};
 pub use quant::{QLinear, QuantTier};
 pub use rms_norm::{rms_norm, rms_norm_mul};
+pub use rope::rope;
 pub use rows::Threads;
 pub use softmax::softmax_last_dim;
 pub use swiglu::swiglu;

@@ -128,7 +128,7 @@ pub struct GenerateRow {
     pub precision: String,
     pub path: ModelPath,
     /// candle (candle-nn's RMSNorm and softmax, Candle's SwiGLU and adds) or
-    /// lab (the suite's own, `candle_lab::kernels`; rope stays candle-nn's).
+    /// lab (the suite's own, `candle_lab::kernels`; its rotary embedding too, on the CPU).
     /// A quantized row is candle-transformers' model: candle's always.
     #[serde(default)]
     pub kernels: KernelChoice,

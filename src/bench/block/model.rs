@@ -426,7 +426,8 @@ impl Rope {
     /// first and second halves of each head are the pairs.
     pub fn apply(&self, x: &Tensor, k: Kernels) -> Result<Tensor> {
         Ok(match k {
-            Kernels::Fused | Kernels::Lab => candle_nn::rotary_emb::rope(x, &self.cos, &self.sin)?,
+            Kernels::Fused => candle_nn::rotary_emb::rope(x, &self.cos, &self.sin)?,
+            Kernels::Lab => crate::kernels::rope(x, &self.cos, &self.sin)?,
             Kernels::Composed => candle_nn::rotary_emb::rope_slow(x, &self.cos, &self.sin)?,
         })
     }
