@@ -318,9 +318,15 @@ fn every_module_and_package_is_in_the_architecture_layout() {
         .collect();
     let mut unlisted = Vec::new();
     let modules = lib_modules();
-    assert!(modules.len() > 15, "modules read from src/lib.rs: {modules:?}");
+    assert!(
+        modules.len() > 15,
+        "modules read from src/lib.rs: {modules:?}"
+    );
     for m in &modules {
-        let (file, dir) = (root().join(format!("src/{m}.rs")), root().join("src").join(m));
+        let (file, dir) = (
+            root().join(format!("src/{m}.rs")),
+            root().join("src").join(m),
+        );
         if !listed.contains(&file) && !listed.contains(&dir) {
             unlisted.push(format!("src/{m} (mod {m} in src/lib.rs)"));
         }
@@ -371,7 +377,10 @@ fn written_files() -> std::collections::BTreeMap<String, BTreeSet<String>> {
     }
     out.insert("report".into(), report);
     let summary = read(&root().join("tools/summary.rs"));
-    assert!(summary.contains("join(\"summary.md\")"), "summary writes summary.md");
+    assert!(
+        summary.contains("join(\"summary.md\")"),
+        "summary writes summary.md"
+    );
     out.insert("summary".into(), BTreeSet::from(["summary.md".to_string()]));
     out
 }
@@ -421,7 +430,9 @@ fn every_results_file_the_docs_name_is_one_the_programs_write() {
             None => wrong.push(format!("{writer}: no such program")),
             Some(files) if candle_lab::schema::Kind::from_name(writer).is_some() => {
                 if named != files {
-                    wrong.push(format!("{writer}: the docs say {named:?}, it writes {files:?}"));
+                    wrong.push(format!(
+                        "{writer}: the docs say {named:?}, it writes {files:?}"
+                    ));
                 }
             }
             Some(files) => wrong.extend(
