@@ -356,7 +356,7 @@ fn every_module_and_package_is_in_the_architecture_layout() {
 /// it; what `report` builds from the committed results (its charts and the
 /// README); and `summary`'s file, which tools/summary.rs names.
 fn written_files() -> std::collections::BTreeMap<String, BTreeSet<String>> {
-    use candle_lab::export::{Format, FORMATS};
+    use candle_lab::export::FORMATS;
     use candle_lab::schema::Kind;
     let mut out = std::collections::BTreeMap::new();
     for kind in Kind::all() {
