@@ -147,8 +147,8 @@ vs-pytorch *args: _build
 summary *args: _build
     {{bin}}/summary --results-dir results {{args}}
 
-# Every experiment but the sweep: regenerates results/<machine>/ and results/README.md, then ends
-# with the summary (the reference lab's table beside this machine's values). One build, then each
+# Every experiment but the sweep (and, in a CPU-only build, cpu_vs_gpu): regenerates results/<machine>/
+# and results/README.md, then ends with the summary (the reference lab's table beside this machine's values). One build, then each
 # program at `--preset results` with a progress line; CPU rows sampled adaptively
 # (docs/measuring.md). The first timed program waits up to 60 s for a quiet machine, then every
 # program measures anyway, marking the rows that ran contended.

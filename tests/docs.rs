@@ -194,3 +194,270 @@ fn paths_are_found_whole_and_patterns_skipped() {
         ]
     );
 }
+
+// ------------------------------------------------ docs/architecture.md's layout
+
+/// The lines of docs/architecture.md's layout: the text block under `## Layout`.
+fn layout_block() -> Vec<String> {
+    let text = read(&root().join("docs/architecture.md"));
+    let after = text
+        .split_once("## Layout")
+        .expect("docs/architecture.md has a ## Layout section")
+        .1;
+    let block = after
+        .split_once("```text\n")
+        .and_then(|(_, rest)| rest.split_once("\n```"))
+        .expect("the layout is a ```text block")
+        .0;
+    block.lines().map(String::from).collect()
+}
+
+/// The file extensions a layout word must end in to be read as a file name.
+const EXTENSIONS: [&str; 8] = ["rs", "py", "sh", "md", "json", "toml", "cu", "svg"];
+
+/// The paths the layout names, each with where it resolves in the tree (or
+/// `None`). A line starting at column 0 opens an entry (`src/read/`; a file
+/// entry, `src/cli.rs`, opens its folder); a word ending in `/` or in a file
+/// extension is a path, read from the entry's folder, else from the root,
+/// else as a name anywhere under the entry's folder (`side.rs` in
+/// `summary/ (side.rs ...)`). A word with a placeholder (`<machine>`, `*`,
+/// `NAME`) is a pattern, not a path.
+fn layout_paths(lines: &[String]) -> Vec<(String, Option<PathBuf>)> {
+    let mut folder = root();
+    let mut out = Vec::new();
+    for line in lines {
+        let words: Vec<&str> = line
+            .split(|c: char| c.is_whitespace() || "(),;:`'\"".contains(c))
+            .filter(|w| !w.is_empty())
+            .collect();
+        if !line.starts_with(' ') {
+            if let Some(first) = words.first() {
+                let entry = root().join(first);
+                folder = if first.ends_with('/') {
+                    entry
+                } else {
+                    entry.parent().unwrap().to_path_buf()
+                };
+            }
+        }
+        for word in words {
+            let word = word.trim_end_matches('.');
+            let is_path = word.ends_with('/')
+                || word
+                    .rsplit_once('.')
+                    .is_some_and(|(stem, ext)| !stem.is_empty() && EXTENSIONS.contains(&ext));
+            let pattern = word.contains(['<', '*']) || word.contains("NAME");
+            if !is_path || pattern || word.starts_with('.') || word.contains("://") {
+                continue;
+            }
+            let rel = word.trim_end_matches('/');
+            let found = [folder.join(rel), root().join(rel)]
+                .into_iter()
+                .find(|p| p.exists())
+                .or_else(|| find_under(&folder, rel));
+            out.push((word.to_string(), found));
+        }
+    }
+    out
+}
+
+/// The first path under `dir` (depth first, sorted) whose tail is `rel`.
+fn find_under(dir: &Path, rel: &str) -> Option<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.join(rel).exists() && path.is_dir() {
+            return Some(path.join(rel));
+        }
+        if path.is_dir() && !path.ends_with("__pycache__") {
+            if let Some(found) = find_under(&path, rel) {
+                return Some(found);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn every_path_in_the_architecture_layout_exists() {
+    let paths = layout_paths(&layout_block());
+    assert!(paths.len() > 40, "paths read from the layout: {paths:?}");
+    let missing: Vec<&String> = paths
+        .iter()
+        .filter(|(_, found)| found.is_none())
+        .map(|(word, _)| word)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md's layout names paths that do not exist: {missing:?}"
+    );
+}
+
+/// The modules src/lib.rs declares (`pub mod NAME;`, `mod NAME;`).
+fn lib_modules() -> BTreeSet<String> {
+    read(&root().join("src/lib.rs"))
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim().strip_prefix("pub ").unwrap_or(l.trim());
+            l.strip_prefix("mod ")?.strip_suffix(';').map(String::from)
+        })
+        .collect()
+}
+
+/// Every module src/lib.rs declares (as `src/NAME.rs` or `src/NAME/`), every folder
+/// under src/, and every package under pytorch/ is in the layout: a new
+/// module cannot go unlisted.
+#[test]
+fn every_module_and_package_is_in_the_architecture_layout() {
+    let listed: BTreeSet<PathBuf> = layout_paths(&layout_block())
+        .into_iter()
+        .filter_map(|(_, found)| found)
+        .collect();
+    let mut unlisted = Vec::new();
+    let modules = lib_modules();
+    assert!(
+        modules.len() > 15,
+        "modules read from src/lib.rs: {modules:?}"
+    );
+    for m in &modules {
+        let (file, dir) = (
+            root().join(format!("src/{m}.rs")),
+            root().join("src").join(m),
+        );
+        if !listed.contains(&file) && !listed.contains(&dir) {
+            unlisted.push(format!("src/{m} (mod {m} in src/lib.rs)"));
+        }
+    }
+    for parent in ["src", "pytorch"] {
+        for entry in std::fs::read_dir(root().join(parent)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if path.is_dir() && !name.starts_with(['.', '_']) && !listed.contains(&path) {
+                unlisted.push(format!("{parent}/{name}/"));
+            }
+        }
+    }
+    assert!(
+        unlisted.is_empty(),
+        "not in docs/architecture.md's layout: {unlisted:?}"
+    );
+}
+
+// ------------------------------------------- the files docs/results.md names
+
+/// The files the programs and tools write into a machine folder (and
+/// `results/README.md`), by file name, per writer. The truth the docs describe
+/// is the code, not the committed folder (which holds no sweep and no
+/// cpu_vs_gpu: `just results` leaves them out on this CPU-only machine):
+/// each experiment's JSON and every `export::FORMATS` entry that applies to
+/// it; what `report` builds from the committed results (its charts and the
+/// README); and `summary`'s file, which tools/summary.rs names.
+fn written_files() -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    use candle_lab::export::FORMATS;
+    use candle_lab::schema::Kind;
+    let mut out = std::collections::BTreeMap::new();
+    for kind in Kind::all() {
+        let n = kind.name();
+        let mut files = BTreeSet::from([format!("{n}.json")]);
+        for format in FORMATS.iter().filter(|f| f.applies_to(kind)) {
+            files.insert(format!("{n}.{}", format.extension()));
+        }
+        out.insert(n.to_string(), files);
+    }
+    let results = root().join("results");
+    let listing = candle_lab::read::report::load(&results).unwrap();
+    let built = candle_lab::read::report::build(&listing.sources).unwrap();
+    assert!(built.readme.starts_with("# Results"));
+    let mut report = BTreeSet::from(["README.md".to_string()]);
+    for (path, _) in &built.files {
+        report.insert(path.rsplit('/').next().unwrap().to_string());
+    }
+    out.insert("report".into(), report);
+    let summary = read(&root().join("tools/summary.rs"));
+    assert!(
+        summary.contains("join(\"summary.md\")"),
+        "summary writes summary.md"
+    );
+    out.insert("summary".into(), BTreeSet::from(["summary.md".to_string()]));
+    out
+}
+
+/// The file names (`name.json`, `results/README.md` as `README.md`) in `text`'s
+/// backticked words.
+fn file_names(text: &str) -> BTreeSet<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| {
+            w.rsplit_once('.')
+                .is_some_and(|(s, x)| !s.is_empty() && ["json", "csv", "svg", "md"].contains(&x))
+        })
+        .map(|w| w.rsplit('/').next().unwrap().to_string())
+        .collect()
+}
+
+/// docs/results.md's table of files is what the code writes: each
+/// experiment's row names exactly the files its program writes, every
+/// experiment has its row, `report`'s and `summary`'s rows name only files
+/// they write, and every `results/<machine>/FILE` the page names elsewhere is
+/// one of them.
+#[test]
+fn every_results_file_the_docs_name_is_one_the_programs_write() {
+    let text = read(&root().join("docs/results.md"));
+    let written = written_files();
+    let mut rows = std::collections::BTreeMap::new();
+    let mut in_table = false;
+    for line in text.lines() {
+        if line.starts_with("| program | files in") {
+            in_table = true;
+            continue;
+        }
+        if !in_table || line.starts_with("| ---") {
+            continue;
+        }
+        let Some(row) = line.strip_prefix("| ") else {
+            break;
+        };
+        let (writer, files) = row.split_once(" | ").expect("| program | files |");
+        rows.insert(writer.trim().to_string(), file_names(files));
+    }
+    let mut wrong = Vec::new();
+    for (writer, named) in &rows {
+        match written.get(writer) {
+            None => wrong.push(format!("{writer}: no such program")),
+            Some(files) if candle_lab::schema::Kind::from_name(writer).is_some() => {
+                if named != files {
+                    wrong.push(format!(
+                        "{writer}: the docs say {named:?}, it writes {files:?}"
+                    ));
+                }
+            }
+            Some(files) => wrong.extend(
+                named
+                    .difference(files)
+                    .map(|f| format!("{writer}: the docs name {f}, it writes {files:?}")),
+            ),
+        }
+    }
+    for writer in written.keys() {
+        if !rows.contains_key(writer) {
+            wrong.push(format!("{writer}: no row in the table"));
+        }
+    }
+    let all: BTreeSet<&String> = written.values().flatten().collect();
+    for (i, _) in text.match_indices("<machine>/") {
+        let name: String = text[i + "<machine>/".len()..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || "_.-".contains(*c))
+            .collect();
+        let name = name.trim_end_matches('.').to_string();
+        if name.contains('.') && !all.contains(&name) {
+            wrong.push(format!("results/<machine>/{name}: no program writes it"));
+        }
+    }
+    assert!(rows.len() > 10, "rows read from docs/results.md: {rows:?}");
+    assert!(wrong.is_empty(), "docs/results.md: {wrong:#?}");
+}
