@@ -70,13 +70,20 @@ pub fn show(file: &ResultFile, r: &MatmulResults) -> Shown {
             std::slice::from_ref(cpu),
         ));
     }
-    let notes = r
+    let mut notes: Vec<String> = r
         .gpu_speedup_fp32
         .iter()
         .map(|&s| speedup_note(s))
         .collect();
+    notes.push(APART.into());
     Shown { tables, notes }
 }
+
+/// What the "x fp32" columns are: each row is sampled on its own, one after
+/// the other (unlike `block`'s and `generate`'s, timed in turn with fp32's).
+const APART: &str = "x fp32: each precision's row sampled on its own, one after the other, not in \
+                     turn with fp32's, so drift between rows is inside the ratio: a direction \
+                     without an interval";
 
 /// The line that states a GPU's speedup over the CPU at fp32.
 pub(super) fn speedup_note(s: f64) -> String {
