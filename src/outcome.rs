@@ -51,52 +51,13 @@ impl Completion {
 
 impl Completion {
     /// What the rows of `body` ended as: every experiment's rule is this one
-    /// (a row without a measurement failed, and its error is in the row).
+    /// (a row without a measurement failed, and its error is in the row),
+    /// over the rows and names the body gives ([`Body::timed_rows`]).
     /// Bodies whose rows cannot fail one by one (a section is measured or the
     /// run ends with an error) are complete.
     pub fn of_body(body: &Body) -> Self {
-        match body {
-            Body::Matmul(r) => Self::of_rows(r.precisions.iter().chain(&r.cpu_fp32)),
-            Body::CpuVsGpu(r) => Self::of_rows(std::iter::once(&r.cpu).chain(&r.gpu)),
-            Body::Sweep(r) => Self::of_names(r.points.iter().map(|p| {
-                (
-                    format!("{} at {}", p.row.precision, p.size),
-                    failed(p.row.status, p.row.measured.is_some()),
-                )
-            })),
-            Body::Block(r) => Self::of_names(
-                r.phases
-                    .iter()
-                    .flat_map(|p| p.rows.iter().map(move |row| (p, row)))
-                    .map(|(p, row)| {
-                        (
-                            format!("{} {}", p.phase.name(), row.precision),
-                            failed(row.status, row.measured.is_some()),
-                        )
-                    }),
-            ),
-            Body::Generate(r) => Self::of_names(r.rows.iter().map(|row| {
-                (
-                    row.precision.clone(),
-                    failed(row.status, row.measured.is_some()),
-                )
-            })),
-            Body::Kernels(r) => Self::of_names(r.rows.iter().flat_map(|row| {
-                row.variants.iter().map(move |v| {
-                    let name = format!(
-                        "{} {} {} {}",
-                        row.op.name(),
-                        row.case,
-                        row.precision,
-                        v.implementation.name()
-                    );
-                    (name, failed(v.status, v.measured.is_some()))
-                })
-            })),
-            Body::Basics(_) | Body::Precision(_) | Body::Memory(_) | Body::Overhead(_) => {
-                Self::Complete
-            }
-        }
+        let rows = body.timed_rows().into_iter();
+        Self::of_names(rows.filter_map(|r| Some((r.name, failed(r.status?, r.measured)))))
     }
 
     /// From (name, failed) pairs.

@@ -1,8 +1,8 @@
 //! What `compare` and `report` read from a result file: its timed rows as
 //! [`Entry`] values, whatever file they came from. [`entries`] takes them from a
-//! typed result file (schema 2.x `matmul`, `cpu_vs_gpu` and `sweep` rows that
-//! ran), [`reference_lab_entries`] from the reference lab's JSON (medians only),
-//! so that the statistics never see a file layout.
+//! typed result file (the rows that ran, paired as each body says:
+//! [`Body::timed_rows`]), [`reference_lab_entries`] from the reference lab's
+//! JSON (medians only), so that the statistics never see a file layout.
 
 use std::path::Path;
 
@@ -54,10 +54,10 @@ impl Entry {
     }
 }
 
-/// The entries of one result file: the `matmul`, `cpu_vs_gpu` or `sweep` rows that ran
-/// ("status": "ok") of a candle-lab file, or the reference lab's medians, read
-/// and checked by the shared loader ([`load`](super::load)). Other experiments
-/// hold no timed rows and give none.
+/// The entries of one result file: the rows that ran ("status": "ok") of a
+/// candle-lab file, or the reference lab's medians, read and checked by the
+/// shared loader ([`load`](super::load)). Experiments whose rows pair with
+/// nothing (basics, precision, memory, overhead) give none.
 pub fn load(path: &Path) -> Result<Vec<Entry>> {
     match super::load::load(path)? {
         Loaded::Result(file) => Ok(entries(&file)),
@@ -81,149 +81,37 @@ pub fn entries(file: &ResultFile) -> Vec<Entry> {
         Some(tag) => format!("{} ({tag})", env.cpu_model),
         None => env.cpu_model.clone(),
     };
-    let contended = |a: Option<&schema::Availability>| a.is_some_and(|a| a.contended);
-    let entry = |size: usize, row: &schema::Row, kind: DeviceKind| {
-        let m = row.measured.as_ref()?;
-        let device_name = match kind {
-            DeviceKind::Cpu => cpu_name.clone(),
-            DeviceKind::Cuda => file.device.name.clone(),
-        };
-        Some(Entry {
-            experiment: file.experiment.clone(),
-            size: size as u64,
-            precision: row.precision.name().to_string(),
-            device_kind: kind.as_str().to_string(),
-            device_name,
-            framework: framework.clone(),
-            median_ms: m.median_ms,
-            samples_ms: Some(m.samples_wall_ms.clone()).filter(|s| !s.is_empty()),
-            contended: contended(m.availability.as_ref()),
-        })
+    // Each pairing is the body's own (its name, size and clock); here it is
+    // labelled with the file's machine and framework.
+    let pairs = Body::timed_rows(&file.body)
+        .into_iter()
+        .flat_map(|r| r.pairs);
+    pairs
+        .map(|p| entry(file, p, &cpu_name, &framework))
+        .collect()
+}
+
+/// The entry of one pairing of `file`'s rows.
+fn entry(file: &ResultFile, p: schema::Pairing, cpu_name: &str, framework: &str) -> Entry {
+    let kind = p.device.unwrap_or(file.device.kind);
+    let device_name = match kind {
+        DeviceKind::Cpu => cpu_name.to_string(),
+        DeviceKind::Cuda => file.device.name.clone(),
     };
-    match &file.body {
-        Body::Matmul(m) => m
-            .precisions
-            .iter()
-            .filter_map(|row| entry(m.size, row, m.device))
-            .chain(
-                m.cpu_fp32
-                    .iter()
-                    .filter_map(|row| entry(m.size, row, DeviceKind::Cpu)),
-            )
-            .collect(),
-        Body::CpuVsGpu(c) => entry(c.size, &c.cpu, DeviceKind::Cpu)
-            .into_iter()
-            .chain(
-                c.gpu
-                    .iter()
-                    .filter_map(|row| entry(c.size, row, DeviceKind::Cuda)),
-            )
-            .collect(),
-        Body::Sweep(s) => s
-            .points
-            .iter()
-            .filter_map(|p| entry(p.size, &p.row, s.device))
-            .collect(),
-        // Each phase its own experiment, so prefill pairs with prefill.
-        Body::Block(b) => b
-            .phases
-            .iter()
-            .flat_map(|p| p.rows.iter().map(move |row| (p, row)))
-            .filter_map(|(p, row)| {
-                let m = row.measured.as_ref()?;
-                Some(Entry {
-                    experiment: format!("block {}", p.phase.name()),
-                    size: b.shape.seq as u64,
-                    precision: row.precision.name().to_string(),
-                    device_kind: file.device.kind.as_str().to_string(),
-                    device_name: match file.device.kind {
-                        DeviceKind::Cpu => cpu_name.clone(),
-                        DeviceKind::Cuda => file.device.name.clone(),
-                    },
-                    framework: framework.clone(),
-                    median_ms: m.end_to_end.median_ms,
-                    samples_ms: Some(m.end_to_end.samples_wall_ms.clone())
-                        .filter(|s| !s.is_empty()),
-                    contended: contended(m.end_to_end.availability.as_ref()),
-                })
-            })
-            .collect(),
-        // pp and tg each their own experiment, named with the model (its file,
-        // or the random weights' shape) and sized by their tokens, so a PyTorch
-        // twin's fp32 tg on the same file pairs with Candle's, and two models
-        // never pair.
-        Body::Generate(g) => {
-            let model = g.model.file.as_deref().or(g.model.shape.as_deref());
-            let model = model.unwrap_or(&g.model.name);
-            g.rows
-                .iter()
-                .filter_map(|row| Some((row, row.measured.as_ref()?)))
-                .flat_map(|(row, m)| {
-                    [("pp", g.pp_tokens, &m.pp), ("tg", g.tg_tokens, &m.tg)].map(|(what, n, t)| {
-                        Entry {
-                            experiment: format!("generate {what} {model}"),
-                            size: n as u64,
-                            precision: row.precision.clone(),
-                            device_kind: file.device.kind.as_str().to_string(),
-                            device_name: match file.device.kind {
-                                DeviceKind::Cpu => cpu_name.clone(),
-                                DeviceKind::Cuda => file.device.name.clone(),
-                            },
-                            framework: framework.clone(),
-                            median_ms: t.median_ms,
-                            samples_ms: Some(t.samples_wall_ms.clone()).filter(|s| !s.is_empty()),
-                            contended: contended(t.availability.as_ref()),
-                        }
-                    })
-                })
-                .collect()
-        }
-        // Each op and case its own experiment: a file's own implementation (the
-        // suite's kernel, or PyTorch's op in the twin's file) and its copy
-        // ceiling, so that Candle's and PyTorch's files pair row by row.
-        Body::Kernels(k) => {
-            let device_name = match file.device.kind {
-                DeviceKind::Cpu => cpu_name.clone(),
-                DeviceKind::Cuda => file.device.name.clone(),
-            };
-            let mut out = Vec::new();
-            for row in &k.rows {
-                // Times per call: from 2.4 a sample is `calls_per_sample`
-                // calls, so files of different K pair call with call (the
-                // samples over K, as they are, the clock's cost in them).
-                let own = row.variants.iter().find_map(|v| match v.implementation {
-                    schema::Implementation::Lab | schema::Implementation::Pytorch => v
-                        .measured
-                        .as_ref()
-                        .map(|m| ("", &m.timed, m.calls_per_sample.max(1))),
-                    _ => None,
-                });
-                // The ceiling is paired only before 2.4: from then on it is the
-                // ladder's point (the twin copies Candle's), not a variant.
-                let ceiling =
-                    row.ceiling
-                        .bound
-                        .is_none()
-                        .then_some(("ceiling ", &row.ceiling.timed, 1));
-                for (what, t, k) in own.into_iter().chain(ceiling) {
-                    let per_call: Vec<f64> =
-                        t.samples_wall_ms.iter().map(|x| x / k as f64).collect();
-                    out.push(Entry {
-                        experiment: format!("kernels {what}{} {}", row.op.name(), row.case),
-                        size: row.elements,
-                        precision: row.precision.name().to_string(),
-                        device_kind: file.device.kind.as_str().to_string(),
-                        device_name: device_name.clone(),
-                        framework: framework.clone(),
-                        median_ms: t.median_ms / k as f64,
-                        samples_ms: Some(per_call).filter(|s| !s.is_empty()),
-                        contended: contended(t.availability.as_ref()),
-                    });
-                }
-            }
-            out
-        }
-        Body::Basics(_) | Body::Precision(_) | Body::Memory(_) | Body::Overhead(_) => Vec::new(),
+    // Per call: a sample of `calls_per_sample` calls over it (kernels' K-call
+    // samples, as they are, the clock's cost in them; 1 elsewhere).
+    let calls = p.calls_per_sample as f64;
+    let samples: Vec<f64> = p.clock.samples_wall_ms.iter().map(|x| x / calls).collect();
+    Entry {
+        experiment: p.experiment,
+        size: p.size,
+        precision: p.precision,
+        device_kind: kind.as_str().to_string(),
+        device_name,
+        framework: framework.to_string(),
+        median_ms: p.clock.median_ms / calls,
+        samples_ms: Some(samples).filter(|s| !s.is_empty()),
+        contended: p.clock.availability.is_some_and(|a| a.contended),
     }
 }
 

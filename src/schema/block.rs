@@ -9,6 +9,7 @@ use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::rows::{Clock, Pairing, TimedRow, Timing};
 use super::{Bound, Ladder, RatioInterval, RowStatus, TimeSource, Timed};
 use crate::precision::Precision;
 
@@ -366,6 +367,32 @@ impl BlockResults {
                 .find_map(|r| r.measured.as_ref())
                 .map_or(TimeSource::MedianMs, |m| m.end_to_end.rate_ms().1)
         })
+    }
+
+    /// Every phase's rows, named "prefill fp32" and timed end to end; each
+    /// phase pairs as its own experiment ("block prefill"), so that prefill
+    /// pairs with prefill.
+    pub(super) fn timed_rows(&self) -> Vec<TimedRow<'_>> {
+        let rows = self
+            .phases
+            .iter()
+            .flat_map(|p| p.rows.iter().map(move |r| (p, r)));
+        rows.map(|(p, row)| {
+            let name = format!("{} {}", p.phase.name(), row.precision);
+            let clock = row.measured.as_ref().map(|m| Clock::of(&m.end_to_end));
+            let pairs = clock.map(|clock| Pairing {
+                experiment: format!("block {}", p.phase.name()),
+                size: self.shape.seq as u64,
+                precision: row.precision.name().to_string(),
+                device: None,
+                clock,
+                calls_per_sample: 1,
+            });
+            let timings = clock.map(|c| Timing::new(name.clone(), c));
+            let (timings, pairs) = (timings.into_iter().collect(), pairs.into_iter().collect());
+            TimedRow::ran(name, row.status, timings, pairs, clock.is_some())
+        })
+        .collect()
     }
 
     pub(super) fn validate(&self) -> Result<()> {

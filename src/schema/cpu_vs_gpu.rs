@@ -5,7 +5,8 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::Row;
+use super::rows::TimedRow;
+use super::{DeviceKind, Row};
 use crate::precision::Precision;
 
 /// The same fp32 matmul on the CPU and the GPU.
@@ -33,5 +34,26 @@ impl CpuVsGpuResults {
         std::iter::once(&self.cpu)
             .chain(&self.gpu)
             .try_for_each(Row::validate)
+    }
+
+    /// The CPU row, then the GPU's: a failure named by the precision alone,
+    /// a clock by its side ("cpu fp32").
+    pub(super) fn timed_rows(&self) -> Vec<TimedRow<'_>> {
+        let sides = [(&self.cpu, "cpu", DeviceKind::Cpu)];
+        let gpu = self.gpu.as_ref().map(|g| (g, "gpu", DeviceKind::Cuda));
+        sides
+            .into_iter()
+            .chain(gpu)
+            .map(|(row, side, device)| {
+                let name = row.precision.to_string();
+                row.timed_row(
+                    name,
+                    format!("{side} fp32"),
+                    "cpu_vs_gpu",
+                    self.size,
+                    device,
+                )
+            })
+            .collect()
     }
 }

@@ -11,6 +11,7 @@ use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::rows::{Clock, Pairing, TimedRow, Timing};
 use super::{Bound, KernelChoice, Ladder, RatioInterval, RowStatus, Timed};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -364,6 +365,43 @@ impl TokenOpClass {
 }
 
 impl GenerateResults {
+    /// Every row, a failure named by its precision, with two clocks: pp and
+    /// tg ("pp fp32"). Each pairs as its own experiment, named with the
+    /// model (its file, or the random weights' shape) and sized by its
+    /// tokens, so that a PyTorch twin's fp32 tg on the same file pairs with
+    /// Candle's, and two models never pair.
+    pub(super) fn timed_rows(&self) -> Vec<TimedRow<'_>> {
+        let model = self.model.file.as_deref().or(self.model.shape.as_deref());
+        let model = model.unwrap_or(&self.model.name);
+        let rows = self.rows.iter().map(|row| {
+            let parts = row
+                .measured
+                .as_ref()
+                .map(|m| [("pp", self.pp_tokens, &m.pp), ("tg", self.tg_tokens, &m.tg)]);
+            let parts = parts.into_iter().flatten();
+            let timings = parts
+                .clone()
+                .map(|(what, _, t)| Timing::new(format!("{what} {}", row.precision), Clock::of(t)));
+            let pairs = parts.map(|(what, tokens, t)| Pairing {
+                experiment: format!("generate {what} {model}"),
+                size: tokens as u64,
+                precision: row.precision.clone(),
+                device: None,
+                clock: Clock::of(t),
+                calls_per_sample: 1,
+            });
+            let (timings, pairs) = (timings.collect(), pairs.collect());
+            TimedRow::ran(
+                row.precision.clone(),
+                row.status,
+                timings,
+                pairs,
+                row.measured.is_some(),
+            )
+        });
+        rows.collect()
+    }
+
     pub(super) fn validate(&self) -> Result<()> {
         let m = &self.model;
         if m.heads == 0 || m.kv_heads == 0 || !m.heads.is_multiple_of(m.kv_heads) {

@@ -8,6 +8,7 @@ use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::rows::{Clock, Pairing, TimedRow, Timing};
 use super::{Bound, Ladder, RatioInterval, RowStatus, TelemetrySource, TimeSource, Timed};
 use crate::precision::Precision;
 
@@ -331,7 +332,71 @@ impl KernelsResults {
     }
 }
 
+impl KernelsResults {
+    /// Per op, case and precision: its copy ceiling ("add 1m fp32
+    /// ceiling"), then each implementation ("add 1m fp32 lab"), which can
+    /// fail on its own. The matrix-vector rows are not among them.
+    pub(super) fn timed_rows(&self) -> Vec<TimedRow<'_>> {
+        let mut out = Vec::new();
+        for row in &self.rows {
+            let name =
+                |what: &str| format!("{} {} {} {what}", row.op.name(), row.case, row.precision);
+            let mut ceiling = TimedRow::section(name("ceiling"), &row.ceiling.timed);
+            ceiling.pairs = row.pairs();
+            out.push(ceiling);
+            out.extend(row.variants.iter().map(|v| {
+                let name = name(v.implementation.name());
+                let timed = v
+                    .measured
+                    .as_ref()
+                    .map(|m| Timing::new(name.clone(), Clock::of(&m.timed)));
+                TimedRow::ran(
+                    name,
+                    v.status,
+                    timed.into_iter().collect(),
+                    Vec::new(),
+                    v.measured.is_some(),
+                )
+            }));
+        }
+        out
+    }
+}
+
 impl KernelRow {
+    /// What the row pairs with in another file, each op and case its own
+    /// experiment: the file's own implementation (the suite's kernel, or
+    /// PyTorch's op in the twin's file), then its copy ceiling, so that
+    /// Candle's and PyTorch's files pair row by row. Listed on the row's
+    /// first entry, its ceiling's: they are the row's, not one variant's.
+    fn pairs(&self) -> Vec<Pairing<'_>> {
+        let pairing = |what: &str, clock, calls_per_sample| Pairing {
+            experiment: format!("kernels {what}{} {}", self.op.name(), self.case),
+            size: self.elements,
+            precision: self.precision.name().to_string(),
+            device: None,
+            clock,
+            calls_per_sample,
+        };
+        // Times per call: from 2.4 a sample is `calls_per_sample` calls, so
+        // files of different K pair call with call.
+        let own = self.variants.iter().find_map(|v| match v.implementation {
+            Implementation::Lab | Implementation::Pytorch => v
+                .measured
+                .as_ref()
+                .map(|m| pairing("", Clock::of(&m.timed), m.calls_per_sample.max(1))),
+            _ => None,
+        });
+        // The ceiling is paired only before 2.4: from then on it is the
+        // ladder's point (the twin copies Candle's), not a variant.
+        let ceiling = self
+            .ceiling
+            .bound
+            .is_none()
+            .then(|| pairing("ceiling ", Clock::of(&self.ceiling.timed), 1));
+        own.into_iter().chain(ceiling).collect()
+    }
+
     /// The measured variant of `implementation`, if it ran.
     pub fn measured(&self, implementation: Implementation) -> Option<&VariantMeasured> {
         self.variants

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Sampling;
 
+use super::rows::{Clock, Pairing, TimedRow, Timing};
 use super::{Availability, DeviceKind};
 use crate::precision::Precision;
 use crate::stats::Summary;
@@ -93,9 +94,53 @@ impl MatmulResults {
             .chain(&self.cpu_fp32)
             .try_for_each(Row::validate)
     }
+
+    /// Each precision on the run's device, then the GPU run's CPU fp32 row:
+    /// each named by its precision.
+    pub(super) fn timed_rows(&self) -> Vec<TimedRow<'_>> {
+        let on = |row: &Row| row.precision.to_string();
+        let rows = self.precisions.iter().map(|r| (r, self.device));
+        rows.chain(self.cpu_fp32.iter().map(|r| (r, DeviceKind::Cpu)))
+            .map(|(r, device)| r.timed_row(on(r), on(r), "matmul", self.size, device))
+            .collect()
+    }
 }
 
 impl Row {
+    /// The row as the readers walk it: `name` for a failure, `judged` for its
+    /// clock's availability, paired as `experiment` at `size` on `device`.
+    pub(super) fn timed_row(
+        &self,
+        name: String,
+        judged: String,
+        experiment: &str,
+        size: usize,
+        device: DeviceKind,
+    ) -> TimedRow<'_> {
+        let clock = self.measured.as_ref().map(|m| Clock {
+            median_ms: m.median_ms,
+            samples_wall_ms: &m.samples_wall_ms,
+            availability: m.availability.as_ref(),
+        });
+        let pairs = clock.map(|clock| Pairing {
+            experiment: experiment.to_string(),
+            size: size as u64,
+            precision: self.precision.name().to_string(),
+            device: Some(device),
+            clock,
+            calls_per_sample: 1,
+        });
+        let timings = clock.map(|c| Timing::new(judged, c));
+        let measured = clock.is_some();
+        TimedRow::ran(
+            name,
+            self.status,
+            timings.into_iter().collect(),
+            pairs.into_iter().collect(),
+            measured,
+        )
+    }
+
     /// The measured fp32 median, if this row is a plain fp32 row that ran.
     pub fn fp32_median_ms(&self) -> Option<f64> {
         (self.precision == Precision::F32).then_some(self.measured.as_ref()?.median_ms)

@@ -6,6 +6,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::rows::TimedRow;
 use super::timed::{SectionStatus, TelemetrySource, TimeSource, Timed};
 use super::{Bound, Ladder};
 
@@ -44,6 +45,18 @@ impl MemoryResults {
     pub(super) fn validate(&self) -> anyhow::Result<()> {
         let t = &self.transfers;
         super::section(t.status, t.reason.as_deref(), t.rows.len())
+    }
+
+    /// The copy ceiling, then each op by its input type ("add f32"): none
+    /// fails on its own (the section is measured, or the run ends with an
+    /// error). The ladder's points and the transfers are not among them.
+    pub(super) fn timed_rows(&self) -> Vec<TimedRow<'_>> {
+        let ceiling = TimedRow::section("copy ceiling".into(), &self.ceiling.timed);
+        let ops = self
+            .ops
+            .iter()
+            .map(|o| TimedRow::section(format!("{} {}", o.op, o.dtype_in), &o.timed));
+        std::iter::once(ceiling).chain(ops).collect()
     }
 }
 

@@ -27,6 +27,7 @@ mod matmul;
 mod memory;
 mod overhead;
 mod precision;
+mod rows;
 mod sampling;
 mod sweep;
 mod timed;
@@ -71,6 +72,7 @@ pub use overhead::{
     CacheRow, CacheSection, FirstCall, JitCache, LaunchMode, LaunchRow, OverheadResults,
 };
 pub use precision::{Accumulation, FormatLimits, Limits, PointOne, PrecisionResults, RoundTrip};
+pub use rows::{Clock, Pairing, TimedRow, Timing};
 pub use timed::{GpuState, RatioInterval, SectionStatus, TelemetrySource, TimeSource, Timed};
 
 pub use sampling::{Adaptive, ClockOverhead, Plan, Sampling, StopRule};

@@ -6,6 +6,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::rows::TimedRow;
 use super::timed::{SectionStatus, TelemetrySource, Timed};
 use super::ClockOverhead;
 
@@ -36,6 +37,21 @@ impl OverheadResults {
     pub(super) fn validate(&self) -> anyhow::Result<()> {
         let c = &self.cache;
         super::section(c.status, c.reason.as_deref(), c.rows.len())
+    }
+
+    /// Each launch row by op and mode ("add Sync"), then each cache row's hot
+    /// time ("matmul 512 hot"): none fails on its own.
+    pub(super) fn timed_rows(&self) -> Vec<TimedRow<'_>> {
+        let launch = self
+            .launch
+            .iter()
+            .map(|l| TimedRow::section(format!("{} {:?}", l.op, l.mode), &l.timed));
+        let cache = self
+            .cache
+            .rows
+            .iter()
+            .map(|c| TimedRow::section(format!("matmul {} hot", c.size), &c.hot));
+        launch.chain(cache).collect()
     }
 }
 

@@ -9,6 +9,7 @@ use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::rows::TimedRow;
 use super::{ClockOverhead, Sampling, StopRule};
 use super::{DeviceKind, Row};
 use crate::precision::Precision;
@@ -70,6 +71,22 @@ impl SweepPoint {
 impl SweepResults {
     pub(super) fn validate(&self) -> anyhow::Result<()> {
         self.points.iter().try_for_each(SweepPoint::validate)
+    }
+
+    /// Every point in the order it ran: a failure named "fp16 at 4096", its
+    /// clock "fp16 4096".
+    pub(super) fn timed_rows(&self) -> Vec<TimedRow<'_>> {
+        self.points
+            .iter()
+            .map(|p| {
+                let (precision, size) = (p.row.precision, p.size);
+                let (name, judged) = (
+                    format!("{precision} at {size}"),
+                    format!("{precision} {size}"),
+                );
+                p.row.timed_row(name, judged, "sweep", size, self.device)
+            })
+            .collect()
     }
 
     /// Points planned: every size at every precision.

@@ -102,113 +102,13 @@ pub fn threads_cell(a: Option<&Availability>) -> String {
     }
 }
 
-/// Every timed row of `file` with its availability, named for a message.
+/// Every timed row of `file` with its availability, named for a message
+/// (the names and the clocks are the body's own: [`Body::timed_rows`]).
 pub fn availabilities(file: &ResultFile) -> Vec<(String, &Availability)> {
-    fn push<'a>(
-        out: &mut Vec<(String, &'a Availability)>,
-        name: String,
-        a: Option<&'a Availability>,
-    ) {
-        if let Some(a) = a {
-            out.push((name, a));
-        }
-    }
-    let mut out = Vec::new();
-    match &file.body {
-        Body::Basics(_) | Body::Precision(_) => {}
-        Body::Matmul(r) => {
-            for row in r.precisions.iter().chain(&r.cpu_fp32) {
-                let a = row.measured.as_ref().and_then(|m| m.availability.as_ref());
-                push(&mut out, row.precision.to_string(), a);
-            }
-        }
-        Body::CpuVsGpu(r) => {
-            for (side, row) in [("cpu", Some(&r.cpu)), ("gpu", r.gpu.as_ref())] {
-                let a = row.and_then(|row| row.measured.as_ref()?.availability.as_ref());
-                push(&mut out, format!("{side} fp32"), a);
-            }
-        }
-        Body::Sweep(r) => {
-            for p in &r.points {
-                let a = p
-                    .row
-                    .measured
-                    .as_ref()
-                    .and_then(|m| m.availability.as_ref());
-                push(&mut out, format!("{} {}", p.row.precision, p.size), a);
-            }
-        }
-        Body::Memory(r) => {
-            push(
-                &mut out,
-                "copy ceiling".into(),
-                r.ceiling.timed.availability.as_ref(),
-            );
-            for o in &r.ops {
-                push(
-                    &mut out,
-                    format!("{} {}", o.op, o.dtype_in),
-                    o.timed.availability.as_ref(),
-                );
-            }
-        }
-        Body::Block(r) => {
-            for p in &r.phases {
-                for row in &p.rows {
-                    let a = row
-                        .measured
-                        .as_ref()
-                        .and_then(|m| m.end_to_end.availability.as_ref());
-                    push(&mut out, format!("{} {}", p.phase.name(), row.precision), a);
-                }
-            }
-        }
-        Body::Generate(r) => {
-            for row in &r.rows {
-                if let Some(m) = &row.measured {
-                    for (what, t) in [("pp", &m.pp), ("tg", &m.tg)] {
-                        let name = format!("{what} {}", row.precision);
-                        push(&mut out, name, t.availability.as_ref());
-                    }
-                }
-            }
-        }
-        Body::Kernels(r) => {
-            for row in &r.rows {
-                let name =
-                    |what: &str| format!("{} {} {} {what}", row.op.name(), row.case, row.precision);
-                push(
-                    &mut out,
-                    name("ceiling"),
-                    row.ceiling.timed.availability.as_ref(),
-                );
-                for v in &row.variants {
-                    let a = v
-                        .measured
-                        .as_ref()
-                        .and_then(|m| m.timed.availability.as_ref());
-                    push(&mut out, name(v.implementation.name()), a);
-                }
-            }
-        }
-        Body::Overhead(r) => {
-            for l in &r.launch {
-                push(
-                    &mut out,
-                    format!("{} {:?}", l.op, l.mode),
-                    l.timed.availability.as_ref(),
-                );
-            }
-            for c in &r.cache.rows {
-                push(
-                    &mut out,
-                    format!("matmul {} hot", c.size),
-                    c.hot.availability.as_ref(),
-                );
-            }
-        }
-    }
-    out
+    let timings = file.body.timed_rows().into_iter().flat_map(|r| r.timings);
+    timings
+        .filter_map(|t| Some((t.name, t.clock.availability?)))
+        .collect()
 }
 
 /// One line when rows ran on a contended machine: how many, what was seen on
@@ -287,7 +187,13 @@ pub fn chart(file: &ResultFile) -> Option<String> {
         Body::Generate(r) => generate::chart(file, r).ok(),
         // The bandwidth ladder; none in files before 2.4.
         Body::Memory(r) => memory::chart(file, r).ok(),
-        _ => None,
+        // Named, not `_`: a new experiment must say whether it draws one.
+        Body::Basics(_)
+        | Body::Precision(_)
+        | Body::Matmul(_)
+        | Body::CpuVsGpu(_)
+        | Body::Overhead(_)
+        | Body::Block(_) => None,
     }
 }
 

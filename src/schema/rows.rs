@@ -1,0 +1,132 @@
+//! A body's timed rows, said once: each experiment's file names its rows, says
+//! which clocks they hold and what each is for, how they ended and what they
+//! pair with in another file; the readers walk [`Body::timed_rows`] instead of
+//! rebuilding row names of their own. The availability judgement (a clock's
+//! [`Availability`]), the exit code's "rows failed" (`outcome`) and the
+//! entries that `compare` and `report` pair (`read::entries`) all read this
+//! list, so the three cannot drift apart. Plain data: nothing here measures or
+//! shows.
+
+use super::{Availability, Body, DeviceKind, RowStatus, Timed};
+
+/// One row of a result as the readers see it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimedRow<'a> {
+    /// The row as the exit line names a failure of it ("prefill fp32",
+    /// "fp16 at 4096").
+    pub name: String,
+    /// How the row ended, for a row that can fail on its own; `None` for one
+    /// that cannot (a ceiling, a launch row: its section is measured or the
+    /// run ends with an error), which the exit code does not count.
+    pub status: Option<RowStatus>,
+    /// Whether it holds a measurement.
+    pub measured: bool,
+    /// Its clocks that a machine's availability judges, in the order a
+    /// message lists them, each named as the message names it ("pp fp32",
+    /// "cpu fp32"). Empty when the row did not run.
+    pub timings: Vec<Timing<'a>>,
+    /// What it pairs with in another file (`compare`, `report`), in the order
+    /// they are listed.
+    pub pairs: Vec<Pairing<'a>>,
+}
+
+impl<'a> TimedRow<'a> {
+    /// A row that can fail on its own: its status, and whether it holds a
+    /// measurement (a row without one failed, unless it was unsupported).
+    pub(crate) fn ran(
+        name: String,
+        status: RowStatus,
+        timings: Vec<Timing<'a>>,
+        pairs: Vec<Pairing<'a>>,
+        measured: bool,
+    ) -> Self {
+        Self {
+            name,
+            status: Some(status),
+            measured,
+            timings,
+            pairs,
+        }
+    }
+
+    /// A row that cannot fail on its own (a ceiling, a launch row): one
+    /// clock, named as the row is, pairing with nothing.
+    pub(crate) fn section(name: String, timed: &'a Timed) -> Self {
+        Self {
+            timings: vec![Timing::new(name.clone(), Clock::of(timed))],
+            name,
+            status: None,
+            measured: true,
+            pairs: Vec::new(),
+        }
+    }
+}
+
+/// The parts of a timing the readers use: its median, its samples and the
+/// machine's availability while it ran (from a [`Timed`], or a matmul row's
+/// `Measured`, which holds the same fields).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Clock<'a> {
+    pub median_ms: f64,
+    pub samples_wall_ms: &'a [f64],
+    pub availability: Option<&'a Availability>,
+}
+
+impl<'a> Clock<'a> {
+    pub(crate) fn of(t: &'a Timed) -> Self {
+        Self {
+            median_ms: t.median_ms,
+            samples_wall_ms: &t.samples_wall_ms,
+            availability: t.availability.as_ref(),
+        }
+    }
+}
+
+/// One clock of a row, named for the availability message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Timing<'a> {
+    pub name: String,
+    pub clock: Clock<'a>,
+}
+
+impl<'a> Timing<'a> {
+    pub(crate) fn new(name: String, clock: Clock<'a>) -> Self {
+        Self { name, clock }
+    }
+}
+
+/// A time that pairs with the same key in another file: experiment, size,
+/// precision and device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pairing<'a> {
+    /// "matmul", "block prefill", "generate tg <model>", "kernels add <case>":
+    /// what keeps rows that must not pair apart.
+    pub experiment: String,
+    pub size: u64,
+    pub precision: String,
+    /// The device it ran on; `None`: the file's.
+    pub device: Option<DeviceKind>,
+    pub clock: Clock<'a>,
+    /// Calls in one sample: the median and samples over it are per call, so
+    /// that files sampled with different counts pair call with call.
+    pub calls_per_sample: u64,
+}
+
+impl Body {
+    /// Every row of the body that a reader walks, in the order the body holds
+    /// them; none for the bodies without timed rows (basics, precision).
+    /// The one match over experiments for rows: each body's file says its own.
+    pub fn timed_rows(&self) -> Vec<TimedRow<'_>> {
+        match self {
+            Self::Basics(_) | Self::Precision(_) => Vec::new(),
+            Self::Matmul(m) => m.timed_rows(),
+            Self::CpuVsGpu(c) => c.timed_rows(),
+            Self::Memory(m) => m.timed_rows(),
+            Self::Overhead(o) => o.timed_rows(),
+            Self::Sweep(s) => s.timed_rows(),
+            Self::Block(b) => b.timed_rows(),
+            Self::Generate(g) => g.timed_rows(),
+            Self::Kernels(k) => k.timed_rows(),
+        }
+    }
+}
