@@ -1,6 +1,6 @@
 //! The chart a program draws beside its JSON (`sweep.svg`, `kernels.svg`), as a [`Format`]:
 //! which experiments have one, and its drawing, are each experiment's view's
-//! ([`views::has_chart`], [`views::chart`]); `svg` only draws. (The matmul and
+//! ([`views::writes`], [`views::chart`]); `svg` only draws. (The matmul and
 //! memory charts of `results/README.md` are drawn by `report`.)
 
 use anyhow::Result;
@@ -16,7 +16,7 @@ impl Format for Chart {
     }
 
     fn applies_to(&self, experiment: Kind) -> bool {
-        views::has_chart(experiment)
+        views::writes(experiment).chart
     }
 
     /// No chart until there is something to draw (a sweep before its first

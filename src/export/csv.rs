@@ -16,7 +16,7 @@ impl Format for Csv {
     }
 
     fn applies_to(&self, experiment: Kind) -> bool {
-        views::has_records(experiment)
+        views::writes(experiment).records
     }
 
     fn render(&self, file: &ResultFile) -> Result<Option<Vec<u8>>> {

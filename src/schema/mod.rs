@@ -431,4 +431,4 @@ pub fn json_schema() -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -16,7 +16,7 @@ fn repo() -> PathBuf {
 /// (the reference lab's own file, which has no schema, is read by `compare`
 /// separately). The fixtures keep schema-1 files covered whatever a run
 /// writes into results/.
-fn committed_results() -> Vec<PathBuf> {
+pub(crate) fn committed_results() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();

@@ -1,8 +1,8 @@
 //! The basics experiment shown: its tables.
 
-use super::Shown;
+use super::{Records, Shown};
 use crate::export::table::Table;
-use crate::schema::{BasicsResults as Basics, Described};
+use crate::schema::{BasicsResults as Basics, Described, ResultFile};
 
 /// The basics tables.
 pub fn show(r: &Basics) -> Shown {
@@ -94,4 +94,19 @@ fn tables(r: &Basics) -> Vec<Table> {
         views,
         transfer,
     ]
+}
+
+/// The basics' view (no rows for a CSV, nothing to chart).
+impl super::View for Basics {
+    fn show(&self, _file: &ResultFile) -> Shown {
+        show(self)
+    }
+
+    fn records(&self, _machine: &str) -> Option<Records> {
+        None
+    }
+
+    fn chart(&self, _file: &ResultFile) -> Option<String> {
+        None
+    }
 }

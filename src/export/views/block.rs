@@ -413,6 +413,21 @@ pub fn records(machine: &str, r: &BlockResults) -> Records {
     Records { header, rows }
 }
 
+/// The block's view (no chart).
+impl super::View for BlockResults {
+    fn show(&self, file: &ResultFile) -> Shown {
+        show(file, self)
+    }
+
+    fn records(&self, machine: &str) -> Option<Records> {
+        Some(records(machine, self))
+    }
+
+    fn chart(&self, _file: &ResultFile) -> Option<String> {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

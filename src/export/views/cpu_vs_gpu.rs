@@ -2,7 +2,7 @@
 //! the speedup. Its CSV records are matmul's.
 
 use super::matmul::{rows_table, speedup_note};
-use super::Shown;
+use super::{Records, Shown};
 use crate::schema::{CpuVsGpuResults, ResultFile};
 
 /// `cpu_vs_gpu`'s tables: the CPU row, the GPU row, and the speedup.
@@ -34,4 +34,24 @@ pub fn show(file: &ResultFile, r: &CpuVsGpuResults) -> Shown {
         None => "speedup: n/a (no GPU row)".to_string(),
     });
     Shown { tables, notes }
+}
+
+/// cpu_vs_gpu's view (no chart: two rows).
+impl super::View for CpuVsGpuResults {
+    fn show(&self, file: &ResultFile) -> Shown {
+        show(file, self)
+    }
+
+    fn records(&self, machine: &str) -> Option<Records> {
+        Some(super::matmul::records(
+            machine,
+            "cpu_vs_gpu",
+            self.size,
+            std::iter::once(&self.cpu).chain(&self.gpu),
+        ))
+    }
+
+    fn chart(&self, _file: &ResultFile) -> Option<String> {
+        None
+    }
 }

@@ -6,23 +6,24 @@
 
 use anyhow::Result;
 
+mod tables;
+use tables::{parts_cells, parts_table, speed_cells, speed_table, vs_cells, vs_table};
+
 use super::{num, Records, Shown};
 use crate::export::panels::{panels_svg, Panel};
-use crate::export::table::Table;
+use crate::schema::{Answer, RatioInterval, Timed, WeightSource};
 use crate::schema::{
     GenerateMeasured, GenerateResults, KernelChoice, ModelInfo, ModelPath, ResultFile,
     TokenOpClass, LAB_SUFFIX,
 };
-use crate::schema::{RatioInterval, Timed, WeightSource};
 use crate::stats::MIN_SAMPLES;
-use crate::units::mib;
 
-fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+pub(super) fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map_or("-".into(), f)
 }
 
 /// The model in a title: its name and file, or its shape and RANDOM WEIGHTS.
-fn what(m: &ModelInfo) -> String {
+pub(super) fn what(m: &ModelInfo) -> String {
     match (&m.file, &m.shape) {
         (Some(f), _) => format!("{} ({f})", m.name),
         (_, Some(s)) => format!("{s}, RANDOM WEIGHTS"),
@@ -76,176 +77,72 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
             notes: r.notes.clone(),
         };
     }
-    let m = &r.model;
-    let random = m.source == WeightSource::Random;
-    let what = what(m);
-    let title = format!(
-        "generate: {what}, {:.0}M parameters, on {} ({}): pp{} and tg{} tokens/s",
-        m.params as f64 / 1e6,
-        file.device.label,
-        file.device.name,
-        r.pp_tokens,
-        r.tg_tokens
-    );
-    let mut speed = Table::new(
-        title,
-        &[
-            "precision",
-            "pp tok/s",
-            "tg tok/s",
-            "tg threads held",
-            "tg bound (level)",
-            "% bound",
-            "DRAM bound",
-            "first token ms",
-            "pp GFLOP/s",
-            "% roofline (bound by)",
-            "pp vs matmuls alone",
-            "weights MiB",
-            "read/token MiB",
-            "peak MiB",
-        ],
-    );
-    let mut vs = Table::new(
-        "against fp32 (fp32's median over the row's, with its 95% bootstrap interval; a \
-         lab-kernels row against fp32 on the lab's kernels): the matmuls alone (each row's \
-         timed on its own, so drift between them is inside that ratio), then the whole model \
-         (pp and tg timed in turn with a copy of the fp32 model, A B A B; \"apart\": fp32's own \
-         row, measured at another moment)",
-        &["precision", "matmuls at pp", "matmuls at tg", "pp", "tg"],
-    );
-    let mut header = vec!["precision"];
-    header.extend(TokenOpClass::ALL.iter().map(|c| c.name()));
-    header.extend(["outside the parts", "token ms", "timed", "held back by"]);
-    let mut parts = Table::new(
-        "where a generated token's time goes: ms per token (share of the token), each class \
-         timed inside the decode steps (spans, tg runs of their own) or, for candle's quantized \
-         model, alone",
-        &header,
-    );
-    let mut notes = Vec::new();
+    let (mut speed, mut vs, mut parts) = (speed_table(file, r), vs_table(), parts_table());
+    let mut notes: Vec<String> = first_note(r).into_iter().collect();
     for row in &r.rows {
-        let p = row.precision.clone();
+        let p = &row.precision;
         let Some(x) = &row.measured else {
-            speed.row([
-                p.clone(),
-                format!("error: {}", row.error.as_deref().unwrap_or("")),
-            ]);
+            let error = row.error.as_deref().unwrap_or("");
+            speed.row([p.clone(), format!("error: {error}")]);
             continue;
         };
-        let mark = super::mark(x.tg.availability.as_ref());
-        let level = x
-            .tg_bound
-            .as_ref()
-            .map_or(String::new(), |b| format!(" ({})", b.level));
-        speed.row([
-            p.clone(),
-            format!("{:.1}", x.pp_tokens_per_s),
-            format!("{:.1}{mark}", x.tg_tokens_per_s),
-            super::threads_cell(x.tg.availability.as_ref()),
-            opt(x.tg_bound_tokens_per_s, |v| format!("{v:.0}{level}")),
-            opt(x.tg_pct_of_bound, |v| format!("{v:.0}%")),
-            opt(x.tg_bound_dram_tokens_per_s, |v| format!("{v:.0}")),
-            format!("{:.1}", x.ttft.median_ms),
-            format!("{:.1}", x.pp_gflop_per_s),
-            x.pp_roofline
-                .as_ref()
-                .map_or("-".into(), |r| format!("{:.0}% ({})", r.pct, r.bound_by)),
-            format!("{:.0}%", x.pp_vs_matmuls_alone_pct),
-            format!("{:.1}", mib(x.weight_bytes)),
-            format!("{:.1}", mib(x.weight_bytes_per_token)),
-            opt(x.peak_bytes.map(|b| b as f64), |b| {
-                format!("{:.1}", b / 1048576.0)
-            }),
-        ]);
+        speed.row(speed_cells(p, x));
         if let Some(v) = &x.vs_fp32 {
-            let base = r
-                .rows
-                .iter()
-                .find(|b| Some(&b.precision) == v.against.as_ref())
-                .and_then(|b| b.measured.as_ref());
-            let with = |value: f64, t: fn(&GenerateMeasured) -> &Timed| match base {
-                Some(b) => speedup_cell(value, t(x), t(b)),
-                None => format!("{value:.2}x"),
-            };
-            // pp and tg: the interval of the samples taken side by side.
-            let whole = |value: f64,
-                         i: Option<RatioInterval>,
-                         t: fn(&GenerateMeasured) -> &Timed| {
-                match (v.side_by_side, i) {
-                    (true, Some(i)) => format!("{value:.2}x [{:.2}, {:.2}]", i.lo, i.hi),
-                    (true, None) => format!("{value:.2}x (direction only)"),
-                    (false, _) => with(value, t) + " (apart)",
-                }
-            };
-            vs.row([
-                p.clone(),
-                with(v.matmuls_pp, |m| &m.matmuls_pp),
-                with(v.matmuls_tg, |m| &m.matmuls_tg),
-                whole(v.pp, v.pp_interval, |m| &m.pp),
-                whole(v.tg, v.tg_interval, |m| &m.tg),
-            ]);
+            vs.row(vs_cells(r, p, x, v));
         }
         // A peer that does not time the op classes (transformers) has no parts.
-        if let Some(sum_ms) = x.parts_sum_ms {
-            // Shares of the token the parts were measured in: the spanned one
-            // (in the pass), else the clean one.
-            let token = sum_ms
-                + x.parts_remainder_ms
-                    .unwrap_or(1e3 / x.tg_tokens_per_s - sum_ms);
-            let mut cells = vec![p.clone()];
-            for class in TokenOpClass::ALL {
-                cells.push(match x.parts.iter().find(|t| t.class == class) {
-                    Some(t) => format!(
-                        "{:.2} ({:.0}%)",
-                        t.ms_per_token,
-                        100.0 * t.ms_per_token / token
-                    ),
-                    None => "-".into(),
-                });
-            }
-            let rest = token - sum_ms;
-            cells.push(format!("{rest:.2} ({:.0}%)", 100.0 * rest / token));
-            cells.push(format!("{token:.2}"));
-            cells.push(match (x.parts_in_pass, x.parts_overhead_ms) {
-                (true, Some(o)) => format!("in the pass (spans +{o:.2} ms)"),
-                _ => "alone".into(),
-            });
-            cells.push(x.held_back_by.clone().unwrap_or_else(|| "-".into()));
+        if let Some(cells) = parts_cells(p, x) {
             parts.row(cells);
         }
-        let a = &x.answer;
-        let differs = match a.differs_from_fp32_at {
-            Some(i) => format!(" [parts from fp32's at token {i}]"),
-            None => String::new(),
-        };
-        match &a.text {
-            Some(t) => notes.push(format!("{p} answer{differs}: {t:?}")),
-            None => notes.push(format!(
-                "{p} tokens{differs}: {:?}",
-                &a.token_ids[..a.token_ids.len().min(16)]
-            )),
-        }
+        notes.push(answer_note(p, &x.answer));
     }
-    if random {
-        notes.insert(
-            0,
-            format!(
-                "RANDOM WEIGHTS (seed {}) at the shape of {}: speed and memory only; its tokens \
-                 are ids, not text, and say nothing about a model's quality",
-                r.seed, m.name
-            ),
-        );
-    } else if let Some(u) = &r.prompt.user {
-        notes.insert(
-            0,
-            format!(
-                "prompt: {u:?} ({} tokens with the chat template)",
-                r.prompt.token_ids.len()
-            ),
-        );
+    notes.push(bound_note(r));
+    notes.extend(r.notes.iter().cloned());
+    notes.extend(caveat(r));
+    notes.extend(kernels_line(r));
+    Shown {
+        tables: vec![speed, vs, parts],
+        notes,
     }
-    notes.push(match &r.ladder {
+}
+
+/// A row's answer: its text, or its first token ids, and where it parts
+/// from fp32's.
+fn answer_note(p: &str, a: &Answer) -> String {
+    let differs = match a.differs_from_fp32_at {
+        Some(i) => format!(" [parts from fp32's at token {i}]"),
+        None => String::new(),
+    };
+    match &a.text {
+        Some(t) => format!("{p} answer{differs}: {t:?}"),
+        None => format!(
+            "{p} tokens{differs}: {:?}",
+            &a.token_ids[..a.token_ids.len().min(16)]
+        ),
+    }
+}
+
+/// The first note: random weights say so; a real model's prompt.
+fn first_note(r: &GenerateResults) -> Option<String> {
+    let m = &r.model;
+    if m.source == WeightSource::Random {
+        Some(format!(
+            "RANDOM WEIGHTS (seed {}) at the shape of {}: speed and memory only; its tokens \
+             are ids, not text, and say nothing about a model's quality",
+            r.seed, m.name
+        ))
+    } else {
+        let u = r.prompt.user.as_ref()?;
+        Some(format!(
+            "prompt: {u:?} ({} tokens with the chat template)",
+            r.prompt.token_ids.len()
+        ))
+    }
+}
+
+/// What the bounds are and how pp and tg were run.
+fn bound_note(r: &GenerateResults) -> String {
+    match &r.ladder {
         Some(_) => format!(
             "tg bound: the bandwidth ladder's read at the weights' own footprint, with up to the \
              pool's threads (the level they live in: an LLC bound where they fit in the last \
@@ -270,23 +167,6 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
             r.iters,
             r.warmup
         ),
-    });
-    notes.extend(r.notes.iter().cloned());
-    notes.extend(caveat(r));
-    notes.extend(kernels_line(r));
-    Shown {
-        tables: vec![speed, vs, parts],
-        notes,
-    }
-}
-
-/// A speedup (`a`'s time over `b`'s: fp32's over the row's) with its 95%
-/// bootstrap interval from the samples of `row` and `base`, or "(direction
-/// only)" with too few of them.
-fn speedup_cell(value: f64, row: &Timed, base: &Timed) -> String {
-    match RatioInterval::of(row.samples_ms(), base.samples_ms()) {
-        Some(i) => format!("{value:.2}x [{:.2}, {:.2}]", i.lo, i.hi),
-        None => format!("{value:.2}x (direction only)"),
     }
 }
 
@@ -453,6 +333,22 @@ pub fn records(machine: &str, r: &GenerateResults) -> Records {
         })
         .collect();
     Records { header, rows }
+}
+
+/// generate's view.
+impl super::View for GenerateResults {
+    fn show(&self, file: &ResultFile) -> Shown {
+        show(file, self)
+    }
+
+    fn records(&self, machine: &str) -> Option<Records> {
+        Some(records(machine, self))
+    }
+
+    fn chart(&self, file: &ResultFile) -> Option<String> {
+        // None when no row was measured.
+        chart(file, self).ok()
+    }
 }
 
 #[cfg(test)]

@@ -371,3 +371,19 @@ pub fn chart(file: &ResultFile, r: &KernelsResults) -> Result<String> {
     );
     percent_bars_svg(&title, &categories, &series)
 }
+
+/// The kernels' view.
+impl super::View for KernelsResults {
+    fn show(&self, file: &ResultFile) -> Shown {
+        show(file, self)
+    }
+
+    fn records(&self, machine: &str) -> Option<Records> {
+        Some(records(machine, self))
+    }
+
+    fn chart(&self, file: &ResultFile) -> Option<String> {
+        // None when no variant ran.
+        chart(file, self).ok()
+    }
+}

@@ -141,3 +141,23 @@ pub fn records<'a>(
         .collect();
     Records::new(&header, rows)
 }
+
+/// matmul's view (no chart: the sweep draws the sizes).
+impl super::View for MatmulResults {
+    fn show(&self, file: &ResultFile) -> Shown {
+        show(file, self)
+    }
+
+    fn records(&self, machine: &str) -> Option<Records> {
+        Some(records(
+            machine,
+            "matmul",
+            self.size,
+            self.precisions.iter().chain(&self.cpu_fp32),
+        ))
+    }
+
+    fn chart(&self, _file: &ResultFile) -> Option<String> {
+        None
+    }
+}

@@ -241,3 +241,19 @@ pub fn records(machine: &str, r: &MemoryResults) -> Records {
     }));
     Records::new(&header, rows)
 }
+
+/// memory's view.
+impl super::View for MemoryResults {
+    fn show(&self, file: &ResultFile) -> Shown {
+        show(file, self)
+    }
+
+    fn records(&self, machine: &str) -> Option<Records> {
+        Some(records(machine, self))
+    }
+
+    fn chart(&self, file: &ResultFile) -> Option<String> {
+        // The bandwidth ladder; none in files before 2.4.
+        chart(file, self).ok()
+    }
+}

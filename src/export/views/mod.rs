@@ -128,99 +128,72 @@ pub fn contention_warning(file: &ResultFile) -> Option<String> {
     ))
 }
 
+/// One experiment's view of its results: what the terminal shows, the CSV's
+/// records and the SVG chart. Each experiment's module implements it for its
+/// result type, every method required so that a new one says what it draws;
+/// [`view`] is the one match from a body to its view.
+pub trait View {
+    /// The tables and notes, for the file this body is in.
+    fn show(&self, file: &ResultFile) -> Shown;
+    /// The CSV records, for the experiments [`writes`] says have them.
+    fn records(&self, machine: &str) -> Option<Records>;
+    /// The SVG chart written beside the JSON, for the experiments [`writes`]
+    /// says have one; `None` while there is nothing to draw.
+    fn chart(&self, file: &ResultFile) -> Option<String>;
+}
+
+/// The view of `body`: the one match over bodies here.
+fn view(body: &Body) -> &dyn View {
+    match body {
+        Body::Basics(r) => r,
+        Body::Precision(r) => r,
+        Body::Matmul(r) => r,
+        Body::CpuVsGpu(r) => r,
+        Body::Sweep(r) => r,
+        Body::Memory(r) => r,
+        Body::Overhead(r) => r,
+        Body::Block(r) => r,
+        Body::Generate(r) => r,
+        Body::Kernels(r) => r,
+    }
+}
+
+/// What an experiment writes beside its JSON.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Writes {
+    /// A CSV of its records.
+    pub records: bool,
+    /// An SVG chart.
+    pub chart: bool,
+}
+
+/// What results of `kind` write beside the JSON: known before the run, so
+/// that those paths are checked then (its view's [`View::records`] and
+/// [`View::chart`] give them; a test holds the two together). Every
+/// experiment is named, so a new one must say.
+pub fn writes(kind: Kind) -> Writes {
+    let (records, chart) = match kind {
+        Kind::Basics | Kind::Precision => (false, false),
+        Kind::Matmul | Kind::CpuVsGpu | Kind::Overhead | Kind::Block => (true, false),
+        Kind::Sweep | Kind::Kernels | Kind::Generate | Kind::Memory => (true, true),
+    };
+    Writes { records, chart }
+}
+
 /// The tables and notes of `file`.
 pub fn show(file: &ResultFile) -> Shown {
-    match &file.body {
-        Body::Basics(r) => basics::show(r),
-        Body::Precision(r) => precision::show(r),
-        Body::Matmul(r) => matmul::show(file, r),
-        Body::CpuVsGpu(r) => cpu_vs_gpu::show(file, r),
-        Body::Sweep(r) => sweep::show(file, r),
-        Body::Memory(r) => memory::show(file, r),
-        Body::Overhead(r) => overhead::show(file, r),
-        Body::Block(r) => block::show(file, r),
-        Body::Generate(r) => generate::show(file, r),
-        Body::Kernels(r) => kernels::show(file, r),
-    }
+    view(&file.body).show(file)
 }
 
-/// Whether results of `kind` have records (a CSV beside the JSON): known
-/// before the run, so that the CSV's path is checked then. Every experiment
-/// is named, so a new one must say.
-pub fn has_records(kind: Kind) -> bool {
-    match kind {
-        Kind::Basics | Kind::Precision => false,
-        Kind::Matmul
-        | Kind::CpuVsGpu
-        | Kind::Sweep
-        | Kind::Memory
-        | Kind::Overhead
-        | Kind::Block
-        | Kind::Generate
-        | Kind::Kernels => true,
-    }
-}
-
-/// Whether results of `kind` have a chart beside the JSON ([`chart`]).
-pub fn has_chart(kind: Kind) -> bool {
-    match kind {
-        Kind::Sweep | Kind::Kernels | Kind::Generate | Kind::Memory => true,
-        Kind::Basics
-        | Kind::Precision
-        | Kind::Matmul
-        | Kind::CpuVsGpu
-        | Kind::Overhead
-        | Kind::Block => false,
-    }
-}
-
-/// The SVG chart of `file` written beside its JSON, for the kinds
-/// [`has_chart`] names; `None` while there is nothing to draw.
+/// The SVG chart of `file`, for the kinds [`writes`] says have one; `None`
+/// while there is nothing to draw.
 pub fn chart(file: &ResultFile) -> Option<String> {
-    match &file.body {
-        Body::Sweep(r) => {
-            let title = sweep::title(&file.device, &file.environment, r);
-            sweep::chart(&title, r).ok()
-        }
-        // None when no variant ran.
-        Body::Kernels(r) => kernels::chart(file, r).ok(),
-        Body::Generate(r) => generate::chart(file, r).ok(),
-        // The bandwidth ladder; none in files before 2.4.
-        Body::Memory(r) => memory::chart(file, r).ok(),
-        // Named, not `_`: a new experiment must say whether it draws one.
-        Body::Basics(_)
-        | Body::Precision(_)
-        | Body::Matmul(_)
-        | Body::CpuVsGpu(_)
-        | Body::Overhead(_)
-        | Body::Block(_) => None,
-    }
+    view(&file.body).chart(file)
 }
 
 /// The CSV records of `file`, for the experiments with rows.
 pub fn records(file: &ResultFile) -> Option<Records> {
-    let m = machine(file);
-    match &file.body {
-        Body::Basics(_) | Body::Precision(_) => None,
-        Body::Matmul(r) => Some(matmul::records(
-            &m,
-            "matmul",
-            r.size,
-            r.precisions.iter().chain(&r.cpu_fp32),
-        )),
-        Body::CpuVsGpu(r) => Some(matmul::records(
-            &m,
-            "cpu_vs_gpu",
-            r.size,
-            std::iter::once(&r.cpu).chain(&r.gpu),
-        )),
-        Body::Sweep(r) => Some(sweep::records(&m, r)),
-        Body::Memory(r) => Some(memory::records(&m, r)),
-        Body::Overhead(r) => Some(overhead::records(&m, r)),
-        Body::Block(r) => Some(block::records(&m, r)),
-        Body::Generate(r) => Some(generate::records(&m, r)),
-        Body::Kernels(r) => Some(kernels::records(&m, r)),
-    }
+    view(&file.body).records(&machine(file))
 }
 
 #[cfg(test)]
@@ -231,11 +204,39 @@ mod tests {
     fn every_experiment_with_rows_has_records_and_only_those() {
         for e in Kind::all() {
             let rows = !matches!(e, Kind::Basics | Kind::Precision);
-            assert_eq!(has_records(e), rows, "{e:?}");
+            assert_eq!(writes(e).records, rows, "{e:?}");
         }
         assert_eq!(num(Some(0.5)), "0.5");
         assert_eq!(num(Some(2.0)), "2.0");
         assert_eq!(num(None), "");
         assert_eq!(num(Some(f64::NAN)), "");
+    }
+
+    /// Each view writes what [`writes`] promised before the run: records
+    /// exactly when it says, a chart never where it says none (one may be
+    /// missing where there is nothing to draw), on every committed result.
+    #[test]
+    fn every_view_writes_what_its_kind_promised() {
+        let files = crate::schema::tests::committed_results();
+        let mut charted = std::collections::BTreeSet::new();
+        for path in &files {
+            let file = crate::schema::read(path).unwrap();
+            let kind = Kind::from_name(file.body.experiment()).unwrap();
+            let promised = writes(kind);
+            let name = path.display();
+            assert_eq!(records(&file).is_some(), promised.records, "{name}");
+            let chart = chart(&file);
+            assert!(promised.chart || chart.is_none(), "{name}");
+            if chart.is_some() {
+                charted.insert(file.experiment.clone());
+            }
+        }
+        // The committed results draw every chart they promise.
+        for kind in ["generate", "kernels", "memory"] {
+            assert!(
+                charted.contains(kind),
+                "no committed {kind} file drew its chart"
+            );
+        }
     }
 }

@@ -193,3 +193,18 @@ pub fn records(machine: &str, r: &OverheadResults) -> Records {
     }));
     Records::new(&header, rows)
 }
+
+/// overhead's view (no chart).
+impl super::View for OverheadResults {
+    fn show(&self, file: &ResultFile) -> Shown {
+        show(file, self)
+    }
+
+    fn records(&self, machine: &str) -> Option<Records> {
+        Some(records(machine, self))
+    }
+
+    fn chart(&self, _file: &ResultFile) -> Option<String> {
+        None
+    }
+}

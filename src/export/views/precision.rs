@@ -1,8 +1,8 @@
 //! The precision experiment shown: the formats' limits and what they do.
 
-use super::Shown;
+use super::{Records, Shown};
 use crate::export::table::Table;
-use crate::schema::{Accumulation, PrecisionResults as Precision, RoundTrip};
+use crate::schema::{Accumulation, PrecisionResults as Precision, ResultFile, RoundTrip};
 use crate::units::sci;
 
 /// The precision tables.
@@ -118,4 +118,19 @@ fn tables(r: &Precision) -> Vec<Table> {
         tenth,
         sums,
     ]
+}
+
+/// The precision experiment's view (no rows for a CSV, nothing to chart).
+impl super::View for Precision {
+    fn show(&self, _file: &ResultFile) -> Shown {
+        show(self)
+    }
+
+    fn records(&self, _machine: &str) -> Option<Records> {
+        None
+    }
+
+    fn chart(&self, _file: &ResultFile) -> Option<String> {
+        None
+    }
 }

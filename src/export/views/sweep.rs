@@ -177,6 +177,22 @@ pub fn show(file: &ResultFile, r: &SweepResults) -> Shown {
     }
 }
 
+/// The sweep's view.
+impl super::View for SweepResults {
+    fn show(&self, file: &ResultFile) -> Shown {
+        show(file, self)
+    }
+
+    fn records(&self, machine: &str) -> Option<Records> {
+        Some(records(machine, self))
+    }
+
+    fn chart(&self, file: &ResultFile) -> Option<String> {
+        // GFLOP/s against size.
+        chart(&title(&file.device, &file.environment, self), self).ok()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
