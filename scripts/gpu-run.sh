@@ -87,9 +87,9 @@ esac
 PLAN=$(cat <<'END_OF_PLAN'
 nvidia-smi              1  10  1-3    -   the GPU, its driver and clocks (nvidia-smi.txt)
 matmul                  1  15  5-10   30  4096 in every precision, and the reference lab's fp32 on the CPU
-matmul-SIZE             1  30  15-25  30  SIZE in seven precisions, no CPU
+matmul-SIZE             1  35  17-28  30  SIZE in seven precisions (each timed in turn with fp32 too), no CPU
 pytorch-matmul-SIZE     1  30  15-25  45  PyTorch at the same settings (no bf16-reduced)
-compare                 1  10  1      20  Candle against PyTorch at SIZE (informational)
+compare                 1   5  1      20  Candle against PyTorch at SIZE (informational)
 block                   1 100  45-90  30  the Llama-like layer, four precisions, each on both kernel sets
 pytorch-block           1  70  30-60  45  PyTorch on the weights the block wrote
 compare-block           1  10  1      20  the two blocks compared (informational)

@@ -1,4 +1,4 @@
-"""Whether a size fits before anything is allocated, as src/memory/fits.rs check does for src/bench/matmul.rs need (the same
+"""Whether a size fits before anything is allocated, as src/memory/fits.rs check does for src/bench/matmul/mod.rs need (the same
 bounds and policy, so both programs refuse the same sizes): the bytes a row needs on its
 device and on the host, against what the host and the GPU have. On the host a size is
 refused only where it cannot fit (a trial reservation refused, or more than memory and
@@ -35,7 +35,7 @@ def device_bytes(on_cpu: bool, p: Precision, n: int) -> int:
 
 def host_bytes(on_cpu: bool, n: int, precisions: list[Precision]) -> int:
     """Host bytes a run needs: A and B in f32, the f64 copy of B the reference needs, and on
-    the CPU the largest row's device bytes too (src/bench/matmul.rs Inputs::host_bytes)."""
+    the CPU the largest row's device bytes too (src/bench/matmul/mod.rs Inputs::host_bytes)."""
     on_device = max(device_bytes(on_cpu, p, n) for p in precisions)
     return 2 * n * n * 4 + n * n * 8 + (on_device if on_cpu else 0)
 
@@ -72,7 +72,7 @@ def host_memory() -> HostMemory | None:
 
 def try_reserve_host(nbytes: int) -> bool:
     """Asks the kernel for `nbytes` of private memory and gives them back untouched (no page
-    is written, so nothing is used), as src/bench/matmul.rs try_reserve_host. It fails where the
+    is written, so nothing is used), as src/bench/matmul/mod.rs try_reserve_host. It fails where the
     real allocations would: under a process limit (`ulimit -v`) or beyond what the kernel
     agrees to commit."""
     if nbytes <= 0:
@@ -86,7 +86,7 @@ def try_reserve_host(nbytes: int) -> bool:
 
 
 def host_verdict(n: int, needed: int, memory: HostMemory | None, reserved: bool) -> str | None:
-    """src/bench/matmul.rs host_verdict: refuses what cannot fit (a reservation the system
+    """src/bench/matmul/mod.rs host_verdict: refuses what cannot fit (a reservation the system
     refused, or more than the machine's memory and swap); returns a note when less than
     `needed` is available now, since the kernel can free caches and a VM whose memory grows
     on demand can take more than it reports; else None."""

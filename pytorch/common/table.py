@@ -1,6 +1,6 @@
 """The terminal tables: any table (print_table: a title, a header and lines, the first
 column left-aligned, the others right-aligned, a short line filled with blanks), and the
-matmul reference's table of benchmark rows, as src/bench/matmul.rs rows_table: one line per
+matmul reference's table of benchmark rows, as src/bench/matmul/mod.rs rows_table: one line per
 precision, or its status and error when it was not measured."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tests of memory.py: the host policy of src/bench/matmul.rs (refuse what cannot fit, note what
+"""Tests of memory.py: the host policy of src/bench/matmul/mod.rs (refuse what cannot fit, note what
 is short now) on hand-made numbers, the trial reservation, and --skip-host-memory-check."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tests of rows.py: an error in one row ends that row only (as src/bench/matmul.rs run_rows), in
+"""Tests of rows.py: an error in one row ends that row only (as src/bench/matmul/mod.rs run_rows), in
 a real CPU run at n = 64 with one precision's measurement made to fail; and the GPU
 memory baseline, which takes cuBLAS's workspace in before the inputs (on a fake
 torch.cuda, and the order of the steps in a real CPU row)."""

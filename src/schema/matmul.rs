@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::Sampling;
 
 use super::rows::{Clock, Pairing, TimedRow, Timing};
-use super::{Availability, DeviceKind};
+use super::{Availability, DeviceKind, RatioInterval, TimeSource, Timed};
 use crate::precision::Precision;
 use crate::stats::Summary;
 
@@ -196,6 +196,12 @@ pub struct Measured {
     pub speedup_vs_fp32_wall: Option<f64>,
     /// The same from GPU-event medians (gpu_median_ms); null on the CPU.
     pub speedup_vs_fp32_gpu: Option<f64>,
+    /// This row and the fp32 row timed in turn (A B A B), in one more pass
+    /// after every row's own sampling: the ratio to fp32 measured side by
+    /// side, with its interval (2.6; null in older files, on the fp32 row, and
+    /// where fp32's row or the pass failed).
+    #[serde(default)]
+    pub vs_fp32_side_by_side: Option<SideBySide>,
     /// This row's peak_bytes over the fp32 row's (below 1 is smaller); null
     /// when either has no peak.
     pub peak_vs_fp32: Option<f64>,
@@ -232,6 +238,22 @@ pub fn fill_vs_fp32(rows: &mut [Row]) {
         m.speedup_vs_fp32_gpu = ratio(gpu, m.gpu_median_ms);
         m.peak_vs_fp32 = ratio(m.peak_bytes.map(|p| p as f64), peak);
     }
+}
+
+/// A row's ratio to fp32 from samples taken in turn with fp32's (2.6).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SideBySide {
+    /// fp32's median over the row's, both from this pass, on `time_source`'s
+    /// clock (above 1 is faster).
+    pub speedup: f64,
+    /// Its 95% bootstrap interval (compare's method); null with under 3
+    /// samples a side: the ratio's direction only.
+    pub interval: Option<RatioInterval>,
+    /// CUDA events' medians on a GPU, else the wall clock's.
+    pub time_source: TimeSource,
+    /// The row's samples in the pass, and fp32's.
+    pub row: Timed,
+    pub fp32: Timed,
 }
 
 /// How accurate one precision's C is, on the sampled rows.
@@ -271,6 +293,7 @@ mod tests {
                 pct_of_datasheet: None,
                 speedup_vs_fp32_wall: Some(-1.0),
                 speedup_vs_fp32_gpu: Some(-1.0),
+                vs_fp32_side_by_side: None,
                 peak_vs_fp32: Some(-1.0),
                 wall_ms: wall,
                 gpu_ms: gpu_ms.and_then(|g| summarize(&[g])),

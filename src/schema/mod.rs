@@ -63,7 +63,7 @@ pub use kernels::{
     KernelsResults, MatvecRow, VariantMeasured,
 };
 pub use ladder::{Bound, CacheLevel, Ladder, LadderKernel, LadderPoint, BEATEN_PCT};
-pub use matmul::{fill_vs_fp32, Accuracy, MatmulResults, Measured, Row, RowStatus};
+pub use matmul::{fill_vs_fp32, Accuracy, MatmulResults, Measured, Row, RowStatus, SideBySide};
 pub use memory::{
     BandwidthRow, Direction, HostMemory, MemoryResults, OomAttempt, OutOfMemory, Refusal, Roofline,
     RooflinePoint, TransferRow, Transfers,
@@ -92,9 +92,10 @@ pub use sweep::{SweepPoint, SweepResults};
 /// measured side by side, and the `kernels` body's matrix-vector rows
 /// (`matvec`) and their variants' `threads_held`; 2.5 `kernels`' bounds timed
 /// in turn with their rows (`side_by_side`) and the suite's speedups'
-/// intervals (`speedup_interval`), and `generate`'s ratios to fp32 measured
-/// side by side with their intervals.
-pub const SCHEMA_VERSION: &str = "2.5";
+/// intervals (`speedup_interval`), and `generate`'s and `block`'s ratios to
+/// fp32 measured side by side with their intervals; 2.6 `matmul`'s
+/// (`vs_fp32_side_by_side`).
+pub const SCHEMA_VERSION: &str = "2.6";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
 

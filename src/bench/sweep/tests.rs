@@ -32,6 +32,7 @@ pub(crate) fn point(size: usize, p: Precision, ms: f64, peak_tflops: Option<f64>
                 pct_of_datasheet: None,
                 speedup_vs_fp32_wall: None,
                 speedup_vs_fp32_gpu: None,
+                vs_fp32_side_by_side: None,
                 peak_vs_fp32: None,
                 wall_ms: summarize(&samples).unwrap(),
                 gpu_ms: None,

@@ -3,7 +3,7 @@
 
 use super::{num, Records, Shown};
 use crate::export::table::Table;
-use crate::schema::{MatmulResults, ResultFile, Row};
+use crate::schema::{MatmulResults, Measured, ResultFile, Row, TimeSource};
 
 /// The terminal table of benchmark rows.
 pub fn rows_table(title: &str, rows: &[Row]) -> Table {
@@ -28,6 +28,15 @@ pub fn rows_table(title: &str, rows: &[Row]) -> Table {
         |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
     // Against the fp32 row: speed (2.00x is twice as fast), peak (0.50x is half).
     let times = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}x"));
+    // The ratio measured side by side, on its own clock's column, with its
+    // interval; the other column fp32's own row's median over this row's.
+    let beside = |m: &Measured, source: TimeSource| {
+        let s = m.vs_fp32_side_by_side.as_ref()?;
+        (s.time_source == source).then(|| match s.interval {
+            Some(i) => format!("{:.2}x [{:.2}, {:.2}]", s.speedup, i.lo, i.hi),
+            None => format!("{:.2}x (direction only)", s.speedup),
+        })
+    };
     for r in rows {
         let Some(m) = &r.measured else {
             t.row([r.precision.to_string(), r.not_measured()]);
@@ -42,10 +51,10 @@ pub fn rows_table(title: &str, rows: &[Row]) -> Table {
             r.precision.to_string(),
             format!("{:.3}", m.median_ms),
             format!("{:.1}", m.gflops),
-            times(m.speedup_vs_fp32_wall),
+            beside(m, TimeSource::MedianMs).unwrap_or_else(|| times(m.speedup_vs_fp32_wall)),
             spread,
             opt(m.gpu_median_ms, 3),
-            times(m.speedup_vs_fp32_gpu),
+            beside(m, TimeSource::GpuMedianMs).unwrap_or_else(|| times(m.speedup_vs_fp32_gpu)),
             opt(m.pct_of_datasheet, 1),
             opt(m.peak_mib, 1),
             times(m.peak_vs_fp32),
@@ -75,15 +84,40 @@ pub fn show(file: &ResultFile, r: &MatmulResults) -> Shown {
         .iter()
         .map(|&s| speedup_note(s))
         .collect();
-    notes.push(APART.into());
+    notes.push(vs_fp32_note(&r.precisions));
     Shown { tables, notes }
 }
 
-/// What the "x fp32" columns are: each row is sampled on its own, one after
-/// the other (unlike `block`'s and `generate`'s, timed in turn with fp32's).
-const APART: &str = "x fp32: each precision's row sampled on its own, one after the other, not in \
-                     turn with fp32's, so drift between rows is inside the ratio: a direction \
-                     without an interval";
+/// What the "x fp32" columns are: where a row was timed in turn with fp32's
+/// (2.6), the ratio of that pass on its clock's column, with its interval;
+/// else each row sampled on its own, one after the other.
+fn vs_fp32_note(rows: &[Row]) -> String {
+    let pass = rows
+        .iter()
+        .filter_map(|r| r.measured.as_ref()?.vs_fp32_side_by_side.as_ref())
+        .next();
+    match pass {
+        Some(s) => format!(
+            "{}: the row and fp32 timed in turn (A B A B, {} rounds after each row's own \
+             sampling), fp32's median over the row's [its 95% bootstrap interval]{}",
+            match s.time_source {
+                TimeSource::GpuMedianMs => "GPU x fp32",
+                TimeSource::MedianMs => "x fp32",
+            },
+            s.row.samples_ms().len(),
+            match s.time_source {
+                TimeSource::GpuMedianMs =>
+                    "; x fp32 (wall): the medians of each row's own \
+                                           sampling, one after the other (apart)",
+                TimeSource::MedianMs => "",
+            }
+        ),
+        None => "x fp32: each precision's row sampled on its own, one after the other, not in \
+                 turn with fp32's, so drift between rows is inside the ratio: a direction \
+                 without an interval"
+            .into(),
+    }
+}
 
 /// The line that states a GPU's speedup over the CPU at fp32.
 pub(super) fn speedup_note(s: f64) -> String {

@@ -486,6 +486,7 @@ mod tests {
                 pct_of_datasheet: None,
                 speedup_vs_fp32_wall: None,
                 speedup_vs_fp32_gpu: None,
+                vs_fp32_side_by_side: None,
                 peak_vs_fp32: None,
                 wall_ms: summarize(&[ms]).unwrap(),
                 gpu_ms: None,

@@ -88,7 +88,12 @@ pub(super) fn vs_table() -> Table {
 /// A row's cells against fp32 (`v`): the matmuls' ratios with the interval
 /// of the two rows' own samples, pp's and tg's with the interval of the
 /// samples taken side by side, or "(apart)" when they were not.
-pub(super) fn vs_cells(r: &GenerateResults, p: &str, x: &GenerateMeasured, v: &VsFp32) -> Vec<String> {
+pub(super) fn vs_cells(
+    r: &GenerateResults,
+    p: &str,
+    x: &GenerateMeasured,
+    v: &VsFp32,
+) -> Vec<String> {
     let base = r
         .rows
         .iter()

@@ -18,6 +18,8 @@ use crate::schema::{fill_vs_fp32, Accuracy, DeviceKind, MatmulResults, Measured,
 use crate::stats::{relative_errors, summarize};
 use crate::units::mib;
 
+mod beside;
+
 /// The reference lab's CPU plan for a GPU run of `gpu_iters`: one warm-up and
 /// max(3, gpu_iters / 4) timed runs, since each CPU matmul is much slower.
 pub fn cpu_plan(gpu_iters: usize) -> Plan {
@@ -115,16 +117,25 @@ pub fn device_bytes(device: &Device, p: Precision, n: usize) -> u64 {
 }
 
 /// What `cfg` needs on `device`, for [`crate::memory::fits::check`]: the
-/// inputs on the host, and the widest precision's matrices on the device.
+/// inputs on the host, and on the device the widest precision's matrices, or,
+/// where fp32 is among the rows, the widest pair of a precision and fp32 (the
+/// pass that times them in turn holds both: `beside`).
 pub fn need(device: &Device, cfg: &Config) -> Need {
     let n = cfg.size;
+    let bytes = |p| device_bytes(device, p, n);
+    let fp32 = cfg.precisions.contains(&Precision::F32);
+    let with_fp32 = |p| match p {
+        Precision::F32 => bytes(p),
+        _ if fp32 => bytes(p) + bytes(Precision::F32),
+        _ => bytes(p),
+    };
     Need {
         what: format!("--size {n}"),
         host_bytes: Inputs::host_bytes(n),
         device_bytes: cfg
             .precisions
             .iter()
-            .map(|&p| device_bytes(device, p, n))
+            .map(|&p| with_fp32(p))
             .max()
             .unwrap_or(0),
     }
@@ -142,7 +153,17 @@ pub fn benchmark(
     let n = cfg.size;
     let on_gpu = device.is_cuda();
     let inputs = Inputs::random(n, cfg.accuracy_rows)?;
-    let rows = run(device, gpu_name, cfg, &inputs)?;
+    let mut rows = run(device, gpu_name, cfg, &inputs)?;
+    // Each row's x fp32 again, timed in turn with fp32's.
+    let meter = MemoryMeter::for_device(device)?;
+    let ctx = RowContext {
+        device,
+        gpu_name,
+        sampling: cfg.sampling,
+        inputs: &inputs,
+        meter: &meter,
+    };
+    beside::fill(&ctx, &mut rows);
     let cpu_row = if on_gpu && compare_cpu {
         Some(run_cpu_fp32(cfg, &inputs)?)
     } else {
@@ -386,6 +407,7 @@ fn measure(
         // Relative to the fp32 row: filled by `run` once every row ran.
         speedup_vs_fp32_wall: None,
         speedup_vs_fp32_gpu: None,
+        vs_fp32_side_by_side: None,
         peak_vs_fp32: None,
         wall_ms,
         gpu_ms,
@@ -501,6 +523,55 @@ mod tests {
     #[test]
     fn bench_rows_cuda() {
         bench_rows(&Device::new_cuda(0).unwrap());
+    }
+
+    /// Every row but fp32's gets its ratio to fp32 again from a pass timed in
+    /// turn: as many samples a side as the plan's, the speedup fp32's median
+    /// over the row's on the rate clock, with an interval; none without fp32.
+    fn beside_fp32(device: &Device) {
+        let cfg = small(vec![Precision::F32, Precision::F16, Precision::Bf16]);
+        let with = benchmark(device, None, &cfg, false).unwrap();
+        for row in &with.precisions {
+            let m = row.measured.as_ref().unwrap();
+            let Some(s) = &m.vs_fp32_side_by_side else {
+                assert_eq!(row.precision, Precision::F32);
+                continue;
+            };
+            assert_ne!(row.precision, Precision::F32);
+            assert_eq!(s.row.samples_ms().len(), 3);
+            assert_eq!(s.fp32.samples_ms().len(), 3);
+            let want = s.fp32.rate_ms().0 / s.row.rate_ms().0;
+            assert!((s.speedup - want).abs() < 1e-12 * want);
+            assert_eq!(s.time_source, s.row.rate_ms().1);
+            let i = s.interval.unwrap();
+            assert!(i.lo <= i.hi && i.lo > 0.0);
+        }
+        let alone = benchmark(device, None, &small(vec![Precision::F16]), false).unwrap();
+        assert!(alone.precisions[0]
+            .measured
+            .as_ref()
+            .unwrap()
+            .vs_fp32_side_by_side
+            .is_none());
+        // The pass holds a precision's matrices and fp32's at once.
+        let f16 = device_bytes(device, Precision::F16, 64);
+        let f32 = device_bytes(device, Precision::F32, 64);
+        assert_eq!(
+            need(device, &cfg).device_bytes,
+            f16.max(device_bytes(device, Precision::Bf16, 64)) + f32
+        );
+        assert_eq!(need(device, &small(vec![Precision::F16])).device_bytes, f16);
+    }
+
+    #[test]
+    fn beside_fp32_cpu() {
+        beside_fp32(&Device::Cpu);
+    }
+
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn beside_fp32_cuda() {
+        beside_fp32(&Device::new_cuda(0).unwrap());
     }
 
     #[test]
