@@ -30,7 +30,7 @@ pub fn show(file: &ResultFile, r: &CpuVsGpuResults) -> Shown {
         .map(|why| format!("GPU row skipped: {why}"))
         .collect();
     notes.push(match r.gpu_speedup_fp32 {
-        Some(s) => speedup_note(s),
+        Some(s) => speedup_note(s, Some(&r.cpu), r.gpu.as_ref()),
         None => "speedup: n/a (no GPU row)".to_string(),
     });
     Shown { tables, notes }

@@ -3,7 +3,7 @@
 
 use super::{num, Records, Shown};
 use crate::export::table::Table;
-use crate::schema::{MatmulResults, Measured, ResultFile, Row, TimeSource};
+use crate::schema::{MatmulResults, Measured, RatioInterval, ResultFile, Row, TimeSource};
 
 /// The terminal table of benchmark rows.
 pub fn rows_table(title: &str, rows: &[Row]) -> Table {
@@ -79,10 +79,14 @@ pub fn show(file: &ResultFile, r: &MatmulResults) -> Shown {
             std::slice::from_ref(cpu),
         ));
     }
+    let gpu_fp32 = r
+        .precisions
+        .iter()
+        .find(|row| row.fp32_median_ms().is_some());
     let mut notes: Vec<String> = r
         .gpu_speedup_fp32
         .iter()
-        .map(|&s| speedup_note(s))
+        .map(|&s| speedup_note(s, r.cpu_fp32.as_ref(), gpu_fp32))
         .collect();
     notes.push(vs_fp32_note(&r.precisions));
     Shown { tables, notes }
@@ -119,9 +123,22 @@ fn vs_fp32_note(rows: &[Row]) -> String {
     }
 }
 
-/// The line that states a GPU's speedup over the CPU at fp32.
-pub(super) fn speedup_note(s: f64) -> String {
-    format!("GPU is {s:.1}x faster than the CPU at fp32 (median wall time, device synchronized)")
+/// The line that states a GPU's speedup over the CPU at fp32 (`s`), with the
+/// 95% bootstrap interval of the two rows' wall samples where both have
+/// enough: the rows are sampled one after the other, so the interval holds
+/// their spread, not the drift between them (small beside a ratio this size).
+pub(super) fn speedup_note(s: f64, cpu: Option<&Row>, gpu: Option<&Row>) -> String {
+    fn samples(r: Option<&Row>) -> Option<&[f64]> {
+        Some(r?.measured.as_ref()?.samples_wall_ms.as_slice())
+    }
+    let interval = samples(gpu)
+        .zip(samples(cpu))
+        .and_then(|(g, c)| RatioInterval::of(g, c))
+        .map_or(String::new(), |i| format!(" [{:.1}, {:.1}]", i.lo, i.hi));
+    format!(
+        "GPU is {s:.1}x{interval} faster than the CPU at fp32 (median wall time, device \
+         synchronized; the two rows sampled one after the other)"
+    )
 }
 
 /// Matmul rows in long format, one record per row: machine, experiment,
@@ -193,5 +210,30 @@ impl super::View for MatmulResults {
 
     fn chart(&self, _file: &ResultFile) -> Option<String> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::Body;
+
+    /// The GPU's speedup line carries the interval of the two rows' samples
+    /// where both have them, and says the rows were sampled apart.
+    #[test]
+    fn the_speedup_line_has_the_rows_interval() {
+        let file = crate::schema::read(std::path::Path::new(
+            "tests/fixtures/amd-epyc-2t/matmul.json",
+        ))
+        .unwrap();
+        let Body::Matmul(m) = &file.body else {
+            panic!("not a matmul file")
+        };
+        let fp32 = m.precisions.iter().find(|r| r.fp32_median_ms().is_some());
+        let line = speedup_note(1.0, fp32, fp32);
+        assert!(line.contains("1.0x [1.0, 1.0] faster"), "{line}");
+        assert!(line.contains("one after the other"), "{line}");
+        let bare = speedup_note(2.0, None, fp32);
+        assert!(bare.starts_with("GPU is 2.0x faster"), "{bare}");
     }
 }
