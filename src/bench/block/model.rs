@@ -332,12 +332,13 @@ impl Layer {
         let xn = span(Norms, || norm(x, &self.attn_norm))?;
         let proj = |p: &Proj, x: &Tensor| span(Matmuls, || p.forward(x, k));
         let layout = |y: Tensor, n: usize| span(Elementwise, || heads_of(y, n));
-        let q = span(Rotary, || {
-            rope.apply(&layout(proj(&self.wq, &xn)?, heads)?, k)
-        })?;
-        let keys = span(Rotary, || {
-            rope.apply(&layout(proj(&self.wk, &xn)?, kv_heads)?, k)
-        })?;
+        // The rotary span holds the rotation alone: a span inside a span
+        // counts in the outer one, so wrapping the projections too would
+        // book the q and k matmuls (an eighth of a layer's weights) as rotary.
+        let q = layout(proj(&self.wq, &xn)?, heads)?;
+        let q = span(Rotary, || rope.apply(&q, k))?;
+        let keys = layout(proj(&self.wk, &xn)?, kv_heads)?;
+        let keys = span(Rotary, || rope.apply(&keys, k))?;
         let values = layout(proj(&self.wv, &xn)?, kv_heads)?;
         let (keys, values) = match cache {
             Some(cache) => span(Elementwise, || cache.append(&keys, &values))?,

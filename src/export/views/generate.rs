@@ -13,7 +13,7 @@ use super::{num, Records, Shown};
 use crate::export::panels::{panels_svg, Panel};
 use crate::schema::{Answer, RatioInterval, Timed, WeightSource};
 use crate::schema::{
-    GenerateMeasured, GenerateResults, KernelChoice, ModelInfo, ModelPath, ResultFile,
+    DeviceKind, GenerateMeasured, GenerateResults, KernelChoice, ModelInfo, ModelPath, ResultFile,
     TokenOpClass, LAB_SUFFIX,
 };
 use crate::stats::MIN_SAMPLES;
@@ -99,7 +99,7 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
     notes.push(bound_note(r));
     notes.extend(r.notes.iter().cloned());
     notes.extend(caveat(r));
-    notes.extend(kernels_line(r));
+    notes.extend(kernels_line(r, file.device.kind == DeviceKind::Cuda));
     Shown {
         tables: vec![speed, vs, parts],
         notes,
@@ -196,9 +196,10 @@ pub fn caveat(r: &GenerateResults) -> Vec<String> {
 /// suite's kernels over the time with candle's, measured side by side (their
 /// tests in turn, A B A B), each with its 95% bootstrap interval, and a flag
 /// where a gain is larger than the time of the classes the suite's kernels
-/// replace (all but rotary and sampling) in candle's token: noise or a side
+/// replace in candle's token (all but sampling, and on a GPU, where the lab's
+/// rotary embedding is candle-nn's, all but rotary too): noise or a side
 /// effect, not their gain.
-pub fn kernels_line(r: &GenerateResults) -> Option<String> {
+pub fn kernels_line(r: &GenerateResults, on_gpu: bool) -> Option<String> {
     let per_precision: Vec<String> = r
         .rows
         .iter()
@@ -224,7 +225,11 @@ pub fn kernels_line(r: &GenerateResults) -> Option<String> {
             let changed: f64 = c
                 .parts
                 .iter()
-                .filter(|p| !matches!(p.class, TokenOpClass::Rotary | TokenOpClass::Sampling))
+                .filter(|p| match p.class {
+                    TokenOpClass::Sampling => false,
+                    TokenOpClass::Rotary => !on_gpu,
+                    _ => true,
+                })
                 .map(|p| p.ms_per_token)
                 .sum();
             let gain = (c.tg.rate_ms().0 - l.tg.rate_ms().0) / r.tg_tokens as f64;
@@ -354,7 +359,7 @@ impl super::View for GenerateResults {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::Body;
+    use crate::schema::{Body, TokenPart};
     use serde_json::{json, Value};
 
     /// A measured row at these tokens/s and tg bound, three samples each.
@@ -470,7 +475,7 @@ mod tests {
         let Body::Generate(r) = &mut f.body else {
             panic!("not generate")
         };
-        assert_eq!(kernels_line(r), None, "no lab row, no line");
+        assert_eq!(kernels_line(r, false), None, "no lab row, no line");
         // fp32 again on the suite's kernels, its pp and tg times halved and
         // doubled (the fixture's Timed are 3 samples of one value).
         let mut lab = r.rows[1].clone();
@@ -481,7 +486,7 @@ mod tests {
         m.pp = t(m.pp.median_ms / 2.0);
         m.tg = t(m.tg.median_ms * 2.0);
         r.rows.push(lab);
-        let line = kernels_line(r).unwrap();
+        let line = kernels_line(r, false).unwrap();
         // Three samples of one value a side: intervals of zero width.
         assert!(
             line.ends_with(": fp32 pp 0.50x [0.50, 0.50], tg 2.00x [2.00, 2.00]"),
@@ -489,5 +494,28 @@ mod tests {
         );
         // The lab's caveat stays per precision: the lab row is not one.
         assert!(caveat(r).iter().all(|l| !l.contains("lab kernels")));
+        // A tg gain past what the kernels replace is flagged; on the CPU the
+        // lab's rotary embedding is among what they replace, on a GPU not.
+        let last = r.rows.len() - 1;
+        let m = r.rows[last].measured.as_mut().unwrap();
+        m.tg = crate::telemetry::timed_at(&[1e-6; 3], &[]);
+        let part = |class, ms_per_token| TokenPart {
+            class,
+            calls: 60,
+            ms_per_token,
+            timed: crate::telemetry::timed_at(&[0.01; 3], &[]),
+        };
+        let candle = r.rows[1].measured.as_mut().unwrap();
+        candle.parts = vec![
+            part(TokenOpClass::Matmuls, 1.0),
+            part(TokenOpClass::Rotary, 0.5),
+            part(TokenOpClass::Sampling, 0.25),
+        ];
+        let replaced = |on_gpu| -> f64 {
+            let line = kernels_line(r, on_gpu).unwrap();
+            let (_, rest) = line.split_once("more than the ").expect("flagged");
+            rest.split(' ').next().unwrap().parse().unwrap()
+        };
+        assert_eq!((replaced(false), replaced(true)), (1.5, 1.0));
     }
 }

@@ -3,7 +3,7 @@
 //! lab's caveat answered by the block and by the whole model, the suite's own
 //! kernels end to end, the rows measured on a contended machine).
 
-use crate::schema::{Body, ResultFile};
+use crate::schema::{Body, DeviceKind, ResultFile};
 
 /// This machine's result files, each parsed or with the reason it is not
 /// there (missing, unreadable) in one line.
@@ -65,7 +65,7 @@ pub(super) fn notes(files: &MachineFiles) -> Vec<String> {
                     .map(|line| format!("The lab's caveat, for a whole model ({of}): {line}.")),
             );
             notes.extend(
-                views::generate::kernels_line(g)
+                views::generate::kernels_line(g, file.device.kind == DeviceKind::Cuda)
                     .map(|line| format!("Our own kernels, measured here ({of}): {line}.")),
             );
         }
