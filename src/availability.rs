@@ -13,8 +13,12 @@
 //! processes are not counted), the machine's from the aggregate `cpu` line of
 //! `/proc/stat`, the run queue from its `procs_running`, the load from
 //! `/proc/loadavg`. Where a file cannot be read the figures it gives are `None`
-//! and no rule judges on them: reading never stops a run.
+//! and no rule judges on them: reading never stops a run. Rows timed in turn
+//! with others (A B A B) share one window: their threads held come from
+//! their own samples instead, each thread's nanoseconds on a CPU from
+//! `/proc/self/task/*/schedstat` ([`held_over_own_samples`]).
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 pub use crate::schema::{
@@ -98,6 +102,55 @@ impl Snapshot {
             load_1m: read("/proc/loadavg").and_then(|t| parse_loadavg(&t)),
         }
     }
+}
+
+/// Each thread of this process's time on a CPU so far, in nanoseconds (the
+/// first field of its `/proc/self/task/*/schedstat`), by thread id; `None`
+/// where /proc cannot be read. Finer than [`Snapshot`]'s clock ticks, for
+/// windows of milliseconds.
+pub fn threads_cpu_ns() -> Option<HashMap<String, u64>> {
+    let mut out = HashMap::new();
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let task = task.ok()?;
+        // A thread may end between the listing and the read: skip it.
+        let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) else {
+            continue;
+        };
+        let ns = stat.split_whitespace().next()?.parse::<u64>().ok()?;
+        out.insert(task.file_name().to_string_lossy().into_owned(), ns);
+    }
+    Some(out)
+}
+
+/// Nanoseconds this process's threads spent on a CPU from `before` to
+/// `after` (two [`threads_cpu_ns`] readings): a thread that started between
+/// them counts from 0; one that ended is lost, as its time can no longer be
+/// read.
+pub fn cpu_ns_between(before: &HashMap<String, u64>, after: &HashMap<String, u64>) -> u64 {
+    after
+        .iter()
+        .map(|(tid, ns)| ns.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+        .sum()
+}
+
+/// `a` with its threads held taken from a row's own samples (`cpu_s` of this
+/// process's CPU time in `wall_s` of them) rather than from its window: for
+/// rows timed in turn with others, whose window is all of theirs. The
+/// machine-wide figures (others' use, steal, idle) stay the window's.
+pub fn held_over_own_samples(mut a: Availability, cpu_s: f64, wall_s: f64) -> Availability {
+    if wall_s <= 0.0 {
+        return a;
+    }
+    let held = cpu_s / wall_s;
+    let could_run = a
+        .logical_cpus
+        .map_or(a.threads, |n| a.threads.min(n))
+        .max(1);
+    a.threads_held = Some(held);
+    a.held_fraction = Some(held / could_run as f64);
+    let v = verdict(&a);
+    (a.judged, a.contended, a.reasons) = (v.judged, v.contended, v.reasons);
+    a
 }
 
 /// The figures of the window from `before` to `after` for a row computing

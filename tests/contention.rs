@@ -2,14 +2,31 @@
 //! test starts, two per CPU) a CPU matmul row records that it did not have its
 //! cores, the table marks it and the run ends with one warning line; without
 //! one, and the machine otherwise quiet, no flag. `--require-quiet` waits, then
-//! refuses in one line. No time is asserted, only what the OS counted.
+//! refuses in one line. Rows timed in turn (A B A B) each hold their own
+//! threads, not the window's. No time is asserted, only what the OS counted.
+//! The tests take turns on the machine ([`MACHINE`]): one's competitors must
+//! not be another's quiet run.
 
 mod common;
 use common::run;
 
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use candle_core::Device;
+use candle_lab::clock::{time_interleaved, Plan, Samples};
+use indicatif::ProgressBar;
 
 use serde_json::Value;
+
+/// Held by each test while it runs: they take turns on the machine.
+static MACHINE: Mutex<()> = Mutex::new(());
+
+/// [`MACHINE`], whatever a test that panicked while holding it left.
+fn machine() -> std::sync::MutexGuard<'static, ()> {
+    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Busy loops in their own processes, two per CPU, killed when dropped.
 struct Competitors(Vec<Child>);
@@ -53,6 +70,7 @@ fn matmul_row(extra: &[&str]) -> (Value, String) {
 
 #[test]
 fn a_planted_competitor_flags_the_row_and_a_quiet_run_does_not() {
+    let _turn = machine();
     let (row, stderr) = {
         let _busy = Competitors::start();
         matmul_row(&[])
@@ -92,6 +110,7 @@ fn a_planted_competitor_flags_the_row_and_a_quiet_run_does_not() {
 
 #[test]
 fn require_quiet_refuses_beside_a_competitor_in_one_line() {
+    let _turn = machine();
     let _busy = Competitors::start();
     common::refused(
         "matmul",
@@ -101,4 +120,39 @@ fn require_quiet_refuses_beside_a_competitor_in_one_line() {
     // Its bound is checked as every flag's.
     let out = run("matmul", &["--require-quiet", "0"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// Two works timed in turn share one window, but each one's threads held
+/// are its own samples': a work that sleeps holds almost none, one that
+/// spins holds about a thread.
+#[test]
+fn works_timed_in_turn_each_hold_their_own_threads() {
+    let _turn = machine();
+    let ms = Duration::from_millis(15);
+    let mut sleeps = || {
+        std::thread::sleep(ms);
+        Ok(())
+    };
+    let mut spins = || {
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < ms {
+            std::hint::spin_loop();
+        }
+        Ok(())
+    };
+    let plan = Plan {
+        warmup: 0,
+        iters: 8,
+    };
+    let bar = ProgressBar::hidden();
+    let s = time_interleaved(&Device::Cpu, plan, &bar, &mut [&mut sleeps, &mut spins]).unwrap();
+    let held = |s: &Samples| {
+        let h = s.held.expect("/proc/self/task is readable");
+        h.cpu_s / h.wall_s
+    };
+    let (asleep, spinning) = (held(&s[0]), held(&s[1]));
+    assert!(asleep < 0.3, "a sleeping work held {asleep:.2} threads");
+    assert!(spinning > asleep + 0.4, "{spinning:.2} against {asleep:.2}");
+    let a = s[1].availability(1).unwrap();
+    assert_eq!(a.threads_held, Some(spinning));
 }

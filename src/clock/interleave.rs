@@ -4,15 +4,18 @@
 //! side by side rather than one after the other. Each sample is the clock's
 //! usual one ([`super::sample`]'s timing model: synchronize, start event and
 //! clock, the work, end event, synchronize, clock); warm-up runs go in turn
-//! too.
+//! too. Each work's threads held are its own samples' (this process's CPU
+//! time read around each of them, off the clock), not the shared window's.
 
 use anyhow::Result;
 use candle_core::Device;
 use indicatif::ProgressBar;
 
+use std::time::Instant;
+
 use super::events::EventClock;
-use super::{Clock, Samples, WallClock};
-use crate::availability::Snapshot;
+use super::{Clock, Held, Samples, WallClock};
+use crate::availability::{cpu_ns_between, threads_cpu_ns, Snapshot};
 use crate::device::sync;
 use crate::schema::{Plan, StopRule};
 
@@ -60,17 +63,26 @@ pub fn interleaved_on<C: Clock + ?Sized>(
             elapsed_s: 0.0,
             window: None,
             on_gpu: device.is_cuda(),
+            held: None,
         })
         .collect();
+    // Each work's own CPU time: its samples, not the window the works share.
+    let mut held = vec![Some(Held::default()); works.len()];
     for _ in 0..plan.iters {
-        for (w, s) in works.iter_mut().zip(out.iter_mut()) {
+        for ((w, s), h) in works.iter_mut().zip(out.iter_mut()).zip(held.iter_mut()) {
             sync(device)?;
+            let (cpu0, h0) = (threads_cpu_ns(), Instant::now());
             events.start()?;
             let t0 = clock.now();
             w()?;
             events.stop()?;
             sync(device)?;
             let wall = clock.now().saturating_sub(t0);
+            let (cpu1, h1) = (threads_cpu_ns(), Instant::now());
+            *h = h.zip(cpu0.zip(cpu1)).map(|(h, (c0, c1))| Held {
+                cpu_s: h.cpu_s + cpu_ns_between(&c0, &c1) as f64 * 1e-9,
+                wall_s: h.wall_s + (h1 - h0).as_secs_f64(),
+            });
             s.wall_ms.push(wall.as_secs_f64() * 1e3);
             s.gpu_ms.extend(events.elapsed_ms()?);
             progress.inc(1);
@@ -78,9 +90,10 @@ pub fn interleaved_on<C: Clock + ?Sized>(
     }
     let closed = Snapshot::take();
     let elapsed = clock.now().saturating_sub(began).as_secs_f64();
-    for s in &mut out {
+    for (s, h) in out.iter_mut().zip(held) {
         s.elapsed_s = elapsed;
         s.window = Some((opened.clone(), closed.clone()));
+        s.held = h.filter(|_| !device.is_cuda());
     }
     Ok(out)
 }

@@ -22,7 +22,7 @@ use anyhow::Result;
 use candle_core::Device;
 use indicatif::ProgressBar;
 
-use crate::availability::{between, Snapshot};
+use crate::availability::{between, held_over_own_samples, Snapshot};
 use crate::device::sync;
 pub use crate::schema::{Adaptive, ClockOverhead, Plan, Sampling, StopRule};
 use crate::schema::{Availability, RowKind};
@@ -53,6 +53,17 @@ pub struct Samples {
     pub window: Option<(Snapshot, Snapshot)>,
     /// Whether the work ran on a GPU (its host threads then mostly wait).
     pub on_gpu: bool,
+    /// For a work timed in turn with others: this process's CPU seconds
+    /// over its own samples, and their wall seconds (the window is all the
+    /// works'); `None` for a work timed alone, or where /proc cannot say.
+    pub held: Option<Held>,
+}
+
+/// CPU time in a work's own samples, and the wall time they took.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Held {
+    pub cpu_s: f64,
+    pub wall_s: f64,
 }
 
 impl Samples {
@@ -65,7 +76,11 @@ impl Samples {
             RowKind::Cpu
         };
         let (before, after) = self.window.as_ref()?;
-        Some(between(before, after, threads, kind))
+        let window = between(before, after, threads, kind);
+        Some(match self.held {
+            Some(h) => held_over_own_samples(window, h.cpu_s, h.wall_s),
+            None => window,
+        })
     }
 }
 
@@ -81,6 +96,7 @@ impl Samples {
             elapsed_s: 0.0,
             window: None,
             on_gpu: false,
+            held: None,
         }
     }
 }
@@ -191,6 +207,7 @@ pub fn sample<R, C: Clock + ?Sized>(
         elapsed_s: 0.0,
         window: None,
         on_gpu: device.is_cuda(),
+        held: None,
     };
     // The machine's counters around the timed samples (off the clock).
     let opened = Snapshot::take();

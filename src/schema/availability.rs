@@ -75,6 +75,9 @@ pub struct Availability {
     /// Threads the row computes with (for a GPU row, the launching threads).
     pub threads: usize,
     /// CPU time over wall time: how many threads were running on average.
+    /// For a row timed in turn with others (A B A B), whose window is all of
+    /// theirs, its own samples' CPU time over their wall time (from 2.6;
+    /// before, the window's, the others' threads mixed in).
     pub threads_held: Option<f64>,
     /// `threads_held` over the threads that could run at once (`threads`, or
     /// `logical_cpus` when fewer).

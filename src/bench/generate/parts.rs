@@ -301,6 +301,7 @@ pub fn in_pass(
             elapsed_s: started.elapsed().as_secs_f64(),
             window: None,
             on_gpu: device.is_cuda(),
+            held: None,
         };
         crate::telemetry::to_timed(samples, telemetry.state(), None)
     };

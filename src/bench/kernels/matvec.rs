@@ -23,6 +23,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use rand::{Rng, SeedableRng};
 
 use super::{fill_speedups, host_f64, normwise_errors};
+use crate::availability::{cpu_ns_between, threads_cpu_ns};
 use crate::bench::ladder::Ladder;
 use crate::clock::Plan;
 use crate::formulas::gb_per_s;
@@ -366,7 +367,7 @@ fn threads_held(device: &Device, mut call: impl FnMut() -> Result<()>) -> Result
     if !device.is_cpu() {
         return Ok(None);
     }
-    let Some(before) = task_cpu_ns() else {
+    let Some(before) = threads_cpu_ns() else {
         return Ok(None);
     };
     let start = std::time::Instant::now();
@@ -376,32 +377,10 @@ fn threads_held(device: &Device, mut call: impl FnMut() -> Result<()>) -> Result
         calls += 1;
     }
     let wall = start.elapsed().as_secs_f64();
-    let Some(after) = task_cpu_ns() else {
+    let Some(after) = threads_cpu_ns() else {
         return Ok(None);
     };
-    // Per thread: one that started in the window counts from 0; one that
-    // ended in it is lost (its time is gone from /proc), as it cannot be read.
-    let busy: u64 = after
-        .iter()
-        .map(|(tid, ns)| ns.saturating_sub(before.get(tid).copied().unwrap_or(0)))
-        .sum();
-    Ok(Some(busy as f64 * 1e-9 / wall))
-}
-
-/// Each thread of this process's time on a CPU so far, in nanoseconds (the
-/// first field of its schedstat), by thread id.
-fn task_cpu_ns() -> Option<std::collections::HashMap<String, u64>> {
-    let mut out = std::collections::HashMap::new();
-    for task in std::fs::read_dir("/proc/self/task").ok()? {
-        let task = task.ok()?;
-        // A thread may end between the listing and the read: skip it.
-        let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) else {
-            continue;
-        };
-        let ns = stat.split_whitespace().next()?.parse::<u64>().ok()?;
-        out.insert(task.file_name().to_string_lossy().into_owned(), ns);
-    }
-    Some(out)
+    Ok(Some(cpu_ns_between(&before, &after) as f64 * 1e-9 / wall))
 }
 
 /// x (tokens x k) times the first rows of the weight (`w`, rows of k), in f64:

@@ -233,6 +233,9 @@ pub(super) unsafe fn row32<I: Int, B: Block32, const R: usize>(
     })
 }
 
+/// Blocks ahead of the current one that the decode path asks the cache for.
+const PREFETCH_BLOCKS: usize = 8;
+
 /// Four weight rows `w` against activation row `r`: each activation block
 /// loaded once for the four, and four weight streams read at once (one
 /// stream a core is held to what one prefetcher fetches ahead; Candle's
@@ -253,6 +256,10 @@ pub(super) unsafe fn rows4_32<I: Int, B: Block32>(w: [*const u8; 4], a: &Q8, r: 
         // SAFETY: block i of the activations exists (row r's), block b of
         // every weight row too.
         unsafe {
+            for wj in w {
+                let ahead = wj.wrapping_add((b + PREFETCH_BLOCKS) * B::BYTES);
+                _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
+            }
             let x = load(a.qs.as_ptr().add(i * QK));
             let dx = _mm256_broadcast_ss(&*a.d.as_ptr().add(i));
             let sx = _mm256_broadcast_ss(&*sums.as_ptr().add(i));
