@@ -136,8 +136,20 @@ fn shape(dims: &[usize]) -> String {
 /// What the tables cannot say by themselves: the targets, met or missed and by
 /// how much, failed variants, and a large case that fits in the cache.
 pub fn notes(r: &KernelsResults) -> Vec<String> {
-    let mut notes = Vec::new();
     let large: Vec<&KernelRow> = r.rows.iter().filter(|x| x.case == LARGE).collect();
+    let mut notes: Vec<String> = [large_target(&large), never_slower(r)]
+        .into_iter()
+        .flatten()
+        .collect();
+    notes.extend(failed(r));
+    notes.extend(large_in_cache(r, &large));
+    notes.extend(super::matvec::notes(r));
+    notes.extend(beaten(r));
+    notes
+}
+
+/// The large case's target: every lab kernel at [`TARGET_PCT`] of its bound.
+fn large_target(large: &[&KernelRow]) -> Option<String> {
     let short: Vec<String> = large
         .iter()
         .filter_map(|row| {
@@ -157,8 +169,8 @@ pub fn notes(r: &KernelsResults) -> Vec<String> {
         .iter()
         .filter(|row| row.measured(Implementation::Lab).is_some())
         .count();
-    if measured_large > 0 {
-        notes.push(if short.is_empty() {
+    (measured_large > 0).then(|| {
+        if short.is_empty() {
             format!(
                 "target met: every lab kernel reaches {TARGET_PCT:.0}% of its bound (the ladder's, \
                  at its footprint) on the large case"
@@ -170,8 +182,12 @@ pub fn notes(r: &KernelsResults) -> Vec<String> {
                 short.len(),
                 short.join(", ")
             )
-        });
-    }
+        }
+    })
+}
+
+/// "Never slower than Candle's op", over the rows compared.
+fn never_slower(r: &KernelsResults) -> Option<String> {
     let slower: Vec<String> = r
         .rows
         .iter()
@@ -189,8 +205,8 @@ pub fn notes(r: &KernelsResults) -> Vec<String> {
                 .is_some()
         })
         .count();
-    if compared > 0 {
-        notes.push(if slower.is_empty() {
+    (compared > 0).then(|| {
+        if slower.is_empty() {
             format!("target met: no lab kernel is slower than Candle's op ({compared} rows)")
         } else {
             format!(
@@ -198,8 +214,13 @@ pub fn notes(r: &KernelsResults) -> Vec<String> {
                 slower.len(),
                 slower.join(", ")
             )
-        });
-    }
+        }
+    })
+}
+
+/// A line per variant that failed, with its error.
+fn failed(r: &KernelsResults) -> Vec<String> {
+    let mut notes = Vec::new();
     for row in &r.rows {
         for v in row.variants.iter().filter(|v| v.measured.is_none()) {
             notes.push(format!(
@@ -212,18 +233,25 @@ pub fn notes(r: &KernelsResults) -> Vec<String> {
             ));
         }
     }
+    notes
+}
+
+/// A note when the large case fits in the cache this machine reports.
+fn large_in_cache(r: &KernelsResults, large: &[&KernelRow]) -> Option<String> {
     let biggest = large.iter().map(|r| r.bytes_moved).max();
-    if let (Some(cache), Some(bytes)) = (r.cache_bytes, biggest) {
-        if bytes <= cache {
-            notes.push(format!(
-                "note: the large case's {:.0} MiB fit in the {:.0} MiB cache: its rates are partly \
+    let (cache, bytes) = r.cache_bytes.zip(biggest)?;
+    (bytes <= cache).then(|| {
+        format!(
+            "note: the large case's {:.0} MiB fit in the {:.0} MiB cache: its rates are partly \
                  the cache's (its bound, measured at the same footprint, says its level)",
-                mib(bytes),
-                mib(cache)
-            ));
-        }
-    }
-    notes.extend(super::matvec::notes(r));
+            mib(bytes),
+            mib(cache)
+        )
+    })
+}
+
+/// The warning for variants above [`BEATEN_PCT`] of their bound.
+fn beaten(r: &KernelsResults) -> Option<String> {
     let beaten: Vec<String> = r
         .rows
         .iter()
@@ -243,15 +271,14 @@ pub fn notes(r: &KernelsResults) -> Vec<String> {
             })
         })
         .collect();
-    if !beaten.is_empty() {
-        notes.push(format!(
+    (!beaten.is_empty()).then(|| {
+        format!(
             "warning: {} variants beat their bound by more than 5% (a bound that is beaten is the \
              wrong bound): {}",
             beaten.len(),
             beaten.join(", ")
-        ));
-    }
-    notes
+        )
+    })
 }
 
 /// Every variant and every ceiling in long format: machine, experiment, op,

@@ -27,29 +27,45 @@ pub fn notes(r: &MemoryResults) -> Vec<String> {
     notes
 }
 
-/// The terminal tables of a run.
+/// The terminal tables of a run: the transfers (where measured), the
+/// bandwidth ladder, the memory-bound operations, out of memory, and the
+/// roofline's points.
 pub fn tables(r: &MemoryResults, device: &str) -> Vec<Table> {
-    let mut tables = Vec::new();
-    if !r.transfers.rows.is_empty() {
-        let mut t = Table::new(
-            "host <-> device transfers",
-            &["direction", "host memory", "MiB", "ms", "GB/s"],
-        );
-        for row in &r.transfers.rows {
-            t.row([
-                format!("{:?}", row.direction),
-                format!("{:?}", row.host_memory),
-                format!("{:.0}", mib(row.bytes)),
-                format!("{:.3}", row.time_ms),
-                format!("{:.1}", row.gb_per_s),
-            ]);
-        }
-        tables.push(t);
-    }
-
+    let mut tables: Vec<Table> = transfers_table(r).into_iter().collect();
     if let Some(l) = &r.ladder {
         tables.push(super::ladder::table(l, device));
     }
+    tables.extend([
+        ops_table(r, device),
+        out_of_memory_table(r),
+        roofline_table(r),
+    ]);
+    tables
+}
+
+/// Host-to-device and back, per host memory kind; none where not measured.
+fn transfers_table(r: &MemoryResults) -> Option<Table> {
+    if r.transfers.rows.is_empty() {
+        return None;
+    }
+    let mut t = Table::new(
+        "host <-> device transfers",
+        &["direction", "host memory", "MiB", "ms", "GB/s"],
+    );
+    for row in &r.transfers.rows {
+        t.row([
+            format!("{:?}", row.direction),
+            format!("{:?}", row.host_memory),
+            format!("{:.0}", mib(row.bytes)),
+            format!("{:.3}", row.time_ms),
+            format!("{:.1}", row.gb_per_s),
+        ]);
+    }
+    Some(t)
+}
+
+/// Each memory-bound operation against the ladder's point for its pattern.
+fn ops_table(r: &MemoryResults, device: &str) -> Table {
     let mut t = Table::new(
         format!(
             "memory-bound operations on {device}, {} elements ({:.0} MiB at f32), time from {}; \
@@ -102,8 +118,11 @@ pub fn tables(r: &MemoryResults, device: &str) -> Vec<Table> {
                 .map_or("-".into(), |p| format!("{p:.0}%")),
         ]);
     }
-    tables.push(t);
+    t
+}
 
+/// The suite's out-of-memory check, and Candle's answer on a GPU.
+fn out_of_memory_table(r: &MemoryResults) -> Table {
     let mut t = Table::new("out of memory", &["", ""]);
     let oom = &r.out_of_memory;
     match (&oom.refusal, &oom.refusal_skipped) {
@@ -145,8 +164,11 @@ pub fn tables(r: &MemoryResults, device: &str) -> Vec<Table> {
             t.row(["GPU demonstration", reason.as_deref().unwrap_or("")]);
         }
     }
-    tables.push(t);
+    t
+}
 
+/// The roofline's points under its two ceilings.
+fn roofline_table(r: &MemoryResults) -> Table {
     let rl = &r.roofline;
     let mut t = Table::new(
         format!(
@@ -167,8 +189,7 @@ pub fn tables(r: &MemoryResults, device: &str) -> Vec<Table> {
             format!("{:.2}", p.attainable_gflop_per_s),
         ]);
     }
-    tables.push(t);
-    tables
+    t
 }
 
 /// The ladder's chart (`memory.svg`): GB/s against footprint.
