@@ -15,10 +15,9 @@
 //! `/proc/loadavg`. Where a file cannot be read the figures it gives are `None`
 //! and no rule judges on them: reading never stops a run. Rows timed in turn
 //! with others (A B A B) share one window: their threads held come from
-//! their own samples instead, each thread's nanoseconds on a CPU from
-//! `/proc/self/task/*/schedstat` ([`held_over_own_samples`]).
+//! their own samples instead, from this process's CPU clock read around each
+//! ([`process_cpu_ns`], [`held_over_own_samples`]).
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 pub use crate::schema::{
@@ -104,33 +103,19 @@ impl Snapshot {
     }
 }
 
-/// Each thread of this process's time on a CPU so far, in nanoseconds (the
-/// first field of its `/proc/self/task/*/schedstat`), by thread id; `None`
-/// where /proc cannot be read. Finer than [`Snapshot`]'s clock ticks, for
-/// windows of milliseconds.
-pub fn threads_cpu_ns() -> Option<HashMap<String, u64>> {
-    let mut out = HashMap::new();
-    for task in std::fs::read_dir("/proc/self/task").ok()? {
-        let task = task.ok()?;
-        // A thread may end between the listing and the read: skip it.
-        let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) else {
-            continue;
-        };
-        let ns = stat.split_whitespace().next()?.parse::<u64>().ok()?;
-        out.insert(task.file_name().to_string_lossy().into_owned(), ns);
-    }
-    Some(out)
-}
-
-/// Nanoseconds this process's threads spent on a CPU from `before` to
-/// `after` (two [`threads_cpu_ns`] readings): a thread that started between
-/// them counts from 0; one that ended is lost, as its time can no longer be
-/// read.
-pub fn cpu_ns_between(before: &HashMap<String, u64>, after: &HashMap<String, u64>) -> u64 {
-    after
-        .iter()
-        .map(|(tid, ns)| ns.saturating_sub(before.get(tid).copied().unwrap_or(0)))
-        .sum()
+/// This process's CPU time so far, every thread's, in nanoseconds, from its
+/// CPU clock (`clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`): exact to the call,
+/// threads running on other CPUs included, where `/proc`'s counters lag by up
+/// to a scheduler tick (too coarse for samples of milliseconds). `None` where
+/// the clock cannot be read.
+pub fn process_cpu_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 /// `a` with its threads held taken from a row's own samples (`cpu_s` of this
