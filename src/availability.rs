@@ -120,8 +120,9 @@ pub fn process_cpu_ns() -> Option<u64> {
 
 /// `a` with its threads held taken from a row's own samples (`cpu_s` of this
 /// process's CPU time in `wall_s` of them) rather than from its window: for
-/// rows timed in turn with others, whose window is all of theirs. The
-/// machine-wide figures (others' use, steal, idle) stay the window's.
+/// rows timed in turn with others, whose window is all of theirs. Others'
+/// use and steal stay the window's; idle is what the row's threads and
+/// those leave.
 pub fn held_over_own_samples(mut a: Availability, cpu_s: f64, wall_s: f64) -> Availability {
     if wall_s <= 0.0 {
         return a;
@@ -133,6 +134,15 @@ pub fn held_over_own_samples(mut a: Availability, cpu_s: f64, wall_s: f64) -> Av
         .max(1);
     a.threads_held = Some(held);
     a.held_fraction = Some(held / could_run as f64);
+    // Idle is not read per sample (`/proc/stat` counts ticks): what the
+    // row's own threads, and the window's others and steal, leave of the
+    // machine. So a row that leaves threads idle on a quiet machine is not
+    // flagged; one whose threads others or the hypervisor took is.
+    if let (Some(n), Some(others)) = (a.logical_cpus, a.others_cpu_pct) {
+        let taken = (others + a.steal_pct.unwrap_or(0.0)) / 100.0 * n as f64;
+        let idle = (n as f64 - held - taken).max(0.0);
+        a.idle_cpu_pct = Some(100.0 * idle / n as f64);
+    }
     let v = verdict(&a);
     (a.judged, a.contended, a.reasons) = (v.judged, v.contended, v.reasons);
     a
@@ -394,6 +404,30 @@ mod tests {
             (Some(1), Some(3))
         );
         assert_eq!((a.load_1m_before, a.load_1m_after), (Some(0.5), Some(1.5)));
+    }
+
+    /// A row timed in turn holds its own samples' threads; idle is what they
+    /// and the window's others leave: one thread held on a quiet machine is
+    /// not flagged, one held while others took the other CPU is.
+    #[test]
+    fn a_row_timed_in_turn_is_judged_on_its_own_threads() {
+        // The turn's window: the works together held 1.96 of 2.
+        let quiet = judge(window(1.0, 2, 1.96, 0.02, 0.0), 2, RowKind::Cpu);
+        let own = held_over_own_samples(quiet.clone(), 0.25, 0.25);
+        assert_eq!(own.threads_held, Some(1.0));
+        assert!((own.held_fraction.unwrap() - 0.5).abs() < 1e-9);
+        assert!((own.idle_cpu_pct.unwrap() - 49.0).abs() < 1e-6, "{own:?}");
+        assert!(own.judged && !own.contended, "{own:?}");
+        // Others kept one CPU busy over the turn: the row's shortfall is theirs.
+        let busy = judge(window(1.0, 2, 1.0, 1.0, 0.0), 2, RowKind::Cpu);
+        let own = held_over_own_samples(busy, 0.25, 0.25);
+        assert!(own.contended, "{own:?}");
+        assert!(
+            own.reasons.iter().any(|r| r.starts_with("held 1.00 of 2")),
+            "{own:?}"
+        );
+        // No own wall time: the window's figures stand.
+        assert_eq!(held_over_own_samples(quiet.clone(), 0.0, 0.0), quiet);
     }
 
     #[test]

@@ -91,8 +91,10 @@ pub struct Availability {
     /// a percentage of all logical CPUs over the window.
     pub steal_pct: Option<f64>,
     /// Idle and iowait time, as a percentage of all logical CPUs over the
-    /// window: where a row's unheld threads went when nobody took them. Null
-    /// when `/proc/stat` could not be read, and in files written before it.
+    /// window: where a row's unheld threads went when nobody took them. For a
+    /// row timed in turn with others (2.6), what its own threads held and the
+    /// window's others and steal leave of the CPUs. Null when `/proc/stat`
+    /// could not be read, and in files written before it.
     #[serde(default)]
     pub idle_cpu_pct: Option<f64>,
     /// The run queue at each end: runnable tasks machine-wide, the reading
