@@ -15,7 +15,7 @@
 //! `/proc/loadavg`. Where a file cannot be read the figures it gives are `None`
 //! and no rule judges on them: reading never stops a run. Rows timed in turn
 //! with others (A B A B) share one window: their threads held come from
-//! their own samples instead, from this process's CPU clock read around each
+//! their own samples instead, from each thread's CPU clock read around each
 //! ([`process_cpu_ns`], [`held_over_own_samples`]).
 
 use std::time::{Duration, Instant};
@@ -103,19 +103,38 @@ impl Snapshot {
     }
 }
 
-/// This process's CPU time so far, every thread's, in nanoseconds, from its
-/// CPU clock (`clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`): exact to the call,
-/// threads running on other CPUs included, where `/proc`'s counters lag by up
-/// to a scheduler tick (too coarse for samples of milliseconds). `None` where
-/// the clock cannot be read.
+/// This process's CPU time so far, in nanoseconds: the sum of each of its
+/// threads' CPU clocks (`clock_gettime` on the thread's clock id, made from
+/// its id as glibc's `pthread_getcpuclockid` makes it), which the kernel
+/// brings up to date for a thread running on another CPU at the call. The
+/// process clock (`CLOCK_PROCESS_CPUTIME_ID`) and `/proc`'s counters do that
+/// for the calling thread only and lag up to a scheduler tick for the others:
+/// a pool thread's whole share of a sample of a millisecond. A thread that
+/// ends between the listing and its read is left out. `None` where
+/// `/proc/self/task` cannot be listed.
 pub fn process_cpu_ns() -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+    let mut total = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let Some(tid) = task
+            .ok()
+            .and_then(|t| t.file_name().to_str()?.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // Linux's CPU clock id of thread `tid`: MAKE_THREAD_CPUCLOCK(tid,
+        // CPUCLOCK_SCHED), `(~tid << 3) | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED`.
+        let clock = (!tid << 3) | 4 | 2;
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec for the call's duration;
+        // a clock id of a thread that has ended is refused with EINVAL.
+        if unsafe { libc::clock_gettime(clock as libc::clockid_t, &mut ts) } == 0 {
+            total += ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+        }
+    }
+    Some(total)
 }
 
 /// `a` with its threads held taken from a row's own samples (`cpu_s` of this
