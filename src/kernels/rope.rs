@@ -9,7 +9,7 @@
 //! here the rows go to Candle's own spinning pool only when there are enough
 //! of them to pay for it ([`super::cpu::split`]), else the calling thread does
 //! them. Measured inside SmolLM2's decode steps (`generate`'s parts, 2-core
-//! VM): 0.05 ms a token against candle-nn's 0.10, of a 20-50 ms token: a
+//! VM): 0.05 ms a token against candle-nn's 0.07-0.10, of a 20-50 ms token: a
 //! small saving. (An earlier reading of 10% of the token was the q and k
 //! projections booked as rotary by a span that held them too.) On a GPU
 //! candle-nn's kernel runs: a launch either way.
