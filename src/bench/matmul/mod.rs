@@ -153,17 +153,7 @@ pub fn benchmark(
     let n = cfg.size;
     let on_gpu = device.is_cuda();
     let inputs = Inputs::random(n, cfg.accuracy_rows)?;
-    let mut rows = run(device, gpu_name, cfg, &inputs)?;
-    // Each row's x fp32 again, timed in turn with fp32's.
-    let meter = MemoryMeter::for_device(device)?;
-    let ctx = RowContext {
-        device,
-        gpu_name,
-        sampling: cfg.sampling,
-        inputs: &inputs,
-        meter: &meter,
-    };
-    beside::fill(&ctx, &mut rows);
+    let rows = run(device, gpu_name, cfg, &inputs)?;
     let cpu_row = if on_gpu && compare_cpu {
         Some(run_cpu_fp32(cfg, &inputs)?)
     } else {
@@ -215,7 +205,7 @@ pub struct RowContext<'a> {
     pub meter: &'a MemoryMeter,
 }
 
-/// Runs every precision of `cfg` on `device`. A row that fails (out of memory,
+/// Runs every precision of `cfg` on `device`, then times each beside fp32 (`beside`). A row that fails (out of memory,
 /// anything) is recorded with its error, one whose GEMM mode cuBLAS refuses as
 /// unsupported is recorded so, and the next row runs; only a failure before
 /// any row (no memory meter) is an error of the run.
@@ -237,6 +227,8 @@ pub fn run(
         sample_row(&ctx, p, p.name()).map(|(m, _)| m)
     });
     fill_vs_fp32(&mut rows);
+    // Each row's x fp32 again, timed in turn with fp32's (none without fp32).
+    beside::fill(&ctx, &mut rows);
     Ok(rows)
 }
 
