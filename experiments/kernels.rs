@@ -13,7 +13,7 @@ use anyhow::{bail, Result};
 use candle_core::Device;
 use candle_lab::bench::kernels::matvec::{MatvecConfig, WeightType, MATRICES, MODELS};
 use candle_lab::bench::kernels::{
-    self, cases, default_large_mib, default_plan, Config, CASE_NAMES,
+    self, cases, default_large_mib, default_plan, Config, CASE_NAMES, DRAM,
 };
 use candle_lab::cli::{LadderFlags, RunCounts};
 use candle_lab::experiment::{self, Experiment, Session};
@@ -70,9 +70,10 @@ struct Flags {
     tokens: u64,
 
     /// Shapes, comma-separated: block-prefill, block-decode, smollm2-prefill,
-    /// smollm2-decode, large.
+    /// smollm2-decode, large, dram (fp32 only: each tensor half the
+    /// ladder's memory footprint, four times the last cache).
     #[arg(long, value_delimiter = ',',
-          default_value = "block-prefill,block-decode,smollm2-prefill,smollm2-decode,large",
+          default_value = "block-prefill,block-decode,smollm2-prefill,smollm2-decode,large,dram",
           value_parser = case_name)]
     cases: Vec<String>,
 
@@ -191,12 +192,13 @@ fn config(args: &Flags, on_cuda: bool) -> Result<Config> {
         ops: kernel_ops,
         precisions: unique(&args.dtypes),
         cases: cases(on_cuda, &unique(&args.cases), seq, large_mib),
+        dram: args.cases.iter().any(|c| c == DRAM),
         matvec,
         plan: args.counts.plan(default_plan(on_cuda)),
         ladder_max: args.ladder.max_bytes(),
     };
     let elementwise = !cfg.ops.is_empty();
-    if elementwise && (cfg.cases.is_empty() || cfg.precisions.is_empty()) {
+    if elementwise && ((cfg.cases.is_empty() && !cfg.dram) || cfg.precisions.is_empty()) {
         bail!("nothing to run: --cases and --dtypes each need one value");
     }
     if !elementwise && cfg.matvec.is_none() {
@@ -217,7 +219,7 @@ impl Experiment for Kernels {
     /// rows (its head and the 8B shapes take minutes in a dev build).
     #[rustfmt::skip]
     const SMALL: &'static [&'static str] = &[
-        "--cases", "block-prefill,block-decode,smollm2-decode", "--seq", "16", "--iters", "3",
+        "--cases", "block-prefill,block-decode,smollm2-decode,dram", "--seq", "16", "--iters", "3",
         "--warmup", "1", "--ladder-max-mib", "4", "--models", "smollm2-135m", "--matrices", "q_o,down",
         "--weights", "fp32,bf16,q8_0,q4_1,q4_k",
     ];
@@ -233,15 +235,15 @@ impl Experiment for Kernels {
         config(f, on_cuda)
     }
 
-    fn needs(cfg: &Config, _: &Device) -> Result<Vec<Need>> {
-        Ok(kernels::needs(cfg))
+    fn needs(cfg: &Config, device: &Device) -> Result<Vec<Need>> {
+        kernels::needs(cfg, device)
     }
 
     fn run(cfg: &Config, s: &Session) -> Result<Body> {
         candle_lab::note!(
             "kernels: {} ops x {} cases x {} precisions{}, warmup {}, iters {}, on {}",
             cfg.ops.len(),
-            cfg.cases.len(),
+            cfg.cases.len() + usize::from(cfg.dram),
             cfg.precisions.len(),
             cfg.matvec.as_ref().map_or(String::new(), |m| format!(
                 ", matvec at {} model shapes x {} weight types",

@@ -104,7 +104,8 @@ def pool_threads(file: dict) -> int | None:
 
 def run_of(file: dict) -> dict:
     """What the file's run asked for, for the flags left out: its ops, cases and dtypes in
-    its order, its prefill tokens (--seq) and its large case's MiB (--large-mib)."""
+    its order, its prefill tokens (--seq), its large case's MiB (--large-mib) and its dram
+    case's rows (the ladder's memory footprint there)."""
     rows = field(file, "kernels", "rows")
     cases = field(file, "kernels", "cases")
 
@@ -115,7 +116,7 @@ def run_of(file: dict) -> dict:
                 out.append(r.get(key))
         return out
 
-    seq = large = None
+    seq = large = dram = None
     for c in cases if isinstance(cases, list) else []:
         tokens, context = whole(field(c, "tokens")), whole(field(c, "context"))
         case = field(c, "name")
@@ -125,12 +126,15 @@ def run_of(file: dict) -> dict:
             seq = context - 1
         elif case == "large" and tokens:
             large = max(tokens // LARGE_ROWS_PER_MIB, 1)
+        elif case == "dram" and tokens:
+            dram = tokens
     return {
         "ops": unique("op"),
         "cases": unique("case"),
         "dtypes": unique("precision"),
         "seq": seq,
         "large_mib": large,
+        "dram_rows": dram,
     }
 
 

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from common.environment import cpu_model
 from common.runner import DryRun
+from kernels.run import last_level_cache
 from kernels.setup import checked_ceilings, config, given_by, needs
 
 
 def plan_lines(dry: DryRun) -> list[str]:
     """The plan of the run `dry.args` asks for; `dry.state` is the Pairing."""
     args, pair, on_gpu = dry.args, dry.state, dry.on_gpu
-    cfg = config(args, on_gpu, given_by(pair))
+    # No device is opened: a GPU's dram case is sized as for an unknown cache (256 MiB).
+    cfg = config(args, on_gpu, given_by(pair), None if on_gpu else last_level_cache())
     # The machine is checked where the device is known without opening it: the CPU.
     checked_ceilings(pair, cfg, {"kind": "cpu", "name": cpu_model()} if on_gpu is False else None)
     against = f"Candle's ladder from {pair.bounds}" if pair.bounds else "a pytorch copy"

@@ -12,7 +12,7 @@ import sys
 from common.memory import check_need
 from common.runner import Report, Session
 from common.timing import Clock, clock_cost_ms
-from kernels.run import run_kernels
+from kernels.run import largest_cache, run_kernels
 from kernels.setup import checked_ceilings, config, given_by, needs
 from kernels.table import show, title
 
@@ -20,7 +20,8 @@ from kernels.table import show, title
 def checked(session: Session):
     """The plan on the device that opened, and each row's bound (None without --bounds)."""
     pair = session.state
-    cfg = config(session.args, session.on_gpu, given_by(pair))
+    cache = largest_cache(session.torch, session.device)
+    cfg = config(session.args, session.on_gpu, given_by(pair), cache)
     return cfg, checked_ceilings(pair, cfg, session.info)
 
 

@@ -20,7 +20,11 @@ from kernels.ops import CALLS, first_rows, implementations, normwise, reference,
 from kernels.ops import shape, traffic
 
 LARGE_COLS = 4096
-CASES = ["block-prefill", "block-decode", "smollm2-prefill", "smollm2-decode", "large"]
+CASES = ["block-prefill", "block-decode", "smollm2-prefill", "smollm2-decode", "large", "dram"]
+# bench::kernels::DRAM: each f32 tensor half the ladder's memory footprint (four times the
+# last cache, at least MIN_MEMORY_FOOTPRINT), fp32 only.
+DRAM = "dram"
+MIN_MEMORY_FOOTPRINT = 256 << 20
 # bench::block's default layers: (hidden, heads, mlp, seq) on a GPU and on the CPU.
 GPU_SHAPE, CPU_SHAPE = (4096, 32, 11008, 2048), (512, 8, 1376, 128)
 # What the own ceiling is, in its `call` and the table: not the ladder Candle's rows meet.
@@ -90,13 +94,31 @@ def largest_cache(torch, device) -> int | None:
     return last_level_cache()
 
 
+def size(n: int) -> str:
+    """src/units.rs size(): "4.0 MiB" as "4 MiB" when whole, "1.5 GiB", "512 B"."""
+    value, unit, units = float(n), 0, ["B", "KiB", "MiB", "GiB", "TiB"]
+    while value >= 1024.0 and unit < len(units) - 1:
+        value, unit = value / 1024.0, unit + 1
+    return f"{value:.0f} {units[unit]}" if value.is_integer() else f"{value:.1f} {units[unit]}"
+
+
+def dram_rows_for(cache: int | None) -> int:
+    """bench::kernels::dram_case's rows: each f32 tensor of LARGE_COLS columns half of
+    ladder::memory_footprint (four times the last cache `cache`, at least 256 MiB)."""
+    tensor = max(4 * (cache or 0), MIN_MEMORY_FOOTPRINT) // 2
+    return max(tensor // 4 // LARGE_COLS, 1)
+
+
 def large_plan(plan: Plan) -> Plan:
     """bench::kernels::large_plan: at most one warm-up and three timed runs."""
     return Plan(warmup=min(plan.warmup, 1), iters=min(plan.iters, 3))
 
 
-def cases(on_gpu: bool, names: list[str], seq: int | None, large_mib: int) -> list[Case]:
-    """bench::kernels::cases: the block's layer, SmolLM2-135M's, and the large case."""
+def cases(
+    on_gpu: bool, names: list[str], seq: int | None, large_mib: int, dram_rows: int
+) -> list[Case]:
+    """bench::kernels::cases and dram_case: the block's layer, SmolLM2-135M's, the large
+    case and the dram case (`dram_rows` x LARGE_COLS)."""
     hidden, heads, mlp, default_seq = GPU_SHAPE if on_gpu else CPU_SHAPE
     seq = seq or default_seq
     block = (
@@ -114,6 +136,16 @@ def cases(on_gpu: bool, names: list[str], seq: int | None, large_mib: int) -> li
         "smollm2-prefill": (smol, seq, 576, 9, 1536, seq),
         "smollm2-decode": (smol, 1, 576, 9, 1536, seq + 1),
         "large": (large, rows, LARGE_COLS, 1, LARGE_COLS, LARGE_COLS),
+        DRAM: (
+            f"{size(dram_rows * LARGE_COLS * 4)} per f32 tensor ({dram_rows} x {LARGE_COLS}): "
+            "a copy's two tensors are the ladder's memory footprint, past every cache; fp32 "
+            "only, at most 3 timed runs",
+            dram_rows,
+            LARGE_COLS,
+            1,
+            LARGE_COLS,
+            LARGE_COLS,
+        ),
     }
     return [Case(n, *table[n]) for n in names]
 
@@ -138,8 +170,15 @@ def planned(op: str, case: Case, p) -> dict:
 
 
 def planned_rows(cfg) -> list[dict]:
-    """Every row of the run, in its order of loops (op outermost, as Candle's)."""
-    return [planned(op, c, p) for op in cfg.ops for c in cfg.cases for p in cfg.precisions]
+    """Every row of the run, in its order of loops (op outermost, as Candle's); the dram
+    case's at fp32 only."""
+    return [
+        planned(op, c, p)
+        for op in cfg.ops
+        for c in cfg.cases
+        for p in cfg.precisions
+        if c.name != DRAM or p.name == "fp32"
+    ]
 
 
 def own_ceiling(torch, clock, device, plan, moved: int, clock_ms: float) -> dict:
@@ -220,7 +259,7 @@ def run_kernels(torch, clock, device, cfg, bounds: dict | None, clock_ms: float)
     rows = []
     by_name = {p.name: p for p in cfg.precisions}
     for row in planned_rows(cfg):
-        plan = large_plan(cfg.plan) if row["case"] == "large" else cfg.plan
+        plan = large_plan(cfg.plan) if row["case"] in ("large", DRAM) else cfg.plan
         key = (row["op"], row["case"], row["precision"])
         print(" ".join(key), file=sys.stderr)
         ceiling = bounds[key] if bounds is not None else None

@@ -20,7 +20,7 @@ from common.precisions import parse_dtypes
 from common.timing import Plan
 from kernels import bounds
 from kernels.ops import OPS
-from kernels.run import CASES, cases, default_large_mib, planned_rows
+from kernels.run import CASES, cases, default_large_mib, dram_rows_for, planned_rows
 
 # experiments/kernels.rs's defaults: 30 timed and 5 warm-up runs on a GPU, 10 and 2 on
 # the CPU.
@@ -46,10 +46,11 @@ class Config:
     cases: list
 
 
-def config(args, on_gpu: bool | None, given: dict | None) -> Config:
+def config(args, on_gpu: bool | None, given: dict | None, cache: int | None) -> Config:
     """The run's settings for the device kind (None, as in a dry run with --device auto:
     the CPU's defaults stand in); a flag left out takes `given`'s value (--bounds' run's:
-    the ops and cases of it this twin has) where it has one, else the device's default."""
+    the ops and cases of it this twin has) where it has one, else the device's default.
+    `cache`: the device's largest cache in bytes, which sizes the dram case without a file."""
     given = given or {}
     known = {"ops": OPS, "cases": CASES}
 
@@ -71,7 +72,13 @@ def config(args, on_gpu: bool | None, given: dict | None) -> Config:
         plan=plan_of(args, GPU_PLAN if on_gpu else CPU_PLAN),
         precisions=dtypes or kernel_dtypes("fp32,fp16,bf16"),
         ops=pick("ops", list(OPS)),
-        cases=cases(bool(on_gpu), pick("cases", list(CASES)), pick("seq", None), large),
+        cases=cases(
+            bool(on_gpu),
+            pick("cases", list(CASES)),
+            pick("seq", None),
+            large,
+            given.get("dram_rows") or dram_rows_for(cache),
+        ),
     )
 
 

@@ -28,7 +28,8 @@ from common.testkit import PYTORCH, ROOT, run_program, schema_validator, torch_o
 from common.threads import candle_pool_threads
 from common.timing import Plan, per_call_ms, rate_ms
 from kernels.ops import normwise, shape, traffic
-from kernels.run import OWN_CEILING, cases, default_large_mib, large_mib_for, large_plan
+from kernels.run import OWN_CEILING, cases, default_large_mib, dram_rows_for, large_mib_for
+from kernels.run import large_plan, size
 
 TINY = ["--device", "cpu", "--iters", "2", "--warmup", "1", "--seq", "8", "--large-mib", "1"]
 # A small run for the pairing's files: two ops of each pattern, both kinds of case.
@@ -168,7 +169,7 @@ class Runs(unittest.TestCase):
         # bench::kernels::tests::cases_take_the_block_and_smollm2_sizes, the CPU's defaults.
         got = [
             (c.name, c.tokens, c.hidden, c.heads, c.mlp, c.context)
-            for c in cases(False, ["block-prefill", "smollm2-decode", "large"], None, 32)
+            for c in cases(False, ["block-prefill", "smollm2-decode", "large", "dram"], None, 32, 7)
         ]
         self.assertEqual(
             got,
@@ -176,9 +177,10 @@ class Runs(unittest.TestCase):
                 ("block-prefill", 128, 512, 8, 1376, 128),
                 ("smollm2-decode", 1, 576, 9, 1536, 129),
                 ("large", 2048, 4096, 1, 4096, 4096),
+                ("dram", 7, 4096, 1, 4096, 4096),
             ],
         )
-        c = cases(False, ["smollm2-decode"], None, 16)[0]
+        c = cases(False, ["smollm2-decode"], None, 16, 1)[0]
         self.assertEqual(shape("softmax", c), [9, 1, 129])
         self.assertEqual(traffic("rms_norm_mul", 100, 10, 2), (220, 200))
         self.assertEqual(traffic("add", 100, 10, 4), (800, 400))
@@ -188,6 +190,10 @@ class Runs(unittest.TestCase):
             [large_mib_for(llc) for llc in (None, 4 << 20, 300 << 20, 1 << 30)], [64, 16, 128, 128]
         )
         self.assertEqual(default_large_mib(True), 1024)
+        # bench::kernels::dram_case: a tensor of half of max(4 x the last cache, 256 MiB).
+        self.assertEqual([dram_rows_for(c) for c in (None, 480 << 20)], [8192, 61440])
+        self.assertEqual(size(2 << 20), "2 MiB")
+        self.assertEqual(size(3 << 29), "1.5 GiB")
 
 
 class Pairing(unittest.TestCase):

@@ -72,11 +72,15 @@ pub struct MatvecRow {
     pub variants: Vec<KernelVariant>,
 }
 
+/// The case sized to live in memory: each f32 tensor half the ladder's
+/// memory footprint (four times the last cache), run at fp32 only.
+pub const DRAM_CASE: &str = "dram";
+
 /// A shape the ops run at: a model's sizes in one phase. Each op takes its
 /// tensors from it ([`KernelOp::shape`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct KernelCase {
-    /// "block prefill", "smollm2-135m decode", "large".
+    /// "block-prefill", "smollm2-decode", "large", "dram".
     pub name: String,
     /// Where the sizes come from.
     pub source: String,
@@ -298,8 +302,8 @@ impl MatvecRow {
     }
 }
 
-impl KernelsResults {
-    pub(super) fn validate(&self) -> Result<()> {
+impl super::rows::Rows for KernelsResults {
+    fn validate(&self) -> Result<()> {
         for row in &self.rows {
             if !self.cases.iter().any(|c| c.name == row.case) {
                 bail!(
@@ -330,37 +334,50 @@ impl KernelsResults {
         }
         Ok(())
     }
-}
 
-impl KernelsResults {
-    /// Per op, case and precision: its copy ceiling ("add 1m fp32
-    /// ceiling"), then each implementation ("add 1m fp32 lab"), which can
-    /// fail on its own. The matrix-vector rows are not among them.
-    pub(super) fn timed_rows(&self) -> Vec<TimedRow<'_>> {
+    /// Per op, case and precision: its copy ceiling ("add large fp32
+    /// ceiling"), then each implementation ("add large fp32 lab"), which can
+    /// fail on its own and is held against the ceiling; then the same for
+    /// each matrix-vector row ("matvec smollm2-135m q_o q8_0 t1 lab").
+    fn timed_rows(&self) -> Vec<TimedRow<'_>> {
         let mut out = Vec::new();
         for row in &self.rows {
-            let name =
-                |what: &str| format!("{} {} {} {what}", row.op.name(), row.case, row.precision);
-            let mut ceiling = TimedRow::section(name("ceiling"), &row.ceiling.timed);
+            let name = format!("{} {} {}", row.op.name(), row.case, row.precision);
+            let mut ceiling = TimedRow::section(format!("{name} ceiling"), &row.ceiling.timed);
             ceiling.pairs = row.pairs();
             out.push(ceiling);
-            out.extend(row.variants.iter().map(|v| {
-                let name = name(v.implementation.name());
-                let timed = v
-                    .measured
-                    .as_ref()
-                    .map(|m| Timing::new(name.clone(), Clock::of(&m.timed)));
-                TimedRow::ran(
-                    name,
-                    v.status,
-                    timed.into_iter().collect(),
-                    Vec::new(),
-                    v.measured.is_some(),
-                )
-            }));
+            out.extend(row.variants.iter().map(|v| variant_row(&name, v)));
+        }
+        for row in &self.matvec {
+            let name = format!(
+                "matvec {} {} {} t{}",
+                row.model, row.matrix, row.weights, row.tokens
+            );
+            out.push(TimedRow::section(
+                format!("{name} ceiling"),
+                &row.ceiling.timed,
+            ));
+            out.extend(row.variants.iter().map(|v| variant_row(&name, v)));
         }
         out
     }
+}
+
+/// One implementation of the row `name`, held against the row's ceiling.
+fn variant_row<'a>(name: &str, v: &'a KernelVariant) -> TimedRow<'a> {
+    let name = format!("{name} {}", v.implementation.name());
+    let measured = v.measured.as_ref();
+    let timed = measured.map(|m| Timing::new(name.clone(), Clock::of(&m.timed)));
+    let pct = measured.map(|m| m.pct_of_ceiling);
+    let what = format!("kernels {name}");
+    TimedRow::ran(
+        name,
+        v.status,
+        timed.into_iter().collect(),
+        Vec::new(),
+        measured.is_some(),
+    )
+    .bounded(what, pct)
 }
 
 impl KernelRow {

@@ -8,8 +8,8 @@
 //! ladder kernel of the op's pattern (copy for a norm or a softmax, triad for
 //! an add or SwiGLU) at the row's own footprint, the faster of one thread and
 //! the pool's, so that a shape that fits in a cache is held against that
-//! cache at those threads and the large case (past every cache) against
-//! memory. The bound is timed in turn with the implementations ([`beside`]:
+//! cache at those threads, and the dram case (each tensor half the ladder's
+//! memory footprint, four times the last cache) against memory. The bound is timed in turn with the implementations ([`beside`]:
 //! a bound read at another moment is another machine's), each K calls a
 //! sample (a decode row's call is a few hundred nanoseconds: K makes a
 //! sample long against the clock, whose own cost is subtracted). Per
@@ -46,6 +46,9 @@ pub struct Config {
     pub ops: Vec<KernelOp>,
     pub precisions: Vec<Precision>,
     pub cases: Vec<KernelCase>,
+    /// Whether the dram case was asked for: its size is the device's
+    /// ([`dram_case`]), known once the device is.
+    pub dram: bool,
     /// The matrix-vector rows (`--ops matvec`), if asked for.
     pub matvec: Option<matvec::MatvecConfig>,
     pub plan: Plan,
@@ -59,13 +62,20 @@ pub const LARGE_COLS: usize = 4096;
 const ACCURACY_ROWS: usize = 4;
 
 /// The case names `--cases` takes, in the default order.
-pub const CASE_NAMES: [&str; 5] = [
+pub const CASE_NAMES: [&str; 6] = [
     "block-prefill",
     "block-decode",
     "smollm2-prefill",
     "smollm2-decode",
     "large",
+    DRAM,
 ];
+
+/// The case that lives in memory: each f32 tensor half the ladder's memory
+/// footprint, so that a copy's two are that footprint (four times the last
+/// cache the device reports), whatever the cache's size. fp32 only: at that
+/// size Candle's 16-bit forms take seconds a call.
+pub use crate::schema::DRAM_CASE as DRAM;
 
 /// Defaults that keep a 2-core CPU run near 20 s: 2 warm-up and 10 timed runs
 /// per variant; on a GPU, where a call takes microseconds, 5 and 30.
@@ -83,11 +93,11 @@ pub fn default_plan(on_cuda: bool) -> Plan {
     }
 }
 
-/// The large case's tensor size at f32 in MiB: past the caches, so that it
-/// measures memory: twice the CPU's last-level cache (a copy's two tensors,
-/// four times it), between 16 and 128 MiB (past 128, Candle's 16-bit forms
-/// take seconds a call and a run tens of minutes: a larger last level
-/// leaves the case in it, and its bound's level says so); 1024 on a GPU
+/// The large case's tensor size at f32 in MiB: twice the CPU's last-level
+/// cache (a copy's two tensors, four times it), between 16 and 128 MiB (past
+/// 128, Candle's 16-bit forms take seconds a call and a run tens of
+/// minutes: a larger last level leaves the case in it, its bound's level
+/// says so, and the [`DRAM`] case is the one past it); 1024 on a GPU
 /// (twenty times an H100's L2).
 pub fn default_large_mib(on_cuda: bool) -> u64 {
     if on_cuda {
@@ -138,8 +148,8 @@ pub fn cases(
     let smol = format!("SmolLM2-135M (hidden 576, 9 heads, 3 KV heads, MLP 1536), {seq} tokens");
     let rows = (large_mib as usize * (1 << 20) / 4 / LARGE_COLS).max(1);
     let large = format!(
-        "{large_mib} MiB per f32 tensor ({rows} x {LARGE_COLS}): meant to be past the caches, at \
-         most 3 timed runs"
+        "{large_mib} MiB per f32 tensor ({rows} x {LARGE_COLS}): where it lives is its bound's \
+         level, at most 3 timed runs"
     );
     names
         .iter()
@@ -157,15 +167,55 @@ pub fn cases(
                 LARGE_COLS,
                 LARGE_COLS,
             )),
+            // The dram case's size is the device's: [`dram_case`].
             _ => None,
         })
         .collect()
 }
 
+/// The dram case on `device`: [`LARGE_COLS`] columns, each f32 tensor half
+/// the ladder's memory footprint (`ladder_max` caps it, as it caps the
+/// ladder).
+pub fn dram_case(device: &Device, ladder_max: Option<u64>) -> Result<KernelCase> {
+    let tensor = crate::bench::ladder::memory_footprint(device, ladder_max)? / 2;
+    let rows = (tensor as usize / 4 / LARGE_COLS).max(1);
+    Ok(KernelCase {
+        name: DRAM.into(),
+        source: format!(
+            "{} per f32 tensor ({rows} x {LARGE_COLS}): a copy's two tensors are the ladder's \
+             memory footprint, past every cache; fp32 only, at most 3 timed runs",
+            crate::units::size((rows * LARGE_COLS * 4) as u64)
+        ),
+        tokens: rows,
+        hidden: LARGE_COLS,
+        heads: 1,
+        mlp: LARGE_COLS,
+        context: LARGE_COLS,
+    })
+}
+
+/// Every case `cfg` asks for on `device`: the named ones, then the dram case.
+fn cases_on(cfg: &Config, device: &Device) -> Result<Vec<KernelCase>> {
+    let mut out = cfg.cases.clone();
+    if cfg.dram {
+        out.push(dram_case(device, cfg.ladder_max)?);
+    }
+    Ok(out)
+}
+
+/// The precisions a case runs at: the dram case's fp32 only.
+fn precisions_of<'a>(cfg: &'a Config, case: &KernelCase) -> impl Iterator<Item = Precision> + 'a {
+    let dram = case.name == DRAM;
+    cfg.precisions
+        .iter()
+        .copied()
+        .filter(move |p| !dram || *p == Precision::F32)
+}
+
 /// What must fit: the largest op's inputs and the composed form's f32
 /// intermediates (up to eight tensor-sized buffers at once), and the
 /// ceiling's two buffers; on the host too for the f64 check of a few rows.
-pub fn needs(cfg: &Config) -> Vec<Need> {
+pub fn needs(cfg: &Config, device: &Device) -> Result<Vec<Need>> {
     let mut out: Vec<Need> = cfg
         .matvec
         .iter()
@@ -179,7 +229,7 @@ pub fn needs(cfg: &Config) -> Vec<Need> {
             }
         })
         .collect();
-    out.extend(cfg.cases.iter().map(|case| {
+    out.extend(cases_on(cfg, device)?.iter().map(|case| {
         let elems = cfg
             .ops
             .iter()
@@ -192,21 +242,25 @@ pub fn needs(cfg: &Config) -> Vec<Need> {
             device_bytes: elems * 4 * 10,
         }
     }));
-    out
+    Ok(out)
 }
 
 /// Runs every row of `cfg` on `device`.
 pub fn run(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<KernelsResults> {
     let ladder = Ladder::new(device, telemetry, cfg.ladder_max)?;
+    let cases = cases_on(cfg, device)?;
+    if cfg.dram && !cfg.precisions.contains(&Precision::F32) {
+        crate::note!("kernels: the dram case runs at fp32 only, and --dtypes has no fp32");
+    }
     let mut rows = Vec::new();
     for &op in &cfg.ops {
-        for case in &cfg.cases {
-            let plan = if case.name == "large" {
+        for case in &cases {
+            let plan = if matches!(case.name.as_str(), "large" | DRAM) {
                 large_plan(cfg.plan)
             } else {
                 cfg.plan
             };
-            for &p in &cfg.precisions {
+            for p in precisions_of(cfg, case) {
                 let row = measure_row(device, plan, &ladder, op, case, p)
                     .with_context(|| format!("{} {} {p}", op.name(), case.name))?;
                 rows.push(row);
@@ -224,7 +278,7 @@ pub fn run(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<Kerne
         cpu_threads: candle_core::utils::get_num_threads(),
         cache_bytes: crate::device::largest_cache(device)?.map(|c| c.bytes),
         telemetry: telemetry.source(),
-        cases: cfg.cases.clone(),
+        cases,
         rows,
         ladder: Some(ladder.finish()),
         clock_overhead_ms: None,
@@ -400,6 +454,7 @@ mod tests {
             ops: KernelOp::ALL.to_vec(),
             precisions: vec![Precision::F32, Precision::Bf16],
             cases: cases(false, &names, Some(8), 1),
+            dram: true,
             matvec: None,
             plan: Plan {
                 warmup: 1,
@@ -452,7 +507,15 @@ mod tests {
     fn kernels_run(device: &Device) {
         let cfg = tiny();
         let r = run(device, &cfg, &Telemetry::open(device)).unwrap();
-        assert_eq!(r.rows.len(), 6 * 2 * 2);
+        // Two cases at two precisions, and the dram case at fp32.
+        assert_eq!(r.rows.len(), 6 * (2 * 2 + 1));
+        let dram: Vec<_> = r.rows.iter().filter(|x| x.case == DRAM).collect();
+        assert!(dram.iter().all(|x| x.precision == Precision::F32));
+        // A copy's two tensors are the ladder's memory footprint (capped
+        // here at 4 MiB), and its bound is read there.
+        let copy = dram.iter().find(|x| x.op == KernelOp::Copy).unwrap();
+        assert_eq!(copy.bytes_moved, 4 << 20);
+        assert_eq!(r.cases.last().map(|c| c.name.as_str()), Some(DRAM));
         for row in &r.rows {
             assert_eq!(row.bytes_moved, row.bytes_read + row.bytes_written);
             // Held against the ladder at the row's own footprint (within a

@@ -132,10 +132,7 @@ impl<'a> Ladder<'a> {
     /// Memory's footprint on this device (four times its last cache), or
     /// the cap when it is smaller.
     pub fn memory_footprint(&self) -> u64 {
-        let f = *levels::standard_footprints(1, &self.caches, MIN_MEMORY_FOOTPRINT)
-            .last()
-            .unwrap_or(&MIN_MEMORY_FOOTPRINT);
-        self.max_footprint.map_or(f, |m| f.min(m))
+        footprint_past(&self.caches, self.max_footprint)
     }
 
     /// The point of `kernel` at `threads` and (about) `footprint` bytes,
@@ -362,11 +359,7 @@ pub fn fitted(kernel: LadderKernel, footprint: u64) -> u64 {
 /// What the whole ladder holds at once: memory's footprint (or the cap,
 /// `max_footprint`), on the device.
 pub fn need(device: &Device, max_footprint: Option<u64>) -> Result<Need> {
-    let (caches, _) = caches(device)?;
-    let f = *levels::standard_footprints(1, &caches, MIN_MEMORY_FOOTPRINT)
-        .last()
-        .unwrap_or(&MIN_MEMORY_FOOTPRINT);
-    let f = max_footprint.map_or(f, |m| f.min(m));
+    let f = memory_footprint(device, max_footprint)?;
     Ok(Need {
         what: format!(
             "the bandwidth ladder (a {} footprint past the caches)",
@@ -375,6 +368,21 @@ pub fn need(device: &Device, max_footprint: Option<u64>) -> Result<Need> {
         host_bytes: 0,
         device_bytes: f,
     })
+}
+
+/// Memory's footprint on `device` (four times its last cache, at least
+/// [`MIN_MEMORY_FOOTPRINT`]), or `max_footprint` when that is smaller: the
+/// ladder's largest point, before a ladder is made (what must fit, and the
+/// cases sized to live in memory).
+pub fn memory_footprint(device: &Device, max_footprint: Option<u64>) -> Result<u64> {
+    Ok(footprint_past(&caches(device)?.0, max_footprint))
+}
+
+fn footprint_past(caches: &[CacheLevel], max_footprint: Option<u64>) -> u64 {
+    let f = *levels::standard_footprints(1, caches, MIN_MEMORY_FOOTPRINT)
+        .last()
+        .unwrap_or(&MIN_MEMORY_FOOTPRINT);
+    max_footprint.map_or(f, |m| f.min(m))
 }
 
 /// The caches a footprint is placed in on `device`, and memory's name.
