@@ -1,9 +1,10 @@
-"""Whether a size fits before anything is allocated, as src/memory/fits.rs check does for src/bench/matmul/mod.rs need (the same
-bounds and policy, so both programs refuse the same sizes): the bytes a row needs on its
-device and on the host, against what the host and the GPU have. On the host a size is
-refused only where it cannot fit (a trial reservation refused, or more than memory and
-swap); less MemAvailable than needed is a note. `--skip-host-memory-check` skips the host
-side for machines whose memory grows on demand."""
+"""Whether a size fits before anything is allocated, as src/memory/fits.rs check does for
+src/bench/matmul/mod.rs need (the same bounds and policy, so both programs refuse the same
+sizes): the bytes a run holds on its device at once (a row, or a row beside fp32's) and on
+the host, against what the host and the GPU have. On the host a size is refused only where
+it cannot fit (a trial reservation refused, or more than memory and swap); less
+MemAvailable than needed is a note. `--skip-host-memory-check` skips the host side for
+machines whose memory grows on demand."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from common.errors import Failure
 from common.formulas import payload_bytes
-from common.precisions import Precision
+from common.precisions import PRECISIONS, Precision
 
 
 def human_bytes(n: int) -> str:
@@ -33,10 +34,21 @@ def device_bytes(on_cpu: bool, p: Precision, n: int) -> int:
     return payload_bytes(n, p.element_bytes) + widened
 
 
+def at_once_bytes(on_cpu: bool, n: int, precisions: list[Precision]) -> int:
+    """The most a run holds on its device at once (src/bench/matmul/mod.rs need): the widest
+    precision's matrices, or, where fp32 is among the precisions, the widest pair of a
+    precision and fp32, since the pass that times each beside fp32 holds both
+    (pytorch/matmul/beside.py)."""
+    fp32 = PRECISIONS["fp32"]
+    beside = device_bytes(on_cpu, fp32, n) if fp32 in precisions else 0
+    return max(device_bytes(on_cpu, p, n) + (beside if p != fp32 else 0) for p in precisions)
+
+
 def host_bytes(on_cpu: bool, n: int, precisions: list[Precision]) -> int:
     """Host bytes a run needs: A and B in f32, the f64 copy of B the reference needs, and on
-    the CPU the largest row's device bytes too (src/bench/matmul/mod.rs Inputs::host_bytes)."""
-    on_device = max(device_bytes(on_cpu, p, n) for p in precisions)
+    the CPU what the device holds at once too (src/bench/matmul/mod.rs Inputs::host_bytes,
+    and fits.rs check)."""
+    on_device = at_once_bytes(on_cpu, n, precisions)
     return 2 * n * n * 4 + n * n * 8 + (on_device if on_cpu else 0)
 
 
@@ -125,7 +137,7 @@ def check_fits(torch, device, n: int, precisions: list[Precision], check_host: b
         if note is not None:
             print(f"note: {note}", file=sys.stderr)
     if not on_cpu:
-        on_device = max(device_bytes(on_cpu, p, n) for p in precisions)
+        on_device = at_once_bytes(on_cpu, n, precisions)
         free, _ = torch.cuda.mem_get_info(device)
         if on_device > free:
             raise Failure(

@@ -1,5 +1,6 @@
 """Tests of memory.py: the host policy of src/bench/matmul/mod.rs (refuse what cannot fit, note what
-is short now) on hand-made numbers, the trial reservation, and --skip-host-memory-check."""
+is short now) on hand-made numbers, the trial reservation, --skip-host-memory-check, and the
+bytes a run holds at once (a precision's matrices beside fp32's, as Rust's need counts)."""
 
 from __future__ import annotations
 
@@ -71,6 +72,25 @@ class HostPolicy(unittest.TestCase):
     def test_the_trial_reservation_touches_nothing_and_fails_beyond_the_address_space(self):
         self.assertTrue(memory.try_reserve_host(64 << 20))
         self.assertFalse(memory.try_reserve_host(1 << 62))
+
+
+class AtOnce(unittest.TestCase):
+    def test_the_pass_beside_fp32_holds_both_matrices(self):
+        # src/bench/matmul/mod.rs beside_fp32's check of need().
+        fp32, fp16, bf16 = (PRECISIONS[p] for p in ["fp32", "fp16", "bf16"])
+        for on_cpu in [True, False]:
+            f16, f32 = memory.device_bytes(on_cpu, fp16, 64), memory.device_bytes(on_cpu, fp32, 64)
+            bf = memory.device_bytes(on_cpu, bf16, 64)
+            both = memory.at_once_bytes(on_cpu, 64, [fp32, fp16, bf16])
+            self.assertEqual(both, max(f16, bf) + f32)
+            self.assertEqual(memory.at_once_bytes(on_cpu, 64, [fp16]), f16, "no fp32: no pass")
+            self.assertEqual(memory.at_once_bytes(on_cpu, 64, [fp32]), f32)
+        # On the CPU the host holds what the device does.
+        inputs, pair = 2 * 64 * 64 * 4 + 64 * 64 * 8, [fp32, fp16]
+        self.assertEqual(
+            memory.host_bytes(True, 64, pair), inputs + memory.at_once_bytes(True, 64, pair)
+        )
+        self.assertEqual(memory.host_bytes(False, 64, pair), inputs)
 
 
 class Skip(unittest.TestCase):

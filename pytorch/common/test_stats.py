@@ -1,5 +1,6 @@
 """Tests of stats.py: the Summary's statistics and the relative error against hand values
-(numpy's where it has them)."""
+(numpy's where it has them); the bootstrap interval of a ratio of medians on samples whose
+answer is plain (src/stats.rs's cases: its draws are another generator's)."""
 
 from __future__ import annotations
 
@@ -75,6 +76,36 @@ class Statistics(unittest.TestCase):
         # rms([3, 4]) = sqrt(12.5); errors 0 and 1.
         mx, mn = stats.relative_errors([3.0, 5.0], [3.0, 4.0])
         self.assertTrue(close(mx, 1 / math.sqrt(12.5)) and close(mn, 0.5 / math.sqrt(12.5)))
+
+
+class Bootstrap(unittest.TestCase):
+    def test_clearly_separated_samples_exclude_one(self):
+        a = [1.0, 1.02, 0.98, 1.01, 0.99, 1.0]
+        b = [2.0 * x for x in [1.01, 0.99, 1.0, 1.02, 0.98, 1.0]]
+        i = stats.bootstrap_ratio(a, b)
+        self.assertTrue(1.0 < i["lo"] <= 2.0 <= i["hi"] < 3.0, i)
+        flipped = stats.bootstrap_ratio(b, a)
+        self.assertTrue(flipped["hi"] < 1.0, "median(b) / median(a): the order matters")
+
+    def test_identical_samples_hold_one(self):
+        s = [1.0, 1.3, 0.8, 1.1, 0.9]
+        i = stats.bootstrap_ratio(s, list(s))
+        self.assertTrue(i["lo"] <= 1.0 <= i["hi"], i)
+        self.assertEqual(list(i), ["lo", "hi"], "the schema's RatioInterval")
+
+    def test_the_same_samples_give_the_same_interval(self):
+        a, b = [1.0, 1.2, 0.9, 1.1], [1.5, 1.4, 1.7, 1.6]
+        self.assertEqual(stats.bootstrap_ratio(a, b), stats.bootstrap_ratio(a, b), "seeded")
+
+    def test_too_few_or_unusable_samples_give_none(self):
+        three = [1.0, 2.0, 3.0]
+        self.assertIsNone(stats.bootstrap_ratio([1.0, 2.0], three))
+        self.assertIsNone(stats.bootstrap_ratio(three, [1.0, 2.0]))
+        self.assertIsNone(stats.bootstrap_ratio([1.0, 0.0, 2.0], three))
+        self.assertIsNone(stats.bootstrap_ratio(three, [1.0, -1.0, 2.0]))
+        self.assertIsNone(stats.bootstrap_ratio(three, [1.0, math.inf, 2.0]))
+        self.assertIsNone(stats.bootstrap_ratio(three, [1.0, math.nan, 2.0]))
+        self.assertIsNotNone(stats.bootstrap_ratio(three, three))
 
 
 if __name__ == "__main__":

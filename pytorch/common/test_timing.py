@@ -3,7 +3,8 @@ fake torch.cuda that logs every call (the CPU twin of a GPU check): a synchroniz
 the first warm-up, and the two CUDA events made once, outside every timed window; and K
 calls a sample (src/bench/ladder's rule, its test's values): K from the fastest single
 call, K calls in every sample, the clock's cost taken off the median before dividing by K,
-and the clock's cost itself on the real CPU clock."""
+and the clock's cost itself on the real CPU clock; and works timed in turn (A B A B, as
+src/clock/interleave.rs's test), each keeping its own samples."""
 
 from __future__ import annotations
 
@@ -75,6 +76,43 @@ class Clock(unittest.TestCase):
         for t0, t1 in zip(clocks[::2], clocks[1::2]):
             self.assertEqual(log[t0 + 1 : t1], ["work", "record 2", "sync"])
             self.assertEqual(log[t0 - 2 : t0], ["sync", "record 1"])
+
+
+class Interleaved(unittest.TestCase):
+    def test_works_take_turns_and_each_keeps_its_own_samples(self):
+        clock = timing.Clock(None, types.SimpleNamespace(type="cpu"))
+        order, now = [], [0.0]
+
+        def step(seconds: float, name: str):  # each work moves the fake timer its own way
+            now[0] += seconds
+            order.append(name)
+            return object()
+
+        works = [lambda: step(2.0**-9, "a"), lambda: step(3 * 2.0**-9, "b")]
+        with mock.patch.object(timing.time, "perf_counter", lambda: now[0]):
+            a, b = timing.timed_interleaved(clock, timing.Plan(warmup=1, iters=3), works)
+        self.assertEqual("".join(order), "abababab", "a warm-up round, then 3 rounds in turn")
+        for t, ms in [(a, 1e3 * 2.0**-9), (b, 3e3 * 2.0**-9)]:
+            self.assertEqual(t["samples_wall_ms"], [ms] * 3)
+            self.assertEqual((t["median_ms"], t["wall_ms"]["n"]), (ms, 3))
+            self.assertEqual(
+                (t["samples_gpu_ms"], t["gpu_ms"], t["gpu_median_ms"]), ([], None, None)
+            )
+            self.assertEqual((timing.samples_ms(t), timing.time_source(t)), ([ms] * 3, "median_ms"))
+
+    def test_on_cuda_the_works_share_two_events_and_each_sample_is_the_clocks(self):
+        log: list[str] = []
+        clock = timing.Clock(fake_torch(log), types.SimpleNamespace(type="cuda"))
+        works = [lambda: log.append("a"), lambda: log.append("b")]
+        with mock.patch.object(timing.time, "perf_counter", lambda: log.append("clock") or 0.0):
+            out = clock.time_interleaved(timing.Plan(warmup=1, iters=2), works)
+        self.assertEqual(log[:6], ["sync", "a", "sync", "sync", "b", "sync"], "warm-up in turn")
+        made = [e for e in log if e.startswith("new event")]
+        self.assertEqual(made, ["new event 1", "new event 2"])
+        clocks = [i for i, e in enumerate(log) if e == "clock"]
+        windows = [log[t0 + 1 : t1] for t0, t1 in zip(clocks[::2], clocks[1::2])]
+        self.assertEqual(windows, [[w, "record 2", "sync"] for w in "abab"])
+        self.assertEqual([(len(w), len(g)) for w, g in out], [(2, 2), (2, 2)])
 
 
 class Calls(unittest.TestCase):

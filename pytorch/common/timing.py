@@ -1,8 +1,10 @@
 """The clock, as src/clock/mod.rs: how many runs to make (a Plan, and the reference lab's CPU
 plan beside a GPU run), and the one place that synchronizes, records CUDA events and
-reads the host timer; `timed`, the samples as the schema's Timed; and for work of a few
-hundred nanoseconds, src/bench/ladder's way: K calls a sample (`time_calls`), the clock's
-own cost (`clock_cost_ms`) subtracted, a time per call."""
+reads the host timer; `timed`, the samples as the schema's Timed; `timed_interleaved`,
+works compared with each other timed in turn (A B A B, as src/clock/interleave.rs), so
+that what drifts while they run falls on both alike; and for work of a few hundred
+nanoseconds, src/bench/ladder's way: K calls a sample (`time_calls`), the clock's own cost
+(`clock_cost_ms`) subtracted, a time per call."""
 
 from __future__ import annotations
 
@@ -64,33 +66,68 @@ class Clock:
         return start, end
 
     def time(self, plan: Plan, work) -> tuple[list[float], list[float]]:
+        """`plan`'s samples of `work`: the wall times and the CUDA-event times (empty on
+        the CPU), in ms."""
         for _ in range(plan.warmup):
-            self.sync()
-            out = work()
-            self.sync()
-            del out
+            self.warm(work)
         events = self.events()
         wall_ms, gpu_ms = [], []
         for _ in range(plan.iters):
-            self.sync()
-            if events:
-                events[0].record()
-            t0 = time.perf_counter()
-            out = work()
-            if events:
-                events[1].record()
-            self.sync()
-            wall_ms.append((time.perf_counter() - t0) * 1e3)
-            del out
-            if events:
-                gpu_ms.append(events[0].elapsed_time(events[1]))
+            self.sample(work, events, wall_ms, gpu_ms)
         return wall_ms, gpu_ms
+
+    def time_interleaved(self, plan: Plan, works: list) -> list[tuple[list[float], list[float]]]:
+        """`works` timed in turn (src/clock/interleave.rs time_interleaved): plan.warmup
+        rounds untimed, then plan.iters rounds, each timing every work once, in order, each
+        sample this clock's usual one (the same two events for all). Returns each work's
+        (wall, CUDA-event) samples, in the order given."""
+        for _ in range(plan.warmup):
+            for work in works:
+                self.warm(work)
+        events = self.events()
+        out = [([], []) for _ in works]
+        for _ in range(plan.iters):
+            for work, (wall_ms, gpu_ms) in zip(works, out):
+                self.sample(work, events, wall_ms, gpu_ms)
+        return out
+
+    def warm(self, work) -> None:
+        """One untimed run between two synchronizations."""
+        self.sync()
+        out = work()
+        self.sync()
+        del out
+
+    def sample(self, work, events, wall_ms: list[float], gpu_ms: list[float]) -> None:
+        """One timed run, its wall time appended to `wall_ms` and (with `events`) its
+        event time to `gpu_ms`."""
+        self.sync()
+        if events:
+            events[0].record()
+        t0 = time.perf_counter()
+        out = work()
+        if events:
+            events[1].record()
+        self.sync()
+        wall_ms.append((time.perf_counter() - t0) * 1e3)
+        del out
+        if events:
+            gpu_ms.append(events[0].elapsed_time(events[1]))
 
 
 def timed(clock: Clock, plan: Plan, work) -> dict:
     """The schema's Timed from `plan`'s samples of `work` on `clock`. The GPU's state and
     the machine's availability are not read by the twins: null."""
-    wall, gpu = clock.time(plan, work)
+    return as_timed(*clock.time(plan, work))
+
+
+def timed_interleaved(clock: Clock, plan: Plan, works: list) -> list[dict]:
+    """One Timed per work of `works`, timed in turn on `clock` (Clock.time_interleaved)."""
+    return [as_timed(wall, gpu) for wall, gpu in clock.time_interleaved(plan, works)]
+
+
+def as_timed(wall: list[float], gpu: list[float]) -> dict:
+    """The schema's Timed of one work's samples (`timed`'s and `timed_interleaved`'s)."""
     wall_ms, gpu_ms = summarize(wall), summarize(gpu)
     if wall_ms is None:
         raise Failure("no finite timed samples")
@@ -110,6 +147,17 @@ def timed(clock: Clock, plan: Plan, work) -> dict:
 def rate_ms(t: dict) -> float:
     """The time rates divide by (Timed::rate_ms): CUDA events on a GPU, else the wall."""
     return t["gpu_median_ms"] if t["gpu_median_ms"] is not None else t["median_ms"]
+
+
+def time_source(t: dict) -> str:
+    """The schema's TimeSource of rate_ms(t): "gpu_median_ms" or "median_ms"."""
+    return "gpu_median_ms" if t["gpu_median_ms"] is not None else "median_ms"
+
+
+def samples_ms(t: dict) -> list[float]:
+    """The samples rate_ms(t) is the median of (Timed::samples_ms): CUDA events' on a
+    GPU, else the wall clock's."""
+    return t["samples_gpu_ms"] or t["samples_wall_ms"]
 
 
 def clock_cost_ms(clock: Clock) -> float:

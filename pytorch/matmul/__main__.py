@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The PyTorch reference: candle-lab's `matmul` and `cpu_vs_gpu` measurements run with
-PyTorch, written as result schema 2.0, so that `compare` can set Candle and PyTorch
+PyTorch, written as result schema 2.6, so that `compare` can set Candle and PyTorch
 side by side on the same machine. Same flags, defaults, timing model, memory and
 accuracy rules as experiments/matmul.rs and experiments/cpu_vs_gpu.rs (their
 library: src/bench/matmul/mod.rs, src/clock/mod.rs, src/stats.rs); where PyTorch cannot do

@@ -88,8 +88,10 @@ class Matmul(runner.Experiment):
     PROG = "pytorch/matmul"
     ABOUT = (
         "candle-lab's matmul and cpu_vs_gpu measurements with PyTorch, written as result "
-        "schema 2.0 (same flags, defaults and timing model as the Rust programs)."
+        "schema 2.6 (same flags, defaults and timing model as the Rust programs)."
     )
+    # 2.6: a row's `vs_fp32_side_by_side` (matmul.beside); every older field as 2.0 has it.
+    SCHEMA_VERSION = "2.6"
     STDOUT = False
     DRY_RUN_READS = " and value"
 

@@ -13,8 +13,9 @@ from common.memory import check_fits
 from common.precisions import PRECISIONS
 from common.rows import failed_rows
 from common.runner import Report, Session
-from common.table import print_rows
+from common.table import print_rows, vs_fp32_note
 from common.timing import Plan, cpu_plan
+from matmul import beside
 from matmul.rows import Inputs, fp32_median, run_cpu_fp32, run_rows
 
 FP32 = [PRECISIONS["fp32"]]
@@ -63,6 +64,8 @@ def experiment_matmul(session: Session) -> Report:
     inputs = Inputs(torch, n, args.accuracy_rows)
     gpu_name = info["name"] if on_gpu else None
     rows = run_rows(torch, device, gpu_name, n, plan, args.dtypes, inputs)
+    # Each row's x fp32 again, timed in turn with fp32's (none without fp32).
+    beside.fill(torch, device, plan, rows, inputs)
     cpu_row = run_cpu_fp32(torch, n, plan, inputs) if compares_cpu(session) else None
     device_fp32 = next((m for m in map(fp32_median, rows) if m is not None), None)
     cpu_fp32_ms = fp32_median(cpu_row) if on_gpu else device_fp32
@@ -80,6 +83,9 @@ def experiment_matmul(session: Session) -> Report:
             print_rows("the same fp32 matmul on the CPU, PyTorch", [cpu_row])
         if speedup is not None:
             print(speedup_line(speedup))
+        note = vs_fp32_note(rows)
+        if note is not None:
+            print(note)
 
     body = {
         "size": n,

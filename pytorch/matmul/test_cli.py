@@ -89,10 +89,15 @@ class DryRun(unittest.TestCase):
         self.assertRegex(lines[1], r"^torch: \d+\.\d+")
         want = [
             "device: cuda:0 (asked for with --device cuda:0; not opened in a dry run)",
-            "size: 8192 (up to 1536.0 MiB of matrices per row on the device)",
+            # fp64's matrices beside fp32's: 1536 + 768 MiB, in the pass that times them in turn.
+            "size: 8192 (up to 2304.0 MiB of matrices at once on the device)",
             "iters: 20, warmup: 5",
             "precisions: fp64, fp32, tf32, fp16, fp16-reduced, bf16",
             "accuracy rows: 16",
+            (
+                "beside fp32: fp64, tf32, fp16, fp16-reduced, bf16, each in turn with fp32 "
+                "(warmup 1, iters 20)"
+            ),
             "cpu comparison: no (--no-cpu)",
             "host memory check: skipped (--skip-host-memory-check)",
             f"would write: {out}",
@@ -140,6 +145,17 @@ class DryRun(unittest.TestCase):
         self.assertIn("cpu comparison: yes (the experiment: warmup 1, iters 5)", lines)
         self.assertIn("host memory check: on (made when the run starts)", lines)
         self.assertEqual(lines[-1], "would write: nothing (no --output)")
+        self.assertFalse([line for line in lines if line.startswith("beside fp32")])
+        # Without fp32 among the precisions, no pass and only the widest row's matrices.
+        code, stdout, stderr = run_in_process(
+            "--device", "cpu", "--size", "1024", "--dtypes", "fp16,bf16", "--dry-run"
+        )
+        self.assertEqual(code, 0, stderr)
+        self.assertIn("beside fp32: no (fp32 is not among the precisions)", stdout.splitlines())
+        # 6 MiB of bf16 (or fp16) and their 12 MiB of f32 copies on the CPU.
+        self.assertIn("size: 1024 (up to 18.0 MiB of matrices at once on the device)", stdout)
+        code, stdout, stderr = run_in_process("--device", "cpu", "--dtypes", "fp32", "--dry-run")
+        self.assertIn("beside fp32: no (fp32 is the only precision)", stdout.splitlines())
         # auto on a CUDA build: the device is the run's to find, so tf32 waits for it.
         code, stdout, stderr = run_in_process("--dtypes", "tf32", "--dry-run")
         self.assertEqual(code, 0, stderr)

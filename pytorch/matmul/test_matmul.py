@@ -1,5 +1,6 @@
 """Tests of the program, pytorch/matmul, end to end: real CPU runs at n = 64 whose
-files carry every field of result schema 2.0 with the right types and validate against
+files carry every field of result schema 2.0 with the right types, and 2.6's
+`vs_fp32_side_by_side` on every row but fp32's, and validate against
 schema/result.schema.json. No timing is asserted. Run: `just test-pytorch`
 (python -m unittest discover -s pytorch -p 'test_*.py').
 """
@@ -122,6 +123,27 @@ SUMMARY = {
     "noisy": bool,
 }
 ACCURACY = {"rows_checked": int, "max_rel_err": float, "mean_rel_err": float}
+# 2.6: each row but fp32's timed in turn with fp32 (src/schema/matmul.rs SideBySide), its
+# two sides each the schema's Timed (src/schema/timed.rs).
+SIDE_BY_SIDE = {
+    "speedup": float,
+    "interval": (dict, None),
+    "time_source": str,
+    "row": dict,
+    "fp32": dict,
+}
+TIMED = {
+    "median_ms": float,
+    "gpu_median_ms": (float, None),
+    "wall_ms": dict,
+    "gpu_ms": (dict, None),
+    "samples_wall_ms": list,
+    "samples_gpu_ms": list,
+    "gpu_before": (dict, None),
+    "gpu_after": (dict, None),
+    "availability": (dict, None),
+}
+BESIDE = "vs_fp32_side_by_side"
 
 
 class Runs(unittest.TestCase):
@@ -188,7 +210,8 @@ class Runs(unittest.TestCase):
         self.fields(r, ROW, where)
         self.assertEqual(r["status"], "ok", r["error"])
         self.fields({k: r[k] for k in MEASURED}, MEASURED, where)
-        self.assertEqual(set(r), set(ROW) | set(MEASURED), f"{where}: no other fields")
+        others = set(r) - {BESIDE}
+        self.assertEqual(others, set(ROW) | set(MEASURED), f"{where}: no other fields")
         self.fields(r["wall_ms"], SUMMARY, f"{where}.wall_ms")
         self.fields(r["accuracy"], ACCURACY, f"{where}.accuracy")
         self.assertEqual(r["wall_ms"]["n"], len(r["samples_wall_ms"]))
@@ -202,7 +225,7 @@ class Runs(unittest.TestCase):
     def envelope(self, f: dict, experiment: str):
         self.fields(f, ENVELOPE, "file")
         self.assertEqual(list(f), list(ENVELOPE) + [experiment], "the body under one key")
-        self.assertEqual((f["schema_version"], f["experiment"]), ("2.0", experiment))
+        self.assertEqual((f["schema_version"], f["experiment"]), ("2.6", experiment))
         self.assertRegex(f["created_utc"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
         self.assertIn("--size 64", f["command"])
         self.fields(f["environment"], ENVIRONMENT, "environment")
@@ -236,6 +259,36 @@ class Runs(unittest.TestCase):
         self.assertTrue(1e-5 <= err[2] < 2e-2 and 1e-4 <= err[3] < 1e-1, err)
         self.assertEqual(rows[0]["accuracy"]["rows_checked"], 16)
 
+    def test_each_row_but_fp32s_is_timed_beside_fp32(self):
+        self.assertEqual(self.matmul.returncode, 0, self.matmul.stderr)
+        for r in self.files["m.json"]["matmul"]["precisions"]:
+            name = r["precision"]
+            if name == "fp32":
+                self.assertNotIn(BESIDE, r, "fp32's own row has no ratio to itself")
+                continue
+            keys = list(r)
+            self.assertEqual(keys.index(BESIDE), keys.index("pct_of_datasheet") + 1, name)
+            s = r[BESIDE]
+            self.fields(s, SIDE_BY_SIDE, f"{name}.{BESIDE}")
+            self.assertEqual(list(s), list(SIDE_BY_SIDE), "the Rust names, nothing else")
+            self.assertEqual(s["time_source"], "median_ms", "the wall clock on the CPU")
+            for side in ["row", "fp32"]:
+                t = s[side]
+                self.fields(t, TIMED, f"{name}.{side}")
+                self.assertEqual(list(t), list(TIMED))
+                # --iters 3: as many rounds as the rows' own plan (and MIN_SAMPLES).
+                self.assertEqual((len(t["samples_wall_ms"]), t["samples_gpu_ms"]), (3, []))
+                self.assertEqual(t["wall_ms"]["n"], 3)
+            want = s["fp32"]["median_ms"] / s["row"]["median_ms"]
+            self.assertAlmostEqual(s["speedup"], want, delta=1e-12 * want)
+            i = s["interval"]
+            self.assertTrue(i is None or 0 < i["lo"] <= i["hi"], i)
+        # The table shows the pass's ratio with its interval, and says what it is.
+        out = self.matmul.stdout
+        self.assertRegex(out, r"\nfp16 .* \d+\.\d\dx \[\d+\.\d\d, \d+\.\d\d\] ")
+        self.assertIn("x fp32: the row and fp32 timed in turn (A B A B, 3 rounds", out)
+        self.assertIn("fp16 beside fp32: warmup 1, iters 3, in turn", self.matmul.stderr)
+
     def test_cpu_vs_gpu_file_has_every_schema_field(self):
         self.assertEqual(self.cpu_vs_gpu.returncode, 0, self.cpu_vs_gpu.stderr)
         f = self.files["c.json"]
@@ -243,6 +296,7 @@ class Runs(unittest.TestCase):
         body = f["cpu_vs_gpu"]
         self.fields(body, CPU_VS_GPU, "cpu_vs_gpu")
         self.row(body["cpu"], "cpu")
+        self.assertNotIn(BESIDE, body["cpu"], "fp32 alone: no pass")
         self.assertEqual((body["cpu_warmup"], body["cpu_iters"], body["gpu_iters"]), (1, 3, 12))
         self.assertEqual(len(body["cpu"]["samples_wall_ms"]), 3)
         self.assertEqual(

@@ -1,10 +1,13 @@
 """Tests of rows.py: an error in one row ends that row only (as src/bench/matmul/mod.rs run_rows), in
-a real CPU run at n = 64 with one precision's measurement made to fail; and the GPU
-memory baseline, which takes cuBLAS's workspace in before the inputs (on a fake
-torch.cuda, and the order of the steps in a real CPU row)."""
+a real CPU run at n = 64 with one precision's measurement made to fail; a failed pass
+beside fp32 (beside.py) costs that row its side-by-side ratio only; and the GPU memory
+baseline, which takes cuBLAS's workspace in before the inputs (on a fake torch.cuda, and
+the order of the steps in a real CPU row)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import tempfile
 import types
@@ -13,7 +16,7 @@ from pathlib import Path
 from unittest import mock
 
 from common import rows as shared_rows
-from matmul import rows
+from matmul import beside, rows
 from common.precisions import PRECISIONS
 from common.testkit import run_in_process, schema_validator, torch_or_skip
 from common.timing import Plan
@@ -54,6 +57,50 @@ class Isolation(unittest.TestCase):
         self.assertNotIn("median_ms", failed, "a failed row has no measurement")
         self.assertEqual(f["matmul"]["cpu_fp32_ms"], by_name["fp32"]["median_ms"])
         self.assertIn("error: injected failure", stdout, "the table shows the failed row")
+
+    def test_a_failed_pass_beside_fp32_keeps_the_row_and_says_so(self):
+        torch_or_skip()
+        real = beside.pair
+
+        def pair(torch, device, plan, p, inputs):
+            if p.name == "bf16":
+                raise RuntimeError("injected pass failure\nsecond line, not kept")
+            return real(torch, device, plan, p, inputs)
+
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d) / "m.json"
+            with mock.patch.object(beside, "pair", pair):
+                code, stdout, stderr = run_in_process(
+                    "--device", "cpu", "--size", "64", "--iters", "2", "--warmup", "1",
+                    "--dtypes", "fp32,bf16,fp16", "--output", str(out),
+                )  # fmt: skip
+            self.assertEqual(code, 0, stderr)
+            f = json.loads(out.read_text())
+        schema_validator(self)(f)
+        by_name = {r["precision"]: r for r in f["matmul"]["precisions"]}
+        self.assertEqual(by_name["bf16"]["status"], "ok", "the row's own measurement stands")
+        self.assertNotIn("vs_fp32_side_by_side", by_name["bf16"])
+        self.assertNotIn("vs_fp32_side_by_side", by_name["fp32"])
+        s = by_name["fp16"]["vs_fp32_side_by_side"]
+        # --iters 2: the pass takes MIN_SAMPLES rounds, so the ratio has an interval.
+        self.assertEqual([len(s[k]["samples_wall_ms"]) for k in ["row", "fp32"]], [3, 3])
+        self.assertLessEqual(s["interval"]["lo"], s["interval"]["hi"])
+        why = "bf16: not timed beside fp32, its x fp32 stays apart (injected pass failure)"
+        self.assertEqual([line for line in stderr.splitlines() if "not timed" in line], [why])
+        bf16_line = next(line for line in stdout.splitlines() if line.startswith("bf16 "))
+        self.assertNotIn("x [", bf16_line, "the table shows no ratio for it")
+
+    def test_no_fp32_row_no_pass(self):
+        torch = torch_or_skip()
+        cpu, plan = torch.device("cpu"), Plan(0, 1)
+        with contextlib.redirect_stderr(io.StringIO()):  # the rows' progress lines
+            inputs = rows.Inputs(torch, 16, 4)
+            out = rows.run_rows(torch, cpu, None, 16, plan, [PRECISIONS["fp16"]], inputs)
+        failed_fp32 = {"precision": "fp32", "status": "error", "error": "x"}
+        with mock.patch.object(beside, "pair", side_effect=AssertionError("no pass")):
+            beside.fill(torch, cpu, plan, out, inputs)
+            beside.fill(torch, cpu, plan, [failed_fp32, *out], inputs)
+        self.assertNotIn("vs_fp32_side_by_side", out[0])
 
     def test_other_errors_keep_their_type(self):
         self.assertEqual(shared_rows.row_error(RuntimeError("CUDA error: x\nmore")), "CUDA error: x")
