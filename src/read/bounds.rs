@@ -7,83 +7,23 @@
 //! threads, footprint or cache level), not a record: `report` says so, in
 //! the README and on standard error.
 
-use crate::schema::{Body, ResultFile, BEATEN_PCT};
+use crate::schema::{ResultFile, BEATEN_PCT};
 
 /// The rows of `file` above [`BEATEN_PCT`] of their bound, each as
-/// "what: N% of its bound".
+/// "what: N% of its bound" (each body says which of its rows are held
+/// against a ceiling: [`crate::schema::TimedRow::bounded`]).
 pub fn beaten(file: &ResultFile) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut check = |what: String, pct: Option<f64>| {
-        if let Some(p) = pct.filter(|p| *p > BEATEN_PCT) {
-            out.push(format!("{what}: {p:.0}% of its bound"));
-        }
-    };
-    match &file.body {
-        Body::Memory(m) => {
-            for r in &m.ops {
-                check(
-                    format!("memory {} {}", r.op, r.dtype_in),
-                    Some(r.pct_of_ceiling),
-                );
-            }
-        }
-        Body::Kernels(k) => {
-            for row in &k.rows {
-                for v in &row.variants {
-                    let pct = v.measured.as_ref().map(|m| m.pct_of_ceiling);
-                    let what = format!(
-                        "kernels {} {} {} {}",
-                        row.op.name(),
-                        row.case,
-                        row.precision,
-                        v.implementation.name()
-                    );
-                    check(what, pct);
-                }
-            }
-            // The matrix-vector rows, against their weights' read bound.
-            for row in &k.matvec {
-                for v in &row.variants {
-                    let pct = v.measured.as_ref().map(|m| m.pct_of_ceiling);
-                    let what = format!(
-                        "kernels matvec {} {} {} t{} {}",
-                        row.model,
-                        row.matrix,
-                        row.weights,
-                        row.tokens,
-                        v.implementation.name()
-                    );
-                    check(what, pct);
-                }
-            }
-        }
-        Body::Block(b) => {
-            for ph in &b.phases {
-                for row in &ph.rows {
-                    let pct = row.measured.as_ref().and_then(|m| m.pct_of_copy_ceiling);
-                    check(format!("block {} {}", ph.phase.name(), row.precision), pct);
-                }
-            }
-        }
-        Body::Generate(g) => {
-            for row in &g.rows {
-                let pct = row.measured.as_ref().and_then(|m| m.tg_pct_of_bound);
-                check(format!("generate {} tg", row.precision), pct);
-            }
-        }
-        Body::Basics(_)
-        | Body::Precision(_)
-        | Body::Matmul(_)
-        | Body::CpuVsGpu(_)
-        | Body::Sweep(_)
-        | Body::Overhead(_) => {}
-    }
-    out
+    let rows = file.body.timed_rows().into_iter();
+    rows.filter_map(|r| r.bounded)
+        .filter(|b| b.pct > BEATEN_PCT)
+        .map(|b| format!("{}: {:.0}% of its bound", b.what, b.pct))
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema::Body;
 
     #[test]
     fn a_row_over_its_bound_is_named_and_the_others_are_not() {

@@ -21,9 +21,8 @@ use crate::read::folder;
 use crate::read::load::{self, Loaded};
 use crate::schema::{Kind, ResultFile};
 
-mod generate;
-mod kernels;
 mod sections;
+mod shown;
 
 /// One JSON file under a machine folder.
 #[derive(Clone, Debug)]
@@ -204,16 +203,45 @@ pub fn build(sources: &[Source]) -> Result<Built> {
             Kind::Sweep => sections::sweep(&mut built, &files)?,
             Kind::Memory => sections::roofline(&mut built, &files)?,
             Kind::Block => sections::block(&mut built, &files)?,
-            Kind::Generate => generate::generate(&mut built, &files),
-            Kind::Kernels => kernels::kernels(&mut built, &files)?,
-            // The tables a run prints, one machine after another.
-            Kind::Overhead => sections::tables(&mut built.readme, kind, &files),
+            // The tables a run prints, one file after another.
+            Kind::Generate => shown::section(&mut built, kind, GENERATE, &files, model_of)?,
+            Kind::Kernels => shown::section(&mut built, kind, KERNELS, &files, |_| None)?,
+            Kind::Overhead => shown::section(&mut built, kind, OVERHEAD, &files, |_| None)?,
             // Facts of Candle and of the formats, the same on every machine:
             // listed under Files, and read there.
             Kind::Basics | Kind::Precision => {}
         }
     }
     Ok(built)
+}
+
+const GENERATE: &str = "A whole Llama model per precision (docs/generate.md): prompt processing \
+(pp) and generation (tg) tokens/s as llama-bench measures them, generation against the bandwidth \
+ladder's bound for reading every weight once per token, the ratios to fp32 measured side by side, \
+and where a token's time goes.";
+const KERNELS: &str = "The suite's own kernels (`src/kernels`) beside Candle's op, the same math \
+from primitive ops and the bandwidth ladder's bound for the same bytes, timed in turn, per op, \
+shape and precision, and the matrix-vector rows (docs/kernels.md). In PyTorch's file its op takes \
+the kernel's column.";
+const OVERHEAD: &str = "A first call against warm ones, the launch overhead of the smallest ops, \
+and a matmul from a cold cache against a hot one (docs/measuring.md).";
+
+/// A generate file's model, for its heading: the file it ran, or the
+/// random weights' shape.
+fn model_of(body: &crate::schema::Body) -> Option<String> {
+    let crate::schema::Body::Generate(g) = body else {
+        return None;
+    };
+    let m = &g.model;
+    Some(match m.source {
+        crate::schema::WeightSource::File => {
+            format!("{} ({})", m.name, m.file.as_deref().unwrap_or(""))
+        }
+        crate::schema::WeightSource::Random => format!(
+            "random weights at the shape {} (no text)",
+            m.shape.as_deref().unwrap_or("")
+        ),
+    })
 }
 
 const HEADER: &str = "# Results\n\n\

@@ -368,11 +368,13 @@ impl BlockResults {
                 .map_or(TimeSource::MedianMs, |m| m.end_to_end.rate_ms().1)
         })
     }
+}
 
+impl super::rows::Rows for BlockResults {
     /// Every phase's rows, named "prefill fp32" and timed end to end; each
     /// phase pairs as its own experiment ("block prefill"), so that prefill
     /// pairs with prefill.
-    pub(super) fn timed_rows(&self) -> Vec<TimedRow<'_>> {
+    fn timed_rows(&self) -> Vec<TimedRow<'_>> {
         let rows = self
             .phases
             .iter()
@@ -390,12 +392,14 @@ impl BlockResults {
             });
             let timings = clock.map(|c| Timing::new(name.clone(), c));
             let (timings, pairs) = (timings.into_iter().collect(), pairs.into_iter().collect());
-            TimedRow::ran(name, row.status, timings, pairs, clock.is_some())
+            let pct = row.measured.as_ref().and_then(|m| m.pct_of_copy_ceiling);
+            TimedRow::ran(name.clone(), row.status, timings, pairs, clock.is_some())
+                .bounded(format!("block {name}"), pct)
         })
         .collect()
     }
 
-    pub(super) fn validate(&self) -> Result<()> {
+    fn validate(&self) -> Result<()> {
         let s = &self.shape;
         if s.heads == 0 || s.head_dim * s.heads != s.hidden {
             bail!(

@@ -29,8 +29,8 @@ pub struct CpuVsGpuResults {
     pub gpu_speedup_fp32: Option<f64>,
 }
 
-impl CpuVsGpuResults {
-    pub(super) fn validate(&self) -> Result<()> {
+impl super::rows::Rows for CpuVsGpuResults {
+    fn validate(&self) -> Result<()> {
         std::iter::once(&self.cpu)
             .chain(&self.gpu)
             .try_for_each(Row::validate)
@@ -38,7 +38,7 @@ impl CpuVsGpuResults {
 
     /// The CPU row, then the GPU's: a failure named by the precision alone,
     /// a clock by its side ("cpu fp32").
-    pub(super) fn timed_rows(&self) -> Vec<TimedRow<'_>> {
+    fn timed_rows(&self) -> Vec<TimedRow<'_>> {
         let sides = [(&self.cpu, "cpu", DeviceKind::Cpu)];
         let gpu = self.gpu.as_ref().map(|g| (g, "gpu", DeviceKind::Cuda));
         sides

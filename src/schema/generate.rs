@@ -364,13 +364,13 @@ impl TokenOpClass {
     }
 }
 
-impl GenerateResults {
+impl super::rows::Rows for GenerateResults {
     /// Every row, a failure named by its precision, with two clocks: pp and
     /// tg ("pp fp32"). Each pairs as its own experiment, named with the
     /// model (its file, or the random weights' shape) and sized by its
     /// tokens, so that a PyTorch twin's fp32 tg on the same file pairs with
     /// Candle's, and two models never pair.
-    pub(super) fn timed_rows(&self) -> Vec<TimedRow<'_>> {
+    fn timed_rows(&self) -> Vec<TimedRow<'_>> {
         let model = self.model.file.as_deref().or(self.model.shape.as_deref());
         let model = model.unwrap_or(&self.model.name);
         let rows = self.rows.iter().map(|row| {
@@ -391,6 +391,7 @@ impl GenerateResults {
                 calls_per_sample: 1,
             });
             let (timings, pairs) = (timings.collect(), pairs.collect());
+            let tg_pct = row.measured.as_ref().and_then(|m| m.tg_pct_of_bound);
             TimedRow::ran(
                 row.precision.clone(),
                 row.status,
@@ -398,11 +399,12 @@ impl GenerateResults {
                 pairs,
                 row.measured.is_some(),
             )
+            .bounded(format!("generate {} tg", row.precision), tg_pct)
         });
         rows.collect()
     }
 
-    pub(super) fn validate(&self) -> Result<()> {
+    fn validate(&self) -> Result<()> {
         let m = &self.model;
         if m.heads == 0 || m.kv_heads == 0 || !m.heads.is_multiple_of(m.kv_heads) {
             bail!(

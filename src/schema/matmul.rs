@@ -87,8 +87,8 @@ pub struct Row {
     pub measured: Option<Measured>,
 }
 
-impl MatmulResults {
-    pub(super) fn validate(&self) -> Result<()> {
+impl super::rows::Rows for MatmulResults {
+    fn validate(&self) -> Result<()> {
         self.precisions
             .iter()
             .chain(&self.cpu_fp32)
@@ -97,7 +97,7 @@ impl MatmulResults {
 
     /// Each precision on the run's device, then the GPU run's CPU fp32 row:
     /// each named by its precision.
-    pub(super) fn timed_rows(&self) -> Vec<TimedRow<'_>> {
+    fn timed_rows(&self) -> Vec<TimedRow<'_>> {
         let on = |row: &Row| row.precision.to_string();
         let rows = self.precisions.iter().map(|r| (r, self.device));
         rows.chain(self.cpu_fp32.iter().map(|r| (r, DeviceKind::Cpu)))

@@ -41,21 +41,23 @@ pub struct MemoryResults {
     pub roofline: Roofline,
 }
 
-impl MemoryResults {
-    pub(super) fn validate(&self) -> anyhow::Result<()> {
+impl super::rows::Rows for MemoryResults {
+    fn validate(&self) -> anyhow::Result<()> {
         let t = &self.transfers;
         super::section(t.status, t.reason.as_deref(), t.rows.len())
     }
 
-    /// The copy ceiling, then each op by its input type ("add f32"): none
-    /// fails on its own (the section is measured, or the run ends with an
-    /// error). The ladder's points and the transfers are not among them.
-    pub(super) fn timed_rows(&self) -> Vec<TimedRow<'_>> {
+    /// The copy ceiling, then each op by its input type ("add f32"), held
+    /// against the ladder: none fails on its own (the section is measured,
+    /// or the run ends with an error). The ladder's points and the transfers
+    /// are not among them.
+    fn timed_rows(&self) -> Vec<TimedRow<'_>> {
         let ceiling = TimedRow::section("copy ceiling".into(), &self.ceiling.timed);
-        let ops = self
-            .ops
-            .iter()
-            .map(|o| TimedRow::section(format!("{} {}", o.op, o.dtype_in), &o.timed));
+        let ops = self.ops.iter().map(|o| {
+            let name = format!("{} {}", o.op, o.dtype_in);
+            let what = format!("memory {name}");
+            TimedRow::section(name, &o.timed).bounded(what, Some(o.pct_of_ceiling))
+        });
         std::iter::once(ceiling).chain(ops).collect()
     }
 }

@@ -60,7 +60,7 @@ pub use generate::{
 };
 pub use kernels::{
     Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow, KernelVariant,
-    KernelsResults, MatvecRow, VariantMeasured,
+    KernelsResults, MatvecRow, VariantMeasured, DRAM_CASE,
 };
 pub use ladder::{Bound, CacheLevel, Ladder, LadderKernel, LadderPoint, BEATEN_PCT};
 pub use matmul::{fill_vs_fp32, Accuracy, MatmulResults, Measured, Row, RowStatus, SideBySide};
@@ -72,7 +72,7 @@ pub use overhead::{
     CacheRow, CacheSection, FirstCall, JitCache, LaunchMode, LaunchRow, OverheadResults,
 };
 pub use precision::{Accumulation, FormatLimits, Limits, PointOne, PrecisionResults, RoundTrip};
-pub use rows::{Clock, Pairing, TimedRow, Timing};
+pub use rows::{Bounded, Clock, Pairing, TimedRow, Timing};
 pub use timed::{GpuState, RatioInterval, SectionStatus, TelemetrySource, TimeSource, Timed};
 
 pub use sampling::{Adaptive, ClockOverhead, Plan, Sampling, StopRule};
@@ -313,24 +313,6 @@ impl ResultFile {
             );
         }
         self.body.validate()
-    }
-}
-
-impl Body {
-    /// What each body's types cannot say themselves (row status against
-    /// measurements, a skipped section's reason): each body checks its own.
-    fn validate(&self) -> Result<()> {
-        match self {
-            Self::Basics(_) | Self::Precision(_) => Ok(()),
-            Self::Matmul(m) => m.validate(),
-            Self::CpuVsGpu(c) => c.validate(),
-            Self::Memory(m) => m.validate(),
-            Self::Overhead(o) => o.validate(),
-            Self::Sweep(s) => s.validate(),
-            Self::Block(b) => b.validate(),
-            Self::Generate(g) => g.validate(),
-            Self::Kernels(k) => k.validate(),
-        }
     }
 }
 

@@ -33,15 +33,15 @@ pub struct OverheadResults {
     pub cache: CacheSection,
 }
 
-impl OverheadResults {
-    pub(super) fn validate(&self) -> anyhow::Result<()> {
+impl super::rows::Rows for OverheadResults {
+    fn validate(&self) -> anyhow::Result<()> {
         let c = &self.cache;
         super::section(c.status, c.reason.as_deref(), c.rows.len())
     }
 
     /// Each launch row by op and mode ("add Sync"), then each cache row's hot
     /// time ("matmul 512 hot"): none fails on its own.
-    pub(super) fn timed_rows(&self) -> Vec<TimedRow<'_>> {
+    fn timed_rows(&self) -> Vec<TimedRow<'_>> {
         let launch = self
             .launch
             .iter()

@@ -28,6 +28,17 @@ pub struct TimedRow<'a> {
     /// What it pairs with in another file (`compare`, `report`), in the order
     /// they are listed.
     pub pairs: Vec<Pairing<'a>>,
+    /// The share of a ceiling it reached, for a row held against one
+    /// (`read::bounds` lists those over [`super::BEATEN_PCT`]).
+    pub bounded: Option<Bounded>,
+}
+
+/// A row held against a ceiling: what it is, in a message ("kernels add
+/// large fp32 lab", "generate fp32 tg"), and the share it reached.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bounded {
+    pub what: String,
+    pub pct: f64,
 }
 
 impl<'a> TimedRow<'a> {
@@ -46,7 +57,14 @@ impl<'a> TimedRow<'a> {
             measured,
             timings,
             pairs,
+            bounded: None,
         }
+    }
+
+    /// The same row, held against a ceiling: `pct` of it, when measured.
+    pub(crate) fn bounded(mut self, what: String, pct: Option<f64>) -> Self {
+        self.bounded = pct.map(|pct| Bounded { what, pct });
+        self
     }
 
     /// A row that cannot fail on its own (a ceiling, a launch row): one
@@ -58,6 +76,7 @@ impl<'a> TimedRow<'a> {
             status: None,
             measured: true,
             pairs: Vec::new(),
+            bounded: None,
         }
     }
 }
@@ -112,21 +131,43 @@ pub struct Pairing<'a> {
     pub calls_per_sample: u64,
 }
 
+/// What a body's own file says of it beyond its types: its rows, as the
+/// readers walk them, and the checks its types cannot make. Every method is
+/// required, so that a new body says both.
+pub(crate) trait Rows {
+    /// Every row a reader walks, in the order the body holds them.
+    fn timed_rows(&self) -> Vec<TimedRow<'_>>;
+    /// What the types cannot say themselves (row status against
+    /// measurements, a skipped section's reason).
+    fn validate(&self) -> anyhow::Result<()>;
+}
+
 impl Body {
+    /// The body as its own file describes it: the one match over bodies in
+    /// the schema.
+    fn rows(&self) -> &dyn Rows {
+        match self {
+            Self::Basics(r) => r,
+            Self::Precision(r) => r,
+            Self::Matmul(r) => r,
+            Self::CpuVsGpu(r) => r,
+            Self::Memory(r) => r,
+            Self::Overhead(r) => r,
+            Self::Sweep(r) => r,
+            Self::Block(r) => r,
+            Self::Generate(r) => r,
+            Self::Kernels(r) => r,
+        }
+    }
+
     /// Every row of the body that a reader walks, in the order the body holds
     /// them; none for the bodies without timed rows (basics, precision).
-    /// The one match over experiments for rows: each body's file says its own.
     pub fn timed_rows(&self) -> Vec<TimedRow<'_>> {
-        match self {
-            Self::Basics(_) | Self::Precision(_) => Vec::new(),
-            Self::Matmul(m) => m.timed_rows(),
-            Self::CpuVsGpu(c) => c.timed_rows(),
-            Self::Memory(m) => m.timed_rows(),
-            Self::Overhead(o) => o.timed_rows(),
-            Self::Sweep(s) => s.timed_rows(),
-            Self::Block(b) => b.timed_rows(),
-            Self::Generate(g) => g.timed_rows(),
-            Self::Kernels(k) => k.timed_rows(),
-        }
+        self.rows().timed_rows()
+    }
+
+    /// Each body's own checks ([`Rows::validate`]).
+    pub(super) fn validate(&self) -> anyhow::Result<()> {
+        self.rows().validate()
     }
 }

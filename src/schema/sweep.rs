@@ -68,14 +68,14 @@ impl SweepPoint {
     }
 }
 
-impl SweepResults {
-    pub(super) fn validate(&self) -> anyhow::Result<()> {
+impl super::rows::Rows for SweepResults {
+    fn validate(&self) -> anyhow::Result<()> {
         self.points.iter().try_for_each(SweepPoint::validate)
     }
 
     /// Every point in the order it ran: a failure named "fp16 at 4096", its
     /// clock "fp16 4096".
-    pub(super) fn timed_rows(&self) -> Vec<TimedRow<'_>> {
+    fn timed_rows(&self) -> Vec<TimedRow<'_>> {
         self.points
             .iter()
             .map(|p| {
@@ -88,7 +88,9 @@ impl SweepResults {
             })
             .collect()
     }
+}
 
+impl SweepResults {
     /// Points planned: every size at every precision.
     pub fn planned(&self) -> usize {
         self.sizes.len() * self.precisions.len()

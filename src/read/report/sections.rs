@@ -1,14 +1,13 @@
 //! The README's `cpu_vs_gpu`, `sweep`, roofline (from `memory`) and `block`
-//! sections, and [`tables`], the section of an experiment that has none of its
-//! own (the `matmul` one and the shared Markdown helpers are in the parent
-//! module).
+//! sections (the `matmul` one and the shared Markdown helpers are in the
+//! parent module; the sections drawn from a view's tables, in `shown`).
 
 use anyhow::Result;
 
-use super::{figure, link, rate, row, Built, Content, Source};
+use super::{figure, link, rate, row, Built, Source};
 use crate::export::svg::{roofline_svg, time_bars_svg, BarSeries, RooflineDot};
 use crate::export::views::{block::TOKENS_PER_S, sweep};
-use crate::schema::{BlockResults, Body, Kind, OpClass, ResultFile, SweepResults};
+use crate::schema::{BlockResults, Body, OpClass, SweepResults};
 
 /// Speedups: every `cpu_vs_gpu` file, and every matmul file that timed fp32 on
 /// both a GPU and the CPU (a GPU run's CPU comparison, the reference lab's).
@@ -392,37 +391,5 @@ impl Source {
 
     pub(super) fn content_body(&self) -> Option<&Body> {
         self.result().map(|f| &f.body)
-    }
-}
-
-/// A section of `kind`'s tables as its program prints them (its view), in
-/// Markdown, one machine after another: what an experiment without a section
-/// of its own shows in the report.
-pub(super) fn tables(out: &mut String, kind: Kind, files: &[&Source]) {
-    let results: Vec<(&Source, &ResultFile)> = files
-        .iter()
-        .filter_map(|s| match &s.content {
-            Content::Result(f) => Some((*s, f.as_ref())),
-            _ => None,
-        })
-        .collect();
-    if results.is_empty() {
-        return;
-    }
-    out.push_str(&format!("## {}\n\n", kind.name()));
-    for (source, file) in results {
-        out.push_str(&format!(
-            "**{}**\n\n",
-            link(&source.machine, &source.path())
-        ));
-        let shown = crate::export::views::show(file);
-        for t in &shown.tables {
-            out.push_str(&t.markdown());
-            out.push('\n');
-        }
-        for n in &shown.notes {
-            out.push_str(&format!("- {}\n", crate::export::markdown::cell(n)));
-        }
-        out.push('\n');
     }
 }
