@@ -9,6 +9,7 @@ the two files row by row."""
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +93,19 @@ def largest_cache(torch, device) -> int | None:
     if device.type == "cuda":
         return getattr(torch.cuda.get_device_properties(device), "L2_cache_size", None)
     return last_level_cache()
+
+
+def keep_freed_memory() -> bool:
+    """src/memory/held.rs keep_freed_memory: glibc's malloc serves every block from its
+    heap and keeps what is freed (mallopt M_MMAP_MAX 0, M_TRIM_THRESHOLD -1), so that an
+    output past 32 MiB (PyTorch's CPU allocator takes it from malloc) is memory the process
+    holds, not pages faulted in on each call. False where there is no glibc mallopt."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_max = -1, -4  # glibc's malloc.h
+    return mallopt(m_mmap_max, 0) == 1 and mallopt(m_trim_threshold, -1) == 1
 
 
 def size(n: int) -> str:
@@ -257,6 +271,7 @@ def run_kernels(torch, clock, device, cfg, bounds: dict | None, clock_ms: float)
     """The body (schema's `kernels`), the failed variants' names and the variant count.
     `bounds`: each row's ceiling by (op, case, precision), from --bounds; None: own copies."""
     rows = []
+    held = device.type == "cpu" and keep_freed_memory()
     by_name = {p.name: p for p in cfg.precisions}
     for row in planned_rows(cfg):
         plan = large_plan(cfg.plan) if row["case"] in ("large", DRAM) else cfg.plan
@@ -285,5 +300,6 @@ def run_kernels(torch, clock, device, cfg, bounds: dict | None, clock_ms: float)
         # The clock's own cost per sample, subtracted from every K-call sample (the
         # ladder's `clock_overhead_ms`; not in the schema's kernels body yet).
         "clock_overhead_ms": clock_ms,
+        "freed_memory_kept": held,
     }
     return body, failed, sum(len(r["variants"]) for r in rows)

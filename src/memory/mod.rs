@@ -4,9 +4,13 @@
 //! every tensor from the device's stream-ordered memory pool, whose own
 //! high-water mark (`CU_MEMPOOL_ATTR_USED_MEM_HIGH`) is the analogue of PyTorch's
 //! `max_memory_allocated`. [`MemoryMeter`] hides which one a device uses.
-//! [`fits`] is the one policy for "does it fit", checked before allocating.
+//! [`fits`] is the one policy for "does it fit", checked before allocating;
+//! [`keep_freed_memory`] keeps a large output from faulting in on each call.
 
 pub mod fits;
+mod held;
+
+pub use held::keep_freed_memory;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -37,6 +37,12 @@ pub struct KernelsResults {
     /// (empty before 2.4 and in the PyTorch twin's).
     #[serde(default)]
     pub matvec: Vec<MatvecRow>,
+    /// Whether malloc kept what was freed and served every block from its
+    /// heap (mallopt: no mmap, no trim), so that an output past 32 MiB was
+    /// memory the process held rather than pages faulted in on each call
+    /// (2.7; null: not said, false: not so, as on a GPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freed_memory_kept: Option<bool>,
 }
 
 /// `y = x W^T` on one weight at a model's decode shape, the weight in one

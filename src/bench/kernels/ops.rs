@@ -21,24 +21,62 @@ pub(super) struct Inputs {
 }
 
 impl Inputs {
-    /// Random inputs of `shape`: standard normal, times 3 for softmax (scores
-    /// of a few units, as attention's), weights around 1.
-    pub fn new(op: KernelOp, shape: &[usize], dtype: DType, device: &Device) -> Result<Self> {
-        let scale = if op == KernelOp::Softmax { 3.0 } else { 1.0 };
-        let rand = |shape: &[usize], mean: f32, std: f32| -> Result<Tensor> {
-            Ok(Tensor::randn(mean, std, shape, device)?.to_dtype(dtype)?)
-        };
+    /// Random inputs of `shape` from `draws`: standard normal, times 3 for
+    /// softmax (scores of a few units, as attention's), weights around 1.
+    pub fn new(
+        op: KernelOp,
+        shape: &[usize],
+        dtype: DType,
+        device: &Device,
+        draws: &Draws,
+    ) -> Result<Self> {
         let width = shape.last().copied().unwrap_or(1);
+        let n = shape.iter().product();
+        let (x, y) = draws.pair(n, dtype, device)?;
+        let x = x.reshape(shape)?;
         let second = matches!(op, KernelOp::Swiglu | KernelOp::Add);
+        let w = Tensor::randn(1.0f32, 0.1, width, device)?.to_dtype(dtype)?;
         Ok(Self {
-            x: rand(shape, 0.0, scale)?,
-            y: if second {
-                rand(shape, 0.0, 1.0)?
+            x: if op == KernelOp::Softmax {
+                (x * 3.0)?
             } else {
-                rand(&[1], 0.0, 1.0)?
+                x
             },
-            w: rand(&[width], 1.0, 0.1)?,
+            y: if second { y.reshape(shape)? } else { w.clone() },
+            w,
         })
+    }
+}
+
+/// Standard-normal draws by element count and dtype, made once a run: every
+/// op of a case takes its inputs from the same two draws (reshaped), so that
+/// a case past the caches draws its hundreds of millions of values once, not
+/// once per op (Candle's CPU `randn` runs on one thread: seconds a tensor
+/// there).
+#[derive(Default)]
+pub(super) struct Draws {
+    made: std::cell::RefCell<Vec<(usize, DType, Tensor, Tensor)>>,
+}
+
+impl Draws {
+    /// Two independent draws of `n` values in `dtype`, made the first time
+    /// they are asked for.
+    fn pair(&self, n: usize, dtype: DType, device: &Device) -> Result<(Tensor, Tensor)> {
+        let found = self
+            .made
+            .borrow()
+            .iter()
+            .find_map(|(m, d, x, y)| (*m == n && *d == dtype).then(|| (x.clone(), y.clone())));
+        if let Some(pair) = found {
+            return Ok(pair);
+        }
+        let draw =
+            || -> Result<Tensor> { Ok(Tensor::randn(0.0f32, 1.0, n, device)?.to_dtype(dtype)?) };
+        let (x, y) = (draw()?, draw()?);
+        self.made
+            .borrow_mut()
+            .push((n, dtype, x.clone(), y.clone()));
+        Ok((x, y))
     }
 }
 
@@ -217,7 +255,7 @@ mod tests {
         let device = Device::Cpu;
         for op in KernelOp::ALL {
             let shape = [3, 17];
-            let inputs = Inputs::new(op, &shape, DType::F32, &device).unwrap();
+            let inputs = Inputs::new(op, &shape, DType::F32, &device, &Draws::default()).unwrap();
             let ones = Tensor::ones(17, DType::F32, &device).unwrap();
             let flat = |t: &Tensor| t.flatten_all().unwrap().to_dtype(DType::F64).unwrap();
             let v = |t: &Tensor| flat(t).to_vec1::<f64>().unwrap();

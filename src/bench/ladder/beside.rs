@@ -24,7 +24,10 @@ pub struct Called {
 }
 
 /// The calls a sample of `call` takes: K from the fastest of three single
-/// calls (the first wakes the pool), each synchronized.
+/// calls (the first wakes the pool), each synchronized. A call of
+/// [`ONE_CALL_IS_A_SAMPLE_MS`] or more ends it at once: K is 1 whatever the
+/// next two take (no pool wakes that slowly), and at a footprint past the
+/// caches two more calls are seconds of a run.
 pub fn calls_for(device: &Device, call: &mut dyn FnMut() -> Result<()>) -> Result<u64> {
     let mut one = f64::INFINITY;
     for _ in 0..3 {
@@ -32,9 +35,15 @@ pub fn calls_for(device: &Device, call: &mut dyn FnMut() -> Result<()>) -> Resul
         call()?;
         crate::device::sync(device)?;
         one = one.min(started.elapsed().as_secs_f64() * 1e3);
+        if one >= ONE_CALL_IS_A_SAMPLE_MS {
+            break;
+        }
     }
     Ok(calls_per_sample(one, SAMPLE_MS))
 }
+
+/// A call this long (a hundred samples' worth) is a sample on its own.
+pub const ONE_CALL_IS_A_SAMPLE_MS: f64 = 100.0 * SAMPLE_MS;
 
 /// Times `works` in turn under `plan` (A B A B ...: the clock's
 /// [`crate::clock::time_interleaved`]), a sample of each being its own K

@@ -167,6 +167,7 @@ pub fn notes(r: &KernelsResults) -> Vec<String> {
         .collect();
     notes.extend(failed(r));
     notes.extend(large_in_cache(r, case, &large));
+    notes.extend(held_memory(r));
     notes.extend(super::matvec::notes(r));
     notes.extend(beaten(r));
     notes
@@ -258,6 +259,23 @@ fn failed(r: &KernelsResults) -> Vec<String> {
         }
     }
     notes
+}
+
+/// How the dram case's outputs were allocated, where the file says.
+fn held_memory(r: &KernelsResults) -> Option<String> {
+    let dram = r.rows.iter().any(|x| x.case == DRAM_CASE);
+    let line = match r.freed_memory_kept? {
+        true => {
+            "note: the dram case's outputs are memory the process already holds (malloc kept \
+                 what was freed), as the ladder's arrays are: its rows time the op, not the \
+                 kernel faulting a fresh output in on each call"
+        }
+        false => {
+            "note: the dram case's outputs were fresh mappings, faulted in on each call: its \
+                  rows time the kernel's page zeroing too, which the ladder's arrays never pay"
+        }
+    };
+    dram.then(|| line.to_string())
 }
 
 /// A note when the target case fits in the cache this machine reports.
