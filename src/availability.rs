@@ -16,7 +16,7 @@
 //! and no rule judges on them: reading never stops a run. Rows timed in turn
 //! with others (A B A B) share one window: their threads held come from
 //! their own samples instead, from each thread's CPU clock read around each
-//! ([`process_cpu_ns`], [`held_over_own_samples`]).
+//! ([`ThreadClocks`], [`held_over_own_samples`]).
 
 use std::time::{Duration, Instant};
 
@@ -103,38 +103,61 @@ impl Snapshot {
     }
 }
 
-/// This process's CPU time so far, in nanoseconds: the sum of each of its
-/// threads' CPU clocks (`clock_gettime` on the thread's clock id, made from
-/// its id as glibc's `pthread_getcpuclockid` makes it), which the kernel
-/// brings up to date for a thread running on another CPU at the call. The
-/// process clock (`CLOCK_PROCESS_CPUTIME_ID`) and `/proc`'s counters do that
-/// for the calling thread only and lag up to a scheduler tick for the others:
-/// a pool thread's whole share of a sample of a millisecond. A thread that
-/// ends between the listing and its read is left out. `None` where
-/// `/proc/self/task` cannot be listed.
-pub fn process_cpu_ns() -> Option<u64> {
-    let mut total = 0u64;
-    for task in std::fs::read_dir("/proc/self/task").ok()? {
-        let Some(tid) = task
-            .ok()
-            .and_then(|t| t.file_name().to_str()?.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        // Linux's CPU clock id of thread `tid`: MAKE_THREAD_CPUCLOCK(tid,
-        // CPUCLOCK_SCHED), `(~tid << 3) | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED`.
-        let clock = (!tid << 3) | 4 | 2;
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a valid, writable timespec for the call's duration;
-        // a clock id of a thread that has ended is refused with EINVAL.
-        if unsafe { libc::clock_gettime(clock as libc::clockid_t, &mut ts) } == 0 {
-            total += ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+/// Each of this process's threads' CPU clocks at one moment, in nanoseconds
+/// by thread id: `clock_gettime` on the thread's clock id (made from its id
+/// as glibc's `pthread_getcpuclockid` makes it), which the kernel brings up
+/// to date for a thread running on another CPU at the call. The process
+/// clock (`CLOCK_PROCESS_CPUTIME_ID`) and `/proc`'s counters do that for the
+/// calling thread only and lag up to a scheduler tick for the others: a pool
+/// thread's whole share of a sample of a millisecond.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ThreadClocks(Vec<(i32, u64)>);
+
+impl ThreadClocks {
+    /// The clocks now; `None` where `/proc/self/task` cannot be listed. A
+    /// thread that ends between the listing and its read is left out.
+    pub fn read() -> Option<Self> {
+        let mut clocks = Vec::new();
+        for task in std::fs::read_dir("/proc/self/task").ok()? {
+            let Some(tid) = task
+                .ok()
+                .and_then(|t| t.file_name().to_str()?.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            // Linux's CPU clock id of thread `tid`: MAKE_THREAD_CPUCLOCK(tid,
+            // CPUCLOCK_SCHED), `(~tid << 3) | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED`.
+            let clock = (!tid << 3) | 4 | 2;
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: `ts` is a valid, writable timespec for the call's duration;
+            // a clock id of a thread that has ended is refused with EINVAL.
+            if unsafe { libc::clock_gettime(clock as libc::clockid_t, &mut ts) } == 0 {
+                clocks.push((tid, ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64));
+            }
         }
+        clocks.sort_unstable();
+        Some(Self(clocks))
     }
-    Some(total)
+
+    /// The CPU time the threads that both readings list spent between
+    /// `earlier` and this one. A thread born between them is left out (its
+    /// clock holds its whole life, not the interval: a pool started during a
+    /// sample of half a millisecond read as 9 threads held of 2), and so is
+    /// one that ended.
+    pub fn since(&self, earlier: &Self) -> u64 {
+        let mut total = 0u64;
+        let mut before = earlier.0.iter().peekable();
+        for &(tid, ns) in &self.0 {
+            while before.next_if(|(t, _)| *t < tid).is_some() {}
+            if let Some(&&(_, was)) = before.peek().filter(|(t, _)| *t == tid) {
+                total += ns.saturating_sub(was);
+            }
+        }
+        total
+    }
 }
 
 /// `a` with its threads held taken from a row's own samples (`cpu_s` of this
@@ -357,6 +380,23 @@ mod tests {
     use super::*;
     use std::process::{Child, Command};
     use std::sync::Mutex;
+
+    #[test]
+    fn thread_clocks_count_only_threads_both_readings_list() {
+        let before = ThreadClocks(vec![(1, 100), (2, 50), (4, 10)]);
+        // Thread 2 ended, 3 was born with 900 ns of its life, 1 and 4 ran.
+        let after = ThreadClocks(vec![(1, 130), (3, 900), (4, 15)]);
+        assert_eq!(after.since(&before), 30 + 5);
+        assert_eq!(after.since(&after), 0);
+        let now = ThreadClocks::read().unwrap();
+        let spin = std::time::Instant::now();
+        while spin.elapsed().as_millis() < 20 {
+            std::hint::black_box(0u64);
+        }
+        let later = ThreadClocks::read().unwrap();
+        // This thread spun 20 ms of wall time: at least part of it on a CPU.
+        assert!(later.since(&now) > 1_000_000, "{}", later.since(&now));
+    }
 
     /// A window of `wall_s` on a machine of `cpus` CPUs where this process ran
     /// `ours_cpus` CPUs' worth, others `others_cpus` and the hypervisor stole `steal_cpus`.

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use super::events::EventClock;
 use super::{Clock, Held, Samples, WallClock};
-use crate::availability::{process_cpu_ns, Snapshot};
+use crate::availability::{Snapshot, ThreadClocks};
 use crate::device::sync;
 use crate::schema::{Plan, StopRule};
 
@@ -71,16 +71,16 @@ pub fn interleaved_on<C: Clock + ?Sized>(
     for _ in 0..plan.iters {
         for ((w, s), h) in works.iter_mut().zip(out.iter_mut()).zip(held.iter_mut()) {
             sync(device)?;
-            let (cpu0, h0) = (process_cpu_ns(), Instant::now());
+            let (cpu0, h0) = (ThreadClocks::read(), Instant::now());
             events.start()?;
             let t0 = clock.now();
             w()?;
             events.stop()?;
             sync(device)?;
             let wall = clock.now().saturating_sub(t0);
-            let (cpu1, h1) = (process_cpu_ns(), Instant::now());
+            let (cpu1, h1) = (ThreadClocks::read(), Instant::now());
             *h = h.zip(cpu0.zip(cpu1)).map(|(h, (c0, c1))| Held {
-                cpu_s: h.cpu_s + c1.saturating_sub(c0) as f64 * 1e-9,
+                cpu_s: h.cpu_s + c1.since(&c0) as f64 * 1e-9,
                 wall_s: h.wall_s + (h1 - h0).as_secs_f64(),
             });
             s.wall_ms.push(wall.as_secs_f64() * 1e3);

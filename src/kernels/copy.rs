@@ -4,7 +4,8 @@
 //! moving bytes, so the only gains are more hands and fewer page faults.
 //! Candle's `Tensor::copy` clones the storage on one thread (a `memcpy` into a
 //! new buffer); here the threads of Candle's pool each `memcpy` a contiguous
-//! share, from 128 Ki elements on, into an output allocated uninitialized
+//! share, from 128 Ki elements on (past 256 MiB one share a thread, so that
+//! `memcpy` streams its stores), into an output allocated uninitialized
 //! (see [`super::cpu`]; above 64 MiB on huge pages). Below that size it is the
 //! same `memcpy` as Candle's, plus what the CustomOp path costs (about 25 ns
 //! on this suite's CPU, measured against a CustomOp that only clones). On a
@@ -61,9 +62,23 @@ impl CustomOp1 for Copy {
 /// microseconds, so a copy is shared from 128 Ki elements on.
 const MIN_TASK: usize = 64 << 10;
 
+/// A copy this large is past any cache this suite has met: each thread then
+/// copies one part of it, so that `memcpy` sees a whole stream and takes its
+/// own streaming path (glibc stores past the cache for a copy over its
+/// `x86_non_temporal_threshold`, 3/4 of the shared cache: 181 MiB on a VM
+/// that reports 480 MiB of L3). Four parts a thread would each be under it,
+/// and every line written would be read first: 60% of the ladder's copy at
+/// 1.9 GiB there, against 99-103% in one part a thread.
+const STREAM_BYTES: usize = 256 << 20;
+
 fn copied<E: Elem + WithDType>(x: &[E]) -> CpuStorage {
+    let threads = candle_core::utils::get_num_threads().max(1);
+    let min_task = match std::mem::size_of_val(x) >= STREAM_BYTES {
+        true => (x.len() / threads).max(MIN_TASK),
+        false => MIN_TASK,
+    };
     output(x.len(), |dst| {
-        split(dst, 1, MIN_TASK, |first, chunk| {
+        split(dst, 1, min_task, |first, chunk| {
             chunk.write_copy_of_slice(&x[first..first + chunk.len()]);
         })
     })

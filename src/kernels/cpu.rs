@@ -195,7 +195,7 @@ pub(super) fn output<E: Elem>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<E>])
 /// Asks the kernel to back the 2 MiB-aligned part of a large buffer with huge
 /// pages before it is first touched. Only advice: if it is refused (no
 /// transparent huge pages), the buffer works the same with small pages.
-fn advise_huge_pages<T>(buf: &mut [MaybeUninit<T>]) {
+pub(crate) fn advise_huge_pages<T>(buf: &mut [MaybeUninit<T>]) {
     #[cfg(target_os = "linux")]
     {
         const HUGE: usize = 2 << 20;

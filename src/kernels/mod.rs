@@ -52,6 +52,7 @@ use candle_core::{bail, DType, Layout, Result, Tensor};
 
 pub use add::add;
 pub use copy::copy;
+pub(crate) use cpu::advise_huge_pages;
 pub use matvec::tiles::Tier as FloatTier;
 pub use matvec::{linear, linear_on, linear_with};
 pub use quant::{QLinear, QuantTier};

@@ -202,11 +202,11 @@ pub fn build(sources: &[Source]) -> Result<Built> {
             Kind::CpuVsGpu => sections::cpu_vs_gpu(&mut built.readme, &files, &of("matmul")),
             Kind::Sweep => sections::sweep(&mut built, &files)?,
             Kind::Memory => sections::roofline(&mut built, &files)?,
-            Kind::Block => sections::block(&mut built, &files)?,
             // The tables a run prints, one file after another.
             Kind::Generate => shown::section(&mut built, kind, GENERATE, &files, model_of)?,
             Kind::Kernels => shown::section(&mut built, kind, KERNELS, &files, |_| None)?,
             Kind::Overhead => shown::section(&mut built, kind, OVERHEAD, &files, |_| None)?,
+            Kind::Block => shown::section(&mut built, kind, BLOCK, &files, block_shape)?,
             // Facts of Candle and of the formats, the same on every machine:
             // listed under Files, and read there.
             Kind::Basics | Kind::Precision => {}
@@ -223,8 +223,28 @@ const KERNELS: &str = "The suite's own kernels (`src/kernels`) beside Candle's o
 from primitive ops and the bandwidth ladder's bound for the same bytes, timed in turn, per op, \
 shape and precision, and the matrix-vector rows (docs/kernels.md). In PyTorch's file its op takes \
 the kernel's column.";
+const BLOCK: &str = "A decoder block (RMSNorm, Q/K/V/O, rotary, causal attention, SwiGLU MLP) \
+end to end: how much of the matmuls' precision speedup survives in the whole block, beside \
+Amdahl's prediction from the parts (docs/block.md). Every time and rate of a table is one clock's \
+(CUDA events on a GPU, the wall clock on the CPU), and tokens/s is through one layer, not a model.";
 const OVERHEAD: &str = "A first call against warm ones, the launch overhead of the smallest ops, \
 and a matmul from a cold cache against a hot one (docs/measuring.md).";
+
+/// A block file's shape, for its heading.
+fn block_shape(body: &crate::schema::Body) -> Option<String> {
+    let crate::schema::Body::Block(b) = body else {
+        return None;
+    };
+    let s = &b.shape;
+    Some(format!(
+        "hidden {}, {} heads ({} key/value), MLP {}, {} tokens",
+        s.hidden,
+        s.heads,
+        s.kv_heads(),
+        s.mlp,
+        s.seq
+    ))
+}
 
 /// A generate file's model, for its heading: the file it ran, or the
 /// random weights' shape.

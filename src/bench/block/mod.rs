@@ -26,8 +26,8 @@ use crate::formulas::{amdahl, block_bytes, block_flops, BlockDims};
 use crate::memory::fits::Need;
 use crate::precision::Precision;
 use crate::schema::{
-    BlockMeasured, BlockPhase, BlockResults, BlockRow, BlockShape, KernelChoice, Phase, RowStatus,
-    TimeSource,
+    BlockMeasured, BlockPhase, BlockResults, BlockRow, BlockShape, FusedRow, KernelChoice, Phase,
+    RowStatus, TimeSource,
 };
 use crate::telemetry::Telemetry;
 use model::Kernels;
@@ -242,25 +242,82 @@ pub fn run(
             .ok(),
         false => None,
     };
+    let run = Run {
+        cfg,
+        weights,
+        device,
+        telemetry,
+        ladder: &ladder,
+        reference: &reference,
+        fp32_block: fp32_block.as_ref(),
+    };
     for &p in &cfg.precisions {
+        run.precision(p, &mut phases, &mut outputs, &mut fused);
+    }
+    for ph in &mut phases {
+        fill_vs_fp32(ph);
+    }
+    let results = BlockResults {
+        shape: s.clone(),
+        sizes_note,
+        warmup: cfg.plan.warmup,
+        iters: cfg.plan.iters,
+        seed: cfg.seed,
+        params: dims.params(),
+        time_source: Some(clock(device)),
+        cache_bytes: crate::device::largest_cache(device)?.map(|c| c.bytes),
+        copy_ceiling_gb_per_s: None,
+        kernels: cfg.kernels,
+        phases,
+        fused,
+        ladder: Some(ladder.finish()),
+    };
+    Ok((results, outputs))
+}
+
+/// What every precision's rows are measured with.
+struct Run<'a> {
+    cfg: &'a Config,
+    weights: &'a HostWeights,
+    device: &'a Device,
+    telemetry: &'a Telemetry,
+    ladder: &'a Ladder<'a>,
+    reference: &'a References,
+    /// The fp32 block held for the run, when other precisions are timed
+    /// beside it.
+    fp32_block: Option<&'a Block>,
+}
+
+impl Run<'_> {
+    /// Precision `p`'s row in every phase (each failed with the error when
+    /// its block cannot be built), its outputs kept for fp32, and its fused
+    /// ops against their composed forms after a prefill.
+    fn precision(
+        &self,
+        p: Precision,
+        phases: &mut [BlockPhase],
+        outputs: &mut Outputs,
+        fused: &mut Vec<FusedRow>,
+    ) {
+        let (cfg, telemetry) = (self.cfg, self.telemetry);
         let _mode = GemmMode::set(p);
         let own;
-        let block = match (&fp32_block, p) {
+        let block = match (self.fp32_block, p) {
             (Some(b), Precision::F32) => b,
-            _ => match Block::new(weights, s, p.dtype(), device) {
+            _ => match Block::new(self.weights, &cfg.shape, p.dtype(), self.device) {
                 Ok(b) => {
                     own = b;
                     &own
                 }
                 Err(e) => {
-                    for ph in &mut phases {
+                    for ph in phases.iter_mut() {
                         ph.rows.push(failed(p, &e));
                     }
-                    continue;
+                    return;
                 }
             },
         };
-        let beside = match (&fp32_block, p) {
+        let beside = match (self.fp32_block, p) {
             (Some(b), p) if p != Precision::F32 => Some(measure::Fp32Beside {
                 block: b,
                 mode: &_mode,
@@ -268,7 +325,7 @@ pub fn run(
             }),
             _ => None,
         };
-        for ph in &mut phases {
+        for ph in phases.iter_mut() {
             let r = measure::measure(
                 block,
                 ph,
@@ -276,8 +333,8 @@ pub fn run(
                 cfg.kernels,
                 cfg.plan,
                 telemetry,
-                &ladder,
-                &reference,
+                self.ladder,
+                self.reference,
                 beside.as_ref(),
             );
             ph.rows.push(match r {
@@ -302,25 +359,6 @@ pub fn run(
             }
         }
     }
-    for ph in &mut phases {
-        fill_vs_fp32(ph);
-    }
-    let results = BlockResults {
-        shape: s.clone(),
-        sizes_note,
-        warmup: cfg.plan.warmup,
-        iters: cfg.plan.iters,
-        seed: cfg.seed,
-        params: dims.params(),
-        time_source: Some(clock(device)),
-        cache_bytes: crate::device::largest_cache(device)?.map(|c| c.bytes),
-        copy_ceiling_gb_per_s: None,
-        kernels: cfg.kernels,
-        phases,
-        fused,
-        ladder: Some(ladder.finish()),
-    };
-    Ok((results, outputs))
 }
 
 fn failed(p: Precision, e: &anyhow::Error) -> BlockRow {

@@ -124,39 +124,14 @@ pub(super) fn group(
         }
         Err(e) => return vec![Err(e)],
     };
-    let tested = (|| -> Result<_> {
-        let names: Vec<&str> = rows.iter().map(|r| r.1).collect();
-        let mut modes: Vec<Precision> = started.iter().map(|s| s.precision).collect();
-        modes.extend(refs.iter().map(|_| Precision::F32));
-        let mut models: Vec<&mut Loaded> = started.iter_mut().map(|s| &mut s.lm).collect();
-        models.extend(refs.iter_mut().map(|r| &mut r.lm));
-        let pp_in = pp_ids(&cfg.prompt_ids, cfg.pp_tokens);
-        let label = format!("{} pp{}", names.join(" | "), cfg.pp_tokens);
-        let pp = in_turn(device, cfg, telemetry, &label, &mut models, &modes, |lm| {
-            pp_test(lm, cfg, &pp_in)
-        })?;
-        let label = format!("{} tg{}", names.join(" | "), cfg.tg_tokens);
-        let tg = in_turn(device, cfg, telemetry, &label, &mut models, &modes, |lm| {
-            tg_test(lm, cfg)
-        })?;
-        // Each row's peak: untimed, its answer's prompt pass, a pp and a tg
-        // of its own, less what the group's other rows hold (the references
-        // were loaded before `base`).
-        let mut peaks = Vec::new();
-        for (i, lm) in models.iter_mut().take(rows.len()).enumerate() {
-            let _mode = GemmMode::set(modes[i]);
-            meter.reset_peak()?;
-            lm.forward(&cfg.prompt_ids, 0)?;
-            pp_test(lm, cfg, &pp_in)?;
-            tg_test(lm, cfg)?;
-            let others: u64 = (0..rows.len())
-                .filter(|&k| k != i)
-                .map(|k| held[k].unwrap_or(0))
-                .sum();
-            peaks.push(peak(&meter, base)?.map(|p| p.saturating_sub(others)));
-        }
-        Ok((pp, tg, peaks))
-    })();
+    let names: Vec<&str> = rows.iter().map(|r| r.1).collect();
+    let tested = test_rows(
+        (device, cfg, telemetry),
+        &names,
+        &mut started,
+        refs,
+        (&meter, base, &held),
+    );
     let (mut pp, mut tg, peaks) = match tested {
         Ok(x) => x,
         Err(e) => {
@@ -191,6 +166,51 @@ pub(super) fn group(
         }));
     }
     out
+}
+
+/// Every model's pp and tg timings (the rows', then the references'), and
+/// each row's peak.
+type Tested = (Vec<Timed>, Vec<Timed>, Vec<Option<u64>>);
+
+/// The group's pp tests in turn, then its tg tests in turn (the rows',
+/// then the references'), then each row's peak: untimed, its answer's
+/// prompt pass, a pp and a tg of its own, less what the group's other rows
+/// hold (`held`; the references were loaded before `base`).
+fn test_rows(
+    (device, cfg, telemetry): (&Device, &Config, &Telemetry),
+    names: &[&str],
+    started: &mut [super::measure::Started],
+    refs: &mut [Reference],
+    (meter, base, held): (&MemoryMeter, Option<u64>, &[Option<u64>]),
+) -> Result<Tested> {
+    let rows = started.len();
+    let mut modes: Vec<Precision> = started.iter().map(|s| s.precision).collect();
+    modes.extend(refs.iter().map(|_| Precision::F32));
+    let mut models: Vec<&mut Loaded> = started.iter_mut().map(|s| &mut s.lm).collect();
+    models.extend(refs.iter_mut().map(|r| &mut r.lm));
+    let pp_in = pp_ids(&cfg.prompt_ids, cfg.pp_tokens);
+    let label = format!("{} pp{}", names.join(" | "), cfg.pp_tokens);
+    let pp = in_turn(device, cfg, telemetry, &label, &mut models, &modes, |lm| {
+        pp_test(lm, cfg, &pp_in)
+    })?;
+    let label = format!("{} tg{}", names.join(" | "), cfg.tg_tokens);
+    let tg = in_turn(device, cfg, telemetry, &label, &mut models, &modes, |lm| {
+        tg_test(lm, cfg)
+    })?;
+    let mut peaks = Vec::new();
+    for (i, lm) in models.iter_mut().take(rows).enumerate() {
+        let _mode = GemmMode::set(modes[i]);
+        meter.reset_peak()?;
+        lm.forward(&cfg.prompt_ids, 0)?;
+        pp_test(lm, cfg, &pp_in)?;
+        tg_test(lm, cfg)?;
+        let others: u64 = (0..rows)
+            .filter(|&k| k != i)
+            .map(|k| held[k].unwrap_or(0))
+            .sum();
+        peaks.push(peak(meter, base)?.map(|p| p.saturating_sub(others)));
+    }
+    Ok((pp, tg, peaks))
 }
 
 /// `test` on every model in turn under the run's plan (A B R A B R ...),

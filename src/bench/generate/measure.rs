@@ -18,7 +18,7 @@ use super::parts::{self, Mats};
 use super::pick;
 use super::quantized::Gguf;
 use super::weights::{Source, Weights};
-use super::{float, quantized, text::Text, Config, Lm, RowKind};
+use super::{float, quantized, text::Text, Config, Dims, Lm, RowKind};
 use crate::bench::block::model::Kernels;
 use crate::bench::decoder::{pp_flops, pp_matmul_flops};
 use crate::bench::gemm_mode::GemmMode;
@@ -225,7 +225,7 @@ pub(super) fn finish(
     let d = weights.source().dims().clone();
     let _mode = GemmMode::set(s.precision);
     let Started {
-        mut lm,
+        lm,
         kind,
         kernels,
         label,
@@ -237,52 +237,20 @@ pub(super) fn finish(
     } = s;
     let label = label.as_str();
     let n = cfg.tg_tokens;
-    // The parts inside the real pass: tg runs of their own with every op in
-    // a span (the float path and the suite's quantized path are this suite's
-    // code); candle-transformers' model has no seam, so its parts are timed
-    // alone below.
     let tg_ms = tg.rate_ms().0 / n as f64;
-    let in_pass = match &mut lm {
-        Loaded::Float(f) => Some(parts::in_pass(f, cfg, telemetry, tg_ms)?),
-        Loaded::Quantized(_) => None,
-    };
-    // quantized_llama rotates interleaved pairs; the float path's layers halves.
-    let interleaved = matches!(lm, Loaded::Quantized(..));
-    // The matmuls alone and the op classes, from the row's own weights.
-    let mats = match lm {
-        Loaded::Float(f) => Mats::Float(Box::new(f)),
-        Loaded::Quantized(q) => {
-            // The model's own matmuls are private to quantized_llama: the same
-            // blocks are read again from the row's GGUF, once the model is gone.
-            drop(q);
-            let gguf = gguf.context("a quantized row without its GGUF")?;
-            let (layers, head) = quantized::matmuls(gguf, &d, device)?;
-            Mats::Quantized { layers, head }
-        }
-    };
-    let act = match (kind, kernels) {
-        (RowKind::Quantized(_), _) => candle_core::DType::F32,
-        (RowKind::Float(p), _) => p.dtype(),
-    };
-    let shapes = parts::Shapes::new(&d, act, device, cfg.seed, cfg.pp_tokens, cfg.tg_tokens)?;
-    let matmuls_pp = parts::matmuls(&mats, &shapes, true, telemetry, cfg.plan, label)?;
-    let matmuls_tg = parts::matmuls(&mats, &shapes, false, telemetry, cfg.plan, label)?;
-    let (parts, remainder, overhead) = match in_pass {
-        Some(p) => (p.parts, p.remainder_ms, Some(p.overhead_ms)),
-        None => {
-            let parts = parts::token_parts(
-                &d,
-                &shapes,
-                &matmuls_tg,
-                (interleaved, kernels),
-                telemetry,
-                cfg.plan,
-                label,
-            )?;
-            let sum: f64 = parts.iter().map(|p| p.ms_per_token).sum();
-            (parts, tg_ms - sum, None)
-        }
-    };
+    let Split {
+        matmuls_pp,
+        matmuls_tg,
+        parts,
+        remainder,
+        overhead,
+    } = split(
+        (device, cfg, &d),
+        (lm, gguf),
+        (kind, kernels),
+        (telemetry, label),
+        tg_ms,
+    )?;
     let parts_sum_ms: f64 = parts.iter().map(|p| p.ms_per_token).sum();
 
     let (pp_tps, pp_min, pp_max) = rates(&pp, cfg.pp_tokens);
@@ -300,21 +268,13 @@ pub(super) fn finish(
         &tg_bound.bound,
         pp_gflop,
     )?;
-    let idle = tg.availability.as_ref().and_then(|a| a.idle_threads());
-    let held_back_by = (pct < 50.0 || idle.is_some()).then(|| {
-        let matmuls_idle = matmuls_tg
-            .availability
-            .as_ref()
-            .and_then(|a| a.idle_threads());
-        let why = parts::held_back_by(&parts, tg_ms, weight_bytes_per_token, &tg_bound.bound);
-        match (idle, matmuls_idle) {
-            (Some(t), Some(_)) => {
-                format!("{t}: the matmuls at one token run single-threaded; {why}")
-            }
-            (Some(t), None) => format!("{t}; {why}"),
-            (None, _) => why,
-        }
-    });
+    let held_back_by = held_back(
+        pct,
+        (&tg, &matmuls_tg),
+        &parts,
+        (tg_ms, weight_bytes_per_token),
+        &tg_bound.bound,
+    );
     Ok(GenerateMeasured {
         answer,
         ttft,
@@ -348,6 +308,112 @@ pub(super) fn finish(
         held_back_by,
         vs_fp32: None,
         fp32_beside: None,
+    })
+}
+
+/// The matmuls alone at pp and at tg, and where a token's time goes: its
+/// parts, what they leave of the token, and the spans' cost when they were
+/// timed inside the pass.
+struct Split {
+    matmuls_pp: Timed,
+    matmuls_tg: Timed,
+    parts: Vec<crate::schema::TokenPart>,
+    remainder: f64,
+    overhead: Option<f64>,
+}
+
+/// A row's [`Split`]. The parts inside the real pass: tg runs of their own
+/// with every op in a span (the float path and the suite's quantized path
+/// are this suite's code); candle-transformers' model has no seam, so its
+/// parts are timed alone, from the row's own weights, and the remainder is
+/// what they leave of the token (`tg_ms`).
+fn split(
+    (device, cfg, d): (&Device, &Config, &Dims),
+    (mut lm, gguf): (Loaded, Option<&Gguf>),
+    (kind, kernels): (RowKind, Kernels),
+    (telemetry, label): (&Telemetry, &str),
+    tg_ms: f64,
+) -> Result<Split> {
+    let in_pass = match &mut lm {
+        Loaded::Float(f) => Some(parts::in_pass(f, cfg, telemetry, tg_ms)?),
+        Loaded::Quantized(_) => None,
+    };
+    // quantized_llama rotates interleaved pairs; the float path's layers halves.
+    let interleaved = matches!(lm, Loaded::Quantized(..));
+    let mats = mats_of(lm, gguf, d, device)?;
+    let act = match kind {
+        RowKind::Quantized(_) => candle_core::DType::F32,
+        RowKind::Float(p) => p.dtype(),
+    };
+    let shapes = parts::Shapes::new(d, act, device, cfg.seed, cfg.pp_tokens, cfg.tg_tokens)?;
+    let matmuls_pp = parts::matmuls(&mats, &shapes, true, telemetry, cfg.plan, label)?;
+    let matmuls_tg = parts::matmuls(&mats, &shapes, false, telemetry, cfg.plan, label)?;
+    let (parts, remainder, overhead) = match in_pass {
+        Some(p) => (p.parts, p.remainder_ms, Some(p.overhead_ms)),
+        None => {
+            let parts = parts::token_parts(
+                d,
+                &shapes,
+                &matmuls_tg,
+                (interleaved, kernels),
+                telemetry,
+                cfg.plan,
+                label,
+            )?;
+            let sum: f64 = parts.iter().map(|p| p.ms_per_token).sum();
+            (parts, tg_ms - sum, None)
+        }
+    };
+    Ok(Split {
+        matmuls_pp,
+        matmuls_tg,
+        parts,
+        remainder,
+        overhead,
+    })
+}
+
+/// The row's weights as the matmuls-alone and op-class timings take them:
+/// the float model itself, or for candle-transformers' quantized model (whose
+/// matmuls are private to it) the same blocks read again from the row's GGUF,
+/// once the model is gone.
+fn mats_of(lm: Loaded, gguf: Option<&Gguf>, d: &Dims, device: &Device) -> Result<Mats> {
+    Ok(match lm {
+        Loaded::Float(f) => Mats::Float(Box::new(f)),
+        Loaded::Quantized(q) => {
+            drop(q);
+            let gguf = gguf.context("a quantized row without its GGUF")?;
+            let (layers, head) = quantized::matmuls(gguf, d, device)?;
+            Mats::Quantized { layers, head }
+        }
+    })
+}
+
+/// What holds a row back, said where it reaches under half its bound or
+/// leaves threads idle: the idle threads (and why, when the matmuls alone
+/// leave them idle too), then the part that costs most against its own
+/// bound ([`parts::held_back_by`]).
+fn held_back(
+    pct: f64,
+    (tg, matmuls_tg): (&Timed, &Timed),
+    parts: &[crate::schema::TokenPart],
+    (tg_ms, bytes_per_token): (f64, u64),
+    bound: &crate::schema::Bound,
+) -> Option<String> {
+    let idle = tg.availability.as_ref().and_then(|a| a.idle_threads());
+    (pct < 50.0 || idle.is_some()).then(|| {
+        let matmuls_idle = matmuls_tg
+            .availability
+            .as_ref()
+            .and_then(|a| a.idle_threads());
+        let why = parts::held_back_by(parts, tg_ms, bytes_per_token, bound);
+        match (idle, matmuls_idle) {
+            (Some(t), Some(_)) => {
+                format!("{t}: the matmuls at one token run single-threaded; {why}")
+            }
+            (Some(t), None) => format!("{t}; {why}"),
+            (None, _) => why,
+        }
     })
 }
 

@@ -23,7 +23,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use rand::{Rng, SeedableRng};
 
 use super::{fill_speedups, host_f64, normwise_errors};
-use crate::availability::process_cpu_ns;
+use crate::availability::ThreadClocks;
 use crate::bench::ladder::Ladder;
 use crate::clock::Plan;
 use crate::formulas::gb_per_s;
@@ -360,14 +360,14 @@ const HELD_WINDOW_S: f64 = 0.03;
 /// Threads busy on average while `call` runs back to back (at least 3
 /// calls, at least [`HELD_WINDOW_S`]) on the CPU: the time every thread of
 /// this process spent on a CPU over the window (its CPU clock,
-/// [`process_cpu_ns`]; the pool's spinning waits count, as they hold a core)
+/// [`ThreadClocks`]; the pool's spinning waits count, as they hold a core)
 /// over the window's wall time. None on a GPU (the host threads wait) or
 /// where the clock cannot be read. The clock covers the calls and nothing else.
 fn threads_held(device: &Device, mut call: impl FnMut() -> Result<()>) -> Result<Option<f64>> {
     if !device.is_cpu() {
         return Ok(None);
     }
-    let Some(before) = process_cpu_ns() else {
+    let Some(before) = ThreadClocks::read() else {
         return Ok(None);
     };
     let start = std::time::Instant::now();
@@ -377,10 +377,10 @@ fn threads_held(device: &Device, mut call: impl FnMut() -> Result<()>) -> Result
         calls += 1;
     }
     let wall = start.elapsed().as_secs_f64();
-    let Some(after) = process_cpu_ns() else {
+    let Some(after) = ThreadClocks::read() else {
         return Ok(None);
     };
-    Ok(Some(after.saturating_sub(before) as f64 * 1e-9 / wall))
+    Ok(Some(after.since(&before) as f64 * 1e-9 / wall))
 }
 
 /// x (tokens x k) times the first rows of the weight (`w`, rows of k), in f64:

@@ -6,6 +6,8 @@
 //! GPU, the wall clock on the CPU), and its title says which; tokens/s is
 //! through one layer, and says so.
 
+mod chart;
+
 use super::{num, Records, Shown};
 use crate::export::table::Table;
 use crate::precision::Precision;
@@ -423,8 +425,8 @@ impl super::View for BlockResults {
         Some(records(machine, self))
     }
 
-    fn chart(&self, _file: &ResultFile) -> Option<String> {
-        None
+    fn chart(&self, file: &ResultFile) -> Option<String> {
+        chart::chart(file, self)
     }
 }
 

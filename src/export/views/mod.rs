@@ -174,8 +174,8 @@ pub struct Writes {
 pub fn writes(kind: Kind) -> Writes {
     let (records, chart) = match kind {
         Kind::Basics | Kind::Precision => (false, false),
-        Kind::Matmul | Kind::CpuVsGpu | Kind::Overhead | Kind::Block => (true, false),
-        Kind::Sweep | Kind::Kernels | Kind::Generate | Kind::Memory => (true, true),
+        Kind::Matmul | Kind::CpuVsGpu | Kind::Overhead => (true, false),
+        Kind::Sweep | Kind::Kernels | Kind::Generate | Kind::Memory | Kind::Block => (true, true),
     };
     Writes { records, chart }
 }
@@ -232,7 +232,7 @@ mod tests {
             }
         }
         // The committed results draw every chart they promise.
-        for kind in ["generate", "kernels", "memory"] {
+        for kind in ["generate", "kernels", "memory", "block"] {
             assert!(
                 charted.contains(kind),
                 "no committed {kind} file drew its chart"

@@ -1,13 +1,13 @@
-//! The README's `cpu_vs_gpu`, `sweep`, roofline (from `memory`) and `block`
+//! The README's `cpu_vs_gpu`, `sweep` and roofline (from `memory`)
 //! sections (the `matmul` one and the shared Markdown helpers are in the
 //! parent module; the sections drawn from a view's tables, in `shown`).
 
 use anyhow::Result;
 
 use super::{figure, link, rate, row, Built, Source};
-use crate::export::svg::{roofline_svg, time_bars_svg, BarSeries, RooflineDot};
-use crate::export::views::{block::TOKENS_PER_S, sweep};
-use crate::schema::{BlockResults, Body, OpClass, SweepResults};
+use crate::export::svg::{roofline_svg, RooflineDot};
+use crate::export::views::sweep;
+use crate::schema::{Body, SweepResults};
 
 /// Speedups: every `cpu_vs_gpu` file, and every matmul file that timed fp32 on
 /// both a GPU and the CPU (a GPU run's CPU comparison, the reference lab's).
@@ -253,131 +253,6 @@ fn sweep_table(out: &mut String, r: &SweepResults) {
         row(out, &cells);
     }
     out.push('\n');
-}
-
-/// Every `block` file: per phase and precision the end-to-end time, the
-/// speedup over fp32 beside the matmul-only speedup and Amdahl's prediction,
-/// the matmul share; then a chart of where the time goes (ms per op class, one
-/// group per phase and precision), drawn beside the file.
-pub(super) fn block(built: &mut Built, files: &[&Source]) -> Result<()> {
-    let blocks: Vec<(&Source, &BlockResults)> = files
-        .iter()
-        .filter_map(|s| match s.content_body() {
-            Some(Body::Block(b)) => Some((*s, b)),
-            _ => None,
-        })
-        .collect();
-    if blocks.is_empty() {
-        return Ok(());
-    }
-    let out = &mut built.readme;
-    out.push_str("## block\n\n");
-    out.push_str(
-        "A decoder block (RMSNorm, Q/K/V/O, rotary, causal attention, SwiGLU MLP) end to end: how \
-         much of the matmuls' precision speedup survives in the whole block, beside Amdahl's \
-         prediction from the parts (docs/block.md). Every time and rate of a table is one clock's \
-         (CUDA events on a GPU, the wall clock on the CPU), and tokens/s is through one layer, \
-         not a model.\n\n",
-    );
-    for (s, b) in blocks {
-        let f = s.facts();
-        let sh = &b.shape;
-        let out = &mut built.readme;
-        out.push_str(&format!(
-            "### {} on {}: hidden {}, {} heads ({} key/value), MLP {}, {} tokens\n\nFrom {} ({}, \
-             commit {}, {}); times from {}.\n\n",
-            f.framework,
-            s.machine,
-            sh.hidden,
-            sh.heads,
-            sh.kv_heads(),
-            sh.mlp,
-            sh.seq,
-            link(&s.file, &s.path()),
-            f.device,
-            f.commit,
-            f.date,
-            b.clock().describe()
-        ));
-        let header = [
-            "phase",
-            "precision",
-            "median ms",
-            TOKENS_PER_S,
-            "x fp32",
-            "matmuls x fp32",
-            "Amdahl x fp32",
-            "matmul share",
-        ]
-        .map(String::from);
-        row(out, &header);
-        row(out, &vec!["---".to_string(); header.len()]);
-        let times = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.2}x"));
-        let mut categories = Vec::new();
-        let mut values: Vec<Vec<Option<f64>>> = vec![Vec::new(); OpClass::ALL.len()];
-        for ph in &b.phases {
-            for r in &ph.rows {
-                let Some(m) = &r.measured else {
-                    row(
-                        out,
-                        &[
-                            ph.phase.name().into(),
-                            r.precision.to_string(),
-                            "error".into(),
-                        ],
-                    );
-                    continue;
-                };
-                let mark = match &m.end_to_end.availability {
-                    Some(a) if a.contended => " (contended)",
-                    _ => "",
-                };
-                row(
-                    out,
-                    &[
-                        ph.phase.name().into(),
-                        r.precision.to_string(),
-                        format!("{:.3}{mark}", m.end_to_end.rate_ms().0),
-                        format!("{:.0}", m.tokens_per_s),
-                        times(m.speedup_vs_fp32),
-                        times(m.matmul_speedup_vs_fp32),
-                        times(m.amdahl_speedup_vs_fp32),
-                        format!("{:.0}%", 100.0 * m.matmul_share),
-                    ],
-                );
-                categories.push(format!("{} {}", ph.phase.name(), r.precision));
-                for (i, class) in OpClass::ALL.iter().enumerate() {
-                    let part = m.parts.iter().find(|x| x.class == *class);
-                    values[i].push(part.map(|x| x.timed.rate_ms().0));
-                }
-            }
-        }
-        out.push('\n');
-        if categories.is_empty() {
-            continue;
-        }
-        let series: Vec<BarSeries> = OpClass::ALL
-            .iter()
-            .zip(values)
-            .map(|(c, values)| BarSeries {
-                label: c.name().to_string(),
-                values,
-            })
-            .collect();
-        let title = format!(
-            "where a block's time goes on {} (ms per call, by op class)",
-            s.machine
-        );
-        let svg = time_bars_svg(&title, &categories, &series)?;
-        let path = s.chart_path();
-        built.readme.push_str(&figure(
-            &format!("block on {}", s.machine),
-            &path,
-            &s.path(),
-        ));
-        built.files.push((path, svg));
-    }
-    Ok(())
 }
 
 impl Source {

@@ -207,80 +207,21 @@ impl Side {
     /// This machine's side, from its result files: each is the file read, or
     /// why there is none (missing, unreadable), which the rows then repeat.
     pub fn from_results(files: &MachineFiles) -> Side {
-        let basics = body(&files.basics, "basics", |b| match b {
-            Body::Basics(x) => Some(x),
-            _ => None,
-        });
-        let matmul = body(&files.matmul, "matmul", |b| match b {
-            Body::Matmul(x) => Some(x),
-            _ => None,
-        });
-        let cpu_vs_gpu = body(&files.cpu_vs_gpu, "cpu_vs_gpu", |b| match b {
-            Body::CpuVsGpu(x) => Some(x),
-            _ => None,
-        });
-        let gpu_matmul = || -> Result<&MatmulResults, String> {
-            let m = matmul.clone()?;
-            if m.device == DeviceKind::Cuda {
-                return Ok(m);
-            }
-            Err("no GPU in this run (matmul ran on the CPU)".into())
+        let runs = Runs {
+            basics: body(&files.basics, "basics", |b| match b {
+                Body::Basics(x) => Some(x),
+                _ => None,
+            }),
+            matmul: body(&files.matmul, "matmul", |b| match b {
+                Body::Matmul(x) => Some(x),
+                _ => None,
+            }),
+            cpu_vs_gpu: body(&files.cpu_vs_gpu, "cpu_vs_gpu", |b| match b {
+                Body::CpuVsGpu(x) => Some(x),
+                _ => None,
+            }),
         };
-        let gpu_row = |p: Precision| -> Result<(&Measured, usize), String> {
-            let m = gpu_matmul()?;
-            Ok((measured(m, p)?, m.size))
-        };
-        // After a CPU-only run, the CPU's own row of `p`: what the GPU rows'
-        // reasons can add (the lab's lesson, tried on this CPU).
-        let cpu_row = |p: Precision| {
-            let m = matmul
-                .clone()
-                .ok()
-                .filter(|m| m.device == DeviceKind::Cpu)?;
-            measured(m, p).ok()
-        };
-        let values = ITEMS
-            .iter()
-            .map(|&item| {
-                let v = match item {
-                    Item::ElementBytes(p) => {
-                        described(basics.clone(), p).map(|d| tensor_cell(d.element_bytes))
-                    }
-                    Item::Tensor1024Bytes(p) => {
-                        described(basics.clone(), p).map(|d| tensor_cell(d.total_bytes))
-                    }
-                    Item::GpuMatmulMs(p) => gpu_row(p).map(|(r, n)| at(n, r.median_ms)),
-                    Item::GpuMatmulGflops(p) => gpu_row(p).map(|(r, n)| at(n, r.gflops)),
-                    Item::CpuFp32Ms => {
-                        cpu_fp32(matmul.clone(), cpu_vs_gpu.clone()).map(|(ms, n)| at(n, ms))
-                    }
-                    Item::CpuFp32Gflops => cpu_fp32(matmul.clone(), cpu_vs_gpu.clone())
-                        .map(|(ms, n)| at(n, gflops(n, ms))),
-                    Item::GpuVsCpuFp32 => speedup(gpu_matmul(), cpu_vs_gpu.clone()),
-                    Item::Fp16VsFp32 => gpu_row(F32)
-                        .and_then(|(a, n)| Ok(at(n, a.median_ms / gpu_row(F16)?.0.median_ms)))
-                        .map_err(|why| match (cpu_row(F32), cpu_row(F16)) {
-                            (Some(a), Some(b)) => format!(
-                                "{why}; on the CPU fp16 ran at {:.2}x fp32's speed",
-                                a.median_ms / b.median_ms
-                            ),
-                            _ => why,
-                        }),
-                    Item::GpuPeakMib(p) => gpu_row(p)
-                        .and_then(|(r, n)| {
-                            r.peak_mib
-                                .map(|v| at(n, v))
-                                .ok_or_else(|| format!("matmul.json has no {p} peak"))
-                        })
-                        .map_err(|why| match cpu_row(p).and_then(|m| m.peak_mib) {
-                            Some(v) => format!("{why}; host peak on the CPU: {v:.1} MiB"),
-                            None => why,
-                        }),
-                };
-                (item, v)
-            })
-            .collect();
-
+        let values = ITEMS.iter().map(|&item| (item, runs.value(item))).collect();
         let files_read: Vec<&ResultFile> = [&files.basics, &files.matmul, &files.cpu_vs_gpu]
             .into_iter()
             .filter_map(|f| f.as_ref().ok())
@@ -290,27 +231,7 @@ impl Side {
             .iter()
             .find(|f| f.device.kind == DeviceKind::Cuda)
             .or(files_read.first());
-        let (name, driver_cuda, build_cuda) = match primary {
-            Some(f) => (
-                format!(
-                    "{}, {} {}",
-                    f.device.name, f.environment.framework, f.environment.framework_version
-                ),
-                f.device
-                    .driver_cuda_version
-                    .clone()
-                    .ok_or_else(|| "no CUDA device in this run".to_string()),
-                f.environment
-                    .cuda_build_version
-                    .clone()
-                    .ok_or_else(|| "built without CUDA".to_string()),
-            ),
-            None => (
-                "this machine".into(),
-                Err("no result files".into()),
-                Err("no result files".into()),
-            ),
-        };
+        let (name, driver_cuda, build_cuda) = facts(primary.copied());
         // Why the runs used the device they did, then the files.
         let device = primary.map(|f| format!("on {}: {}", f.device.label, f.device.chosen_because));
         Side {
@@ -332,6 +253,109 @@ impl Side {
             notes: super::notes::notes(files),
         }
     }
+}
+
+/// A result body of this machine's, or why there is none.
+type Got<'a, T> = Result<&'a T, String>;
+
+/// This machine's runs the side's values come from.
+struct Runs<'a> {
+    basics: Got<'a, BasicsResults>,
+    matmul: Got<'a, MatmulResults>,
+    cpu_vs_gpu: Got<'a, CpuVsGpuResults>,
+}
+
+impl Runs<'_> {
+    /// The matmul run, when it ran on a GPU.
+    fn gpu_matmul(&self) -> Got<'_, MatmulResults> {
+        let m = self.matmul.clone()?;
+        if m.device == DeviceKind::Cuda {
+            return Ok(m);
+        }
+        Err("no GPU in this run (matmul ran on the CPU)".into())
+    }
+
+    /// The GPU's row of `p`, and the run's size.
+    fn gpu_row(&self, p: Precision) -> Result<(&Measured, usize), String> {
+        let m = self.gpu_matmul()?;
+        Ok((measured(m, p)?, m.size))
+    }
+
+    /// After a CPU-only run, the CPU's own row of `p`: what the GPU rows'
+    /// reasons can add (the lab's lesson, tried on this CPU).
+    fn cpu_row(&self, p: Precision) -> Option<&Measured> {
+        let m = self
+            .matmul
+            .clone()
+            .ok()
+            .filter(|m| m.device == DeviceKind::Cpu)?;
+        measured(m, p).ok()
+    }
+
+    /// One item's cell, or why this machine has none.
+    fn value(&self, item: Item) -> Result<Cell, String> {
+        let cpu_fp32 = || cpu_fp32(self.matmul.clone(), self.cpu_vs_gpu.clone());
+        match item {
+            Item::ElementBytes(p) => {
+                described(self.basics.clone(), p).map(|d| tensor_cell(d.element_bytes))
+            }
+            Item::Tensor1024Bytes(p) => {
+                described(self.basics.clone(), p).map(|d| tensor_cell(d.total_bytes))
+            }
+            Item::GpuMatmulMs(p) => self.gpu_row(p).map(|(r, n)| at(n, r.median_ms)),
+            Item::GpuMatmulGflops(p) => self.gpu_row(p).map(|(r, n)| at(n, r.gflops)),
+            Item::CpuFp32Ms => cpu_fp32().map(|(ms, n)| at(n, ms)),
+            Item::CpuFp32Gflops => cpu_fp32().map(|(ms, n)| at(n, gflops(n, ms))),
+            Item::GpuVsCpuFp32 => speedup(self.gpu_matmul(), self.cpu_vs_gpu.clone()),
+            Item::Fp16VsFp32 => self
+                .gpu_row(F32)
+                .and_then(|(a, n)| Ok(at(n, a.median_ms / self.gpu_row(F16)?.0.median_ms)))
+                .map_err(|why| match (self.cpu_row(F32), self.cpu_row(F16)) {
+                    (Some(a), Some(b)) => format!(
+                        "{why}; on the CPU fp16 ran at {:.2}x fp32's speed",
+                        a.median_ms / b.median_ms
+                    ),
+                    _ => why,
+                }),
+            Item::GpuPeakMib(p) => self
+                .gpu_row(p)
+                .and_then(|(r, n)| {
+                    r.peak_mib
+                        .map(|v| at(n, v))
+                        .ok_or_else(|| format!("matmul.json has no {p} peak"))
+                })
+                .map_err(|why| match self.cpu_row(p).and_then(|m| m.peak_mib) {
+                    Some(v) => format!("{why}; host peak on the CPU: {v:.1} MiB"),
+                    None => why,
+                }),
+        }
+    }
+}
+
+/// The side's name and its driver's and build's CUDA versions, from the run
+/// that names this machine (`primary`), or why there are none.
+fn facts(primary: Option<&ResultFile>) -> (String, Result<String, String>, Result<String, String>) {
+    let Some(f) = primary else {
+        return (
+            "this machine".into(),
+            Err("no result files".into()),
+            Err("no result files".into()),
+        );
+    };
+    (
+        format!(
+            "{}, {} {}",
+            f.device.name, f.environment.framework, f.environment.framework_version
+        ),
+        f.device
+            .driver_cuda_version
+            .clone()
+            .ok_or_else(|| "no CUDA device in this run".to_string()),
+        f.environment
+            .cuda_build_version
+            .clone()
+            .ok_or_else(|| "built without CUDA".to_string()),
+    )
 }
 
 fn tensor_cell(bytes: usize) -> Cell {
