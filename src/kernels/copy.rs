@@ -72,9 +72,10 @@ const MIN_TASK: usize = 64 << 10;
 const STREAM_BYTES: usize = 256 << 20;
 
 fn copied<E: Elem + WithDType>(x: &[E]) -> CpuStorage {
-    let threads = candle_core::utils::get_num_threads().max(1);
+    // The pool's size only where it is used: Candle reads it from the system
+    // on each call (tens of microseconds, a decode copy's time many times).
     let min_task = match std::mem::size_of_val(x) >= STREAM_BYTES {
-        true => (x.len() / threads).max(MIN_TASK),
+        true => (x.len() / candle_core::utils::get_num_threads().max(1)).max(MIN_TASK),
         false => MIN_TASK,
     };
     output(x.len(), |dst| {
