@@ -201,6 +201,9 @@ fn config(args: &Flags, on_cuda: bool) -> Result<Config> {
     if elementwise && ((cfg.cases.is_empty() && !cfg.dram) || cfg.precisions.is_empty()) {
         bail!("nothing to run: --cases and --dtypes each need one value");
     }
+    if elementwise && cfg.cases.is_empty() && !cfg.precisions.contains(&Precision::F32) {
+        bail!("nothing to run: the dram case runs at fp32 only, and --dtypes has no fp32");
+    }
     if !elementwise && cfg.matvec.is_none() {
         bail!("nothing to run: --ops needs one value");
     }

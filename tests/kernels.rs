@@ -567,6 +567,11 @@ fn program_writes_csv_and_chart_and_refuses_bad_flags() {
     refused("kernels", &["--ops", "matmul"], "unknown op 'matmul'");
     refused("kernels", &["--ops", "matmul"], "copy, add, matvec");
     refused("kernels", &["--large-mib", "0"], "--large-mib");
+    refused(
+        "kernels",
+        &["--cases", "dram", "--dtypes", "bf16", "--ops", "copy"],
+        "the dram case runs at fp32 only",
+    );
     let dry = common::run("kernels", &["--dry-run", "--device", "cpu"]);
     assert!(dry.status.success());
     assert!(String::from_utf8_lossy(&dry.stdout).contains("dry run: kernels"));

@@ -133,6 +133,7 @@ fn summary_of_a_fresh_run(device: &str) {
             "basics.json",
             "block.csv",
             "block.json",
+            "block.svg",
             "cpu_vs_gpu.csv",
             "cpu_vs_gpu.json",
             "matmul.csv",

@@ -253,7 +253,8 @@ def measure_row(torch, clock, device, row: dict, p, plan, ceiling, clock_ms) -> 
     if ceiling is None:
         ceiling = own_ceiling(torch, clock, device, plan, row["bytes_moved"], clock_ms)
     variants = []
-    for imp in implementations(op):
+    # bench::kernels::implementations_at: no composed form at the dram case.
+    for imp in [i for i in implementations(op) if row["case"] != DRAM or i != "composed"]:
         v = {"implementation": imp, "call": CALLS[(op, imp)], "status": "ok", "error": None}
         try:
             v["measured"] = measure_variant(
@@ -271,7 +272,8 @@ def run_kernels(torch, clock, device, cfg, bounds: dict | None, clock_ms: float)
     """The body (schema's `kernels`), the failed variants' names and the variant count.
     `bounds`: each row's ceiling by (op, case, precision), from --bounds; None: own copies."""
     rows = []
-    held = device.type == "cpu" and keep_freed_memory()
+    # On a GPU the outputs come from the device's pool: not said (null).
+    held = keep_freed_memory() if device.type == "cpu" else None
     by_name = {p.name: p for p in cfg.precisions}
     for row in planned_rows(cfg):
         plan = large_plan(cfg.plan) if row["case"] in ("large", DRAM) else cfg.plan

@@ -68,14 +68,17 @@ const MIN_TASK: usize = 64 << 10;
 /// `x86_non_temporal_threshold`, 3/4 of the shared cache: 181 MiB on a VM
 /// that reports 480 MiB of L3). Four parts a thread would each be under it,
 /// and every line written would be read first: 60% of the ladder's copy at
-/// 1.9 GiB there, against 99-103% in one part a thread.
+/// 1.9 GiB there, against 98% in one part a thread. (With many threads a
+/// part can still fall under glibc's threshold: then `memcpy` stores as it
+/// would for any part that size.)
 const STREAM_BYTES: usize = 256 << 20;
 
 fn copied<E: Elem + WithDType>(x: &[E]) -> CpuStorage {
-    // The pool's size only where it is used: Candle reads it from the system
-    // on each call (tens of microseconds, a decode copy's time many times).
+    // One part for each thread of the pool the copy runs on (`split`'s);
+    // only where it is used (`get_num_threads` would read the system on each
+    // call: tens of microseconds, a decode copy's time many times).
     let min_task = match std::mem::size_of_val(x) >= STREAM_BYTES {
-        true => (x.len() / candle_core::utils::get_num_threads().max(1)).max(MIN_TASK),
+        true => (x.len() / (candle_core::utils::barrier_pool().n_workers() + 1)).max(MIN_TASK),
         false => MIN_TASK,
     };
     output(x.len(), |dst| {

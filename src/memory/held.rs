@@ -13,7 +13,9 @@
 /// Serves every allocation from malloc's heap and keeps what is freed
 /// (`mallopt(M_MMAP_MAX, 0)`, `mallopt(M_TRIM_THRESHOLD, -1)`, glibc's
 /// mallopt(3)); returns whether both took. Elsewhere (another libc) a no-op
-/// that returns false. Call it before the work it is for allocates.
+/// that returns false. Call it before the work it is for allocates. It holds
+/// for the main thread's arena, where the programs allocate their tensors; a
+/// block over 64 MiB asked for on another thread still maps afresh.
 pub fn keep_freed_memory() -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

@@ -204,7 +204,7 @@ pub fn build(sources: &[Source]) -> Result<Built> {
             Kind::Memory => sections::roofline(&mut built, &files)?,
             // The tables a run prints, one file after another.
             Kind::Generate => shown::section(&mut built, kind, GENERATE, &files, model_of)?,
-            Kind::Kernels => shown::section(&mut built, kind, KERNELS, &files, |_| None)?,
+            Kind::Kernels => shown::section(&mut built, kind, KERNELS, &files, runs_of)?,
             Kind::Overhead => shown::section(&mut built, kind, OVERHEAD, &files, |_| None)?,
             Kind::Block => shown::section(&mut built, kind, BLOCK, &files, block_shape)?,
             // Facts of Candle and of the formats, the same on every machine:
@@ -229,6 +229,18 @@ Amdahl's prediction from the parts (docs/block.md). Every time and rate of a tab
 (CUDA events on a GPU, the wall clock on the CPU), and tokens/s is through one layer, not a model.";
 const OVERHEAD: &str = "A first call against warm ones, the launch overhead of the smallest ops, \
 and a matmul from a cold cache against a hot one (docs/measuring.md).";
+
+/// A kernels file's runs per variant, for its heading (its tables' titles do
+/// not say them).
+fn runs_of(body: &crate::schema::Body) -> Option<String> {
+    let crate::schema::Body::Kernels(k) = body else {
+        return None;
+    };
+    Some(format!(
+        "{} warm-up and {} timed runs per variant",
+        k.warmup, k.iters
+    ))
+}
 
 /// A block file's shape, for its heading.
 fn block_shape(body: &crate::schema::Body) -> Option<String> {

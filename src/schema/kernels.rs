@@ -40,7 +40,8 @@ pub struct KernelsResults {
     /// Whether malloc kept what was freed and served every block from its
     /// heap (mallopt: no mmap, no trim), so that an output past 32 MiB was
     /// memory the process held rather than pages faulted in on each call
-    /// (2.7; null: not said, false: not so, as on a GPU).
+    /// (2.7; false: not so; null: not said, as on a GPU, whose outputs come
+    /// from the device's pool).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freed_memory_kept: Option<bool>,
 }

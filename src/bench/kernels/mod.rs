@@ -212,9 +212,11 @@ fn precisions_of<'a>(cfg: &'a Config, case: &KernelCase) -> impl Iterator<Item =
         .filter(move |p| !dram || *p == Precision::F32)
 }
 
-/// What must fit: the largest op's inputs and the composed form's f32
-/// intermediates (up to eight tensor-sized buffers at once), and the
-/// ceiling's two buffers; on the host too for the f64 check of a few rows.
+/// What must fit, per case: the largest op's inputs and the composed form's
+/// f32 intermediates (up to eight tensor-sized buffers at once) and the
+/// ceiling's two buffers, beside the case's draws (two per op size and
+/// precision, kept while the case runs); on the host too for the f64 check
+/// of a few rows.
 pub fn needs(cfg: &Config, device: &Device) -> Result<Vec<Need>> {
     let mut out: Vec<Need> = cfg
         .matvec
@@ -230,16 +232,20 @@ pub fn needs(cfg: &Config, device: &Device) -> Result<Vec<Need>> {
         })
         .collect();
     out.extend(cases_on(cfg, device)?.iter().map(|case| {
-        let elems = cfg
+        let sizes: std::collections::BTreeSet<u64> = cfg
             .ops
             .iter()
             .map(|op| op.shape(case).iter().product::<usize>() as u64)
-            .max()
-            .unwrap_or(0);
+            .collect();
+        let elems = sizes.last().copied().unwrap_or(0);
+        let per_elem: u64 = precisions_of(cfg, case)
+            .map(|p| p.dtype().size_in_bytes() as u64)
+            .sum();
+        let draws = 2 * sizes.iter().sum::<u64>() * per_elem;
         Need {
             what: format!("the {} case ({elems} elements per tensor)", case.name),
             host_bytes: 0,
-            device_bytes: elems * 4 * 10,
+            device_bytes: elems * 4 * 10 + draws,
         }
     }));
     Ok(out)
@@ -249,21 +255,24 @@ pub fn needs(cfg: &Config, device: &Device) -> Result<Vec<Need>> {
 pub fn run(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<KernelsResults> {
     // Before anything large is allocated: an output past 32 MiB would
     // otherwise fault in on every call ([`crate::memory::keep_freed_memory`]).
-    let freed_memory_kept = device.is_cpu() && crate::memory::keep_freed_memory();
+    // On a GPU the outputs come from the device's pool: not said.
+    let freed_memory_kept = device.is_cpu().then(crate::memory::keep_freed_memory);
     let ladder = Ladder::new(device, telemetry, cfg.ladder_max)?;
     let cases = cases_on(cfg, device)?;
-    let draws = ops::Draws::default();
     if cfg.dram && !cfg.precisions.contains(&Precision::F32) {
         crate::note!("kernels: the dram case runs at fp32 only, and --dtypes has no fp32");
     }
     let mut rows = Vec::new();
-    for &op in &cfg.ops {
-        for case in &cases {
-            let plan = if matches!(case.name.as_str(), "large" | DRAM) {
-                large_plan(cfg.plan)
-            } else {
-                cfg.plan
-            };
+    // A case at a time, so that its inputs are drawn once for all its ops
+    // and dropped before the next case's.
+    for case in &cases {
+        let draws = ops::Draws::default();
+        let plan = if matches!(case.name.as_str(), "large" | DRAM) {
+            large_plan(cfg.plan)
+        } else {
+            cfg.plan
+        };
+        for &op in &cfg.ops {
             for p in precisions_of(cfg, case) {
                 let row = measure_row(device, plan, (&ladder, &draws), op, case, p)
                     .with_context(|| format!("{} {} {p}", op.name(), case.name))?;
@@ -271,6 +280,8 @@ pub fn run(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<Kerne
             }
         }
     }
+    // The file's order: op outermost, then case, then precision.
+    rows.sort_by_key(|r| cfg.ops.iter().position(|o| *o == r.op));
     let matvec = match &cfg.matvec {
         Some(m) => matvec::run(device, m, cfg.plan, &ladder)?,
         None => Vec::new(),
@@ -286,7 +297,7 @@ pub fn run(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<Kerne
         rows,
         ladder: Some(ladder.finish()),
         clock_overhead_ms: None,
-        freed_memory_kept: Some(freed_memory_kept),
+        freed_memory_kept,
     })
 }
 
@@ -355,9 +366,8 @@ fn measure_row(
 }
 
 /// The implementations a row of `op` times at `case`: the dram case leaves
-/// the composed form out (each of its intermediates is a fresh mapping
-/// there, so it would time the kernel zeroing pages; every other case shows
-/// it).
+/// the composed form out (its four to eight intermediates take seconds a
+/// call and several GiB there; every other case shows it).
 fn implementations_at(op: KernelOp, case: &KernelCase) -> Vec<Implementation> {
     let all = implementations(op).iter().copied();
     all.filter(|i| case.name != DRAM || *i != Implementation::Composed)
@@ -532,7 +542,7 @@ mod tests {
         assert_eq!(copy.bytes_moved, 4 << 20);
         assert_eq!(r.cases.last().map(|c| c.name.as_str()), Some(DRAM));
         let glibc = cfg!(all(target_os = "linux", target_env = "gnu"));
-        assert_eq!(r.freed_memory_kept, Some(device.is_cpu() && glibc));
+        assert_eq!(r.freed_memory_kept, device.is_cpu().then_some(glibc));
         for row in &r.rows {
             assert_eq!(row.bytes_moved, row.bytes_read + row.bytes_written);
             // Held against the ladder at the row's own footprint (within a

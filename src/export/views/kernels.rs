@@ -22,23 +22,51 @@ use crate::units::mib;
 /// The share of the copy ceiling a memory-bound kernel is held to on the
 /// case past the caches (issue 25's target).
 pub const TARGET_PCT: f64 = 85.0;
-/// The cases the ceiling target applies to, the first a file has: the one
-/// sized to live in memory, then the large one (which a big last-level
-/// cache holds).
+/// The cases the ceiling target applies to, per precision the first a file
+/// has at it: the one sized to live in memory (fp32 only), then the large
+/// one (which a big last-level cache holds).
 pub const TARGET_CASES: [&str; 2] = [DRAM_CASE, "large"];
 
-/// The case the ceiling target and the chart read: the first of
-/// [`TARGET_CASES`] with rows, else the one that moves the most bytes.
-fn target_case(r: &KernelsResults) -> Option<&str> {
-    TARGET_CASES
-        .into_iter()
-        .find(|c| r.rows.iter().any(|x| x.case == *c))
-        .or_else(|| {
-            r.rows
-                .iter()
-                .max_by_key(|x| x.bytes_moved)
-                .map(|x| x.case.as_str())
-        })
+/// The rows the ceiling target and the chart read: per precision, those of
+/// the first of [`TARGET_CASES`] with rows at it (so the 16-bit kernels are
+/// held to the large case where the dram case runs fp32 alone); a file with
+/// neither, the case that moves the most bytes.
+fn target_rows(r: &KernelsResults) -> Vec<&KernelRow> {
+    let case_for = |p: Precision| {
+        TARGET_CASES
+            .into_iter()
+            .find(|c| r.rows.iter().any(|x| x.case == *c && x.precision == p))
+    };
+    let rows: Vec<&KernelRow> = r
+        .rows
+        .iter()
+        .filter(|x| case_for(x.precision) == Some(x.case.as_str()))
+        .collect();
+    if !rows.is_empty() {
+        return rows;
+    }
+    let biggest = r.rows.iter().max_by_key(|x| x.bytes_moved);
+    let case = biggest.map(|x| x.case.as_str()).unwrap_or_default();
+    r.rows.iter().filter(|x| x.case == case).collect()
+}
+
+/// "the dram case at fp32 and the large case at fp16, bf16": where `rows`
+/// are, for a note.
+fn where_held(rows: &[&KernelRow]) -> String {
+    let mut cases: Vec<(&str, Vec<String>)> = Vec::new();
+    for x in rows {
+        let p = x.precision.to_string();
+        match cases.iter_mut().find(|(c, _)| *c == x.case) {
+            Some((_, ps)) if !ps.contains(&p) => ps.push(p),
+            Some(_) => {}
+            None => cases.push((&x.case, vec![p])),
+        }
+    }
+    let parts: Vec<String> = cases
+        .iter()
+        .map(|(c, ps)| format!("the {c} case at {}", ps.join(", ")))
+        .collect();
+    parts.join(" and ")
 }
 
 fn ms(m: Option<&VariantMeasured>) -> String {
@@ -154,19 +182,18 @@ fn shape(dims: &[usize]) -> String {
 /// What the tables cannot say by themselves: the targets, met or missed and by
 /// how much, failed variants, and a target case that fits in the cache.
 pub fn notes(r: &KernelsResults) -> Vec<String> {
-    let case = target_case(r).filter(|c| TARGET_CASES.contains(c));
-    let large: Vec<&KernelRow> = r
-        .rows
-        .iter()
-        .filter(|x| Some(x.case.as_str()) == case)
+    let large: Vec<&KernelRow> = target_rows(r)
+        .into_iter()
+        .filter(|x| TARGET_CASES.contains(&x.case.as_str()))
         .collect();
-    let case = case.unwrap_or_default();
+    let case = where_held(&large);
+    let case = case.as_str();
     let mut notes: Vec<String> = [large_target(case, &large), never_slower(r)]
         .into_iter()
         .flatten()
         .collect();
     notes.extend(failed(r));
-    notes.extend(large_in_cache(r, case, &large));
+    notes.extend(large_in_cache(r, &large));
     notes.extend(held_memory(r));
     notes.extend(super::matvec::notes(r));
     notes.extend(beaten(r));
@@ -198,11 +225,11 @@ fn large_target(case: &str, large: &[&KernelRow]) -> Option<String> {
         if short.is_empty() {
             format!(
                 "target met: every lab kernel reaches {TARGET_PCT:.0}% of its bound (the ladder's, \
-                 at its footprint) on the {case} case"
+                 at its footprint) on {case}"
             )
         } else {
             format!(
-                "target ({TARGET_PCT:.0}% of the bound on the {case} case) missed by {} of \
+                "target ({TARGET_PCT:.0}% of the bound on {case}) missed by {} of \
                  {measured_large}: {}",
                 short.len(),
                 short.join(", ")
@@ -278,18 +305,22 @@ fn held_memory(r: &KernelsResults) -> Option<String> {
     dram.then(|| line.to_string())
 }
 
-/// A note when the target case fits in the cache this machine reports.
-fn large_in_cache(r: &KernelsResults, case: &str, large: &[&KernelRow]) -> Option<String> {
-    let biggest = large.iter().map(|r| r.bytes_moved).max();
-    let (cache, bytes) = r.cache_bytes.zip(biggest)?;
-    (bytes <= cache).then(|| {
-        format!(
-            "note: the {case} case's {:.0} MiB fit in the {:.0} MiB cache: its rates are partly \
-                 the cache's (its bound, measured at the same footprint, says its level)",
-            mib(bytes),
-            mib(cache)
-        )
-    })
+/// A note for the target rows that fit in the cache this machine reports.
+fn large_in_cache(r: &KernelsResults, large: &[&KernelRow]) -> Option<String> {
+    let cache = r.cache_bytes?;
+    let inside: Vec<&KernelRow> = large
+        .iter()
+        .copied()
+        .filter(|x| x.bytes_moved <= cache)
+        .collect();
+    let biggest = inside.iter().map(|x| x.bytes_moved).max()?;
+    Some(format!(
+        "note: {}: up to {:.0} MiB, fit in the {:.0} MiB cache: their rates are partly the \
+         cache's (each bound, measured at the same footprint, says its level)",
+        where_held(&inside),
+        mib(biggest),
+        mib(cache)
+    ))
 }
 
 /// The warning for variants above [`BEATEN_PCT`] of their bound.
@@ -388,10 +419,11 @@ pub fn records(machine: &str, r: &KernelsResults) -> Records {
 }
 
 /// The chart beside the JSON: % of the copy ceiling per op at the target
-/// case ([`target_case`]), one bar per implementation and precision.
+/// rows ([`target_rows`]: per precision its case past the caches), one bar
+/// per implementation and precision.
 pub fn chart(file: &ResultFile, r: &KernelsResults) -> Result<String> {
-    let case = target_case(r).unwrap_or_default().to_string();
-    let rows: Vec<&KernelRow> = r.rows.iter().filter(|x| x.case == case).collect();
+    let rows = target_rows(r);
+    let case = where_held(&rows);
     let ops: Vec<KernelOp> = KernelOp::ALL
         .into_iter()
         .filter(|op| rows.iter().any(|x| x.op == *op))
@@ -426,7 +458,7 @@ pub fn chart(file: &ResultFile, r: &KernelsResults) -> Result<String> {
     }
     let categories: Vec<String> = ops.iter().map(|op| op.name().to_string()).collect();
     let title = format!(
-        "% of the copy ceiling at the {case} case, {} ({}); target {TARGET_PCT:.0}%",
+        "% of the bound at {case}, {} ({}); target {TARGET_PCT:.0}%",
         file.device.name, file.environment.framework
     );
     percent_bars_svg(&title, &categories, &series)

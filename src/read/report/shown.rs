@@ -1,8 +1,9 @@
 //! A README section drawn from the same tables the terminal prints: per file,
 //! where its numbers came from, then its view's tables ([`views::show`]) in
 //! Markdown, its notes, and its chart (drawn again from the JSON). The
-//! `generate` and `kernels` sections are these, so that a column added to a
-//! view reaches the README with no second description of it.
+//! `generate`, `kernels`, `overhead` and `block` sections are these, so that
+//! a column added to a view reaches the README with no second description of
+//! it.
 
 use anyhow::Result;
 
