@@ -7,8 +7,11 @@
 //! ([`act`]), and each weight block is then a few integer multiply-add
 //! instructions against them, one float multiply per block ([`x86`]: VNNI's
 //! `vpdpbusd` or AVX2's `vpmaddubsw`, chosen at run time; [`portable`]
-//! elsewhere). At one token the weights are read once, in the order they are
-//! stored, their rows split across every thread of Candle's pool
+//! elsewhere). The 32-value blocks are repacked once, when the layer is made,
+//! eight rows interleaved ([`packed`]), so that a register's eight lanes are
+//! eight rows' sums and a block's eight scales one load; the k-quants are
+//! read as stored. At one token the weights are read once, in the order they
+//! are held, their rows split across every thread of Candle's pool
 //! ([`super::rows`]); Candle's CPU path has the same blocks and threads but
 //! no vector code for Q4_1 (a scalar loop). A prompt chunk multiplies each
 //! unpacked weight block into four activation rows before the next block is
@@ -20,6 +23,7 @@
 
 mod act;
 mod blocks;
+mod packed;
 mod portable;
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -36,29 +40,33 @@ use super::rows::{share, Out, Threads};
 use super::span;
 use act::{Q8, Q8K};
 use blocks::Kind;
+use packed::{Packed, ROWS};
 
 /// Activation rows per pass over the weights (their 8-bit copy stays in L2).
 const CHUNK_ROWS: usize = 64;
-/// Weight rows per unit of shared work.
+/// Weight rows per unit of shared work, for the k-quants (the packed
+/// blocks share a group of [`ROWS`]).
 const GROUP: usize = 4;
 /// Activation rows per tile: each unpacked weight block meets this many.
 const TILE: usize = 4;
 
 /// A linear layer's weight as GGUF stores it: `forward(x)` is `x W^T`.
 pub struct QLinear {
-    w: Arc<QTensor>,
+    dtype: GgmlDType,
     n: usize,
     k: usize,
     how: How,
 }
 
 enum How {
-    /// The quantized kernels, on the host.
-    Blocks(Kind),
+    /// Q8_0, Q4_0 or Q4_1 blocks, repacked for the kernels, on the host.
+    Packed(Packed),
+    /// Q4_K or Q6_K blocks as stored, on the host.
+    Stored(Kind, Arc<QTensor>),
     /// A float tensor (F32, F16 or BF16 in the file), as f32.
     Float(Tensor),
     /// A tensor on a CUDA device: Candle's kernels.
-    Device,
+    Device(Arc<QTensor>),
 }
 
 impl QLinear {
@@ -72,12 +80,16 @@ impl QLinear {
         let (n, k) = w.shape().dims2()?;
         let t = w.dtype();
         let how = if !w.device().is_cpu() {
-            How::Device
+            How::Device(w)
         } else if let Some(kind) = Kind::of(t) {
             if !k.is_multiple_of(kind.values()) {
                 bail!("lab qlinear: rows of {k} are not whole {t:?} blocks");
             }
-            How::Blocks(kind)
+            if kind.k_quant() {
+                How::Stored(kind, w)
+            } else {
+                How::Packed(Packed::new(kind, &stored(&w, kind, n, k)?, n, k))
+            }
         } else if matches!(t, GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16) {
             How::Float(w.dequantize(&candle_core::Device::Cpu)?)
         } else {
@@ -86,7 +98,12 @@ impl QLinear {
                  F32, F16 and BF16 do)"
             );
         };
-        Ok(Self { w, n, k, how })
+        Ok(Self {
+            dtype: t,
+            n,
+            k,
+            how,
+        })
     }
 
     /// (out, in).
@@ -95,7 +112,7 @@ impl QLinear {
     }
 
     pub fn dtype(&self) -> GgmlDType {
-        self.w.dtype()
+        self.dtype
     }
 
     /// `x W^T` over the last dimension of `x` (f32, (..., in)), shared
@@ -132,28 +149,50 @@ impl QLinear {
             return Tensor::zeros(out_dims, DType::F32, x.device());
         }
         let x = super::contiguous(x)?;
+        let op = |w| Op {
+            w,
+            n: self.n,
+            k: self.k,
+            threads,
+            tier,
+        };
         let y = match &self.how {
             How::Float(w) => return super::linear_with(&x, w, threads),
-            How::Device => x.apply_op1_no_bwd(self.w.as_ref())?,
-            How::Blocks(kind) => {
-                let op = Op {
-                    w: &self.w,
-                    kind: *kind,
-                    n: self.n,
-                    k: self.k,
-                    threads,
-                    tier,
-                };
-                x.apply_op1_no_bwd(&op)?
-            }
+            How::Device(w) => x.apply_op1_no_bwd(w.as_ref())?,
+            How::Packed(p) => x.apply_op1_no_bwd(&op(Weights::Packed(p)))?,
+            How::Stored(kind, w) => x.apply_op1_no_bwd(&op(Weights::Stored(*kind, w)))?,
         };
         y.reshape(out_dims)
     }
 }
 
-struct Op<'a> {
+/// The bytes of `w`'s blocks as stored, their count checked against its shape.
+fn stored<'a>(
     w: &'a QTensor,
     kind: Kind,
+    n: usize,
+    k: usize,
+) -> Result<std::borrow::Cow<'a, [u8]>> {
+    let data = w.data()?;
+    let expect = n * k / kind.values() * kind.bytes();
+    if data.len() != expect {
+        bail!(
+            "lab qlinear: {} bytes of blocks, {expect} expected",
+            data.len()
+        );
+    }
+    Ok(data)
+}
+
+/// The weight an op reads.
+#[derive(Clone, Copy)]
+enum Weights<'a> {
+    Packed(&'a Packed),
+    Stored(Kind, &'a QTensor),
+}
+
+struct Op<'a> {
+    w: Weights<'a>,
     n: usize,
     k: usize,
     threads: Threads,
@@ -170,16 +209,14 @@ impl CustomOp1 for Op<'_> {
         let CpuStorage::F32(x) = s else {
             bail!("lab qlinear: input in {} (f32 only)", s.dtype().as_str());
         };
-        let w = self.w.data()?;
         let m = (b - a) / self.k;
-        let expect = self.n * self.k / self.kind.values() * self.kind.bytes();
-        if w.len() != expect {
-            bail!(
-                "lab qlinear: {} bytes of blocks, {expect} expected",
-                w.len()
-            );
-        }
-        let out = product(self, &x[a..b], &w, m);
+        let out = match self.w {
+            Weights::Packed(p) => product(self, &x[a..b], m, Source::Packed(p)),
+            Weights::Stored(kind, w) => {
+                let data = stored(w, kind, self.n, self.k)?;
+                product(self, &x[a..b], m, Source::Stored(kind, &data))
+            }
+        };
         Ok((out, Shape::from((m, self.n))))
     }
 }
@@ -243,52 +280,62 @@ impl QuantTier {
     }
 }
 
-/// The activations of one pass, quantized for the weights' kind.
-enum Acts {
-    Q8(Q8),
-    Q8K(Q8K),
+/// The host bytes a product reads.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Packed(&'a Packed),
+    Stored(Kind, &'a [u8]),
 }
 
-/// One pass: its activation rows, and where they go in the output.
+/// The weights of one pass with its activation rows, quantized for them.
+enum Work<'a> {
+    Packed(&'a Packed, Q8),
+    Stored(Kind, &'a [u8], Q8K),
+}
+
+/// One pass: its weights and activation rows, and where they go in the output.
 struct Pass<'a> {
     op: &'a Op<'a>,
-    w: &'a [u8],
-    acts: Acts,
+    work: Work<'a>,
     m: usize,
     row0: usize,
     out: &'a Out<f32>,
 }
 
-/// `x` (m x k) times the blocks' transpose, (m x n).
-fn product(op: &Op<'_>, x: &[f32], w: &[u8], m: usize) -> CpuStorage {
+/// `x` (m x k) times the weight's transpose, (m x n).
+fn product(op: &Op<'_>, x: &[f32], m: usize, w: Source<'_>) -> CpuStorage {
     let (n, k) = (op.n, op.k);
+    // Weight rows per unit of shared work: a packed group, or GROUP rows.
+    let per = match w {
+        Source::Packed(_) => ROWS,
+        Source::Stored(..) => GROUP,
+    };
     output::<f32>(m * n, |dst| {
         let out = Out::new(dst);
         for row0 in (0..m).step_by(CHUNK_ROWS) {
             let rows = CHUNK_ROWS.min(m - row0);
             let x = &x[row0 * k..(row0 + rows) * k];
-            let acts = if op.kind.k_quant() {
-                Acts::Q8K(act::q8k(x, k))
-            } else {
-                Acts::Q8(act::q8(x, k))
+            let work = match w {
+                Source::Packed(p) => Work::Packed(p, act::q8(x, k)),
+                Source::Stored(kind, bytes) => Work::Stored(kind, bytes, act::q8k(x, k)),
             };
             let pass = Pass {
                 op,
-                w,
-                acts,
+                work,
                 m: rows,
                 row0,
                 out: &out,
             };
-            share(n.div_ceil(GROUP), GROUP * k * rows, op.threads, |units| {
-                pass.rows(units.start * GROUP..(units.end * GROUP).min(n));
+            share(n.div_ceil(per), per * k * rows, op.threads, |units| {
+                pass.rows(units.start * per..(units.end * per).min(n));
             });
         }
     })
 }
 
 impl Pass<'_> {
-    /// Weight rows `rows` against every activation row.
+    /// Weight rows `rows` against every activation row (a packed weight's
+    /// from a group's first row).
     fn rows(&self, rows: Range<usize>) {
         assert!(
             self.op.tier.runs_here(),
@@ -309,26 +356,36 @@ impl Pass<'_> {
     }
 
     fn portable(&self, rows: Range<usize>) {
-        let bytes = self.op.k / self.op.kind.values() * self.op.kind.bytes();
-        let (a, ak) = match &self.acts {
-            Acts::Q8(a) => (Some(a), None),
-            Acts::Q8K(a) => (None, Some(a)),
-        };
-        for j in rows {
-            let w = &self.w[j * bytes..(j + 1) * bytes];
-            for r in 0..self.m {
-                let v = portable::dot(self.op.kind, w, a, ak, r);
-                // SAFETY: output (row0 + r, j) is this task's: row j is in its range.
-                unsafe { self.out.write((self.row0 + r) * self.op.n + j, v) };
+        match &self.work {
+            Work::Packed(p, a) => {
+                for gi in groups(&rows) {
+                    for r in 0..self.m {
+                        self.write_group(r, gi, [portable::group(p.kind, p.group(gi), a, r)]);
+                    }
+                }
+            }
+            Work::Stored(kind, w, a) => {
+                let bytes = self.op.k / kind.values() * kind.bytes();
+                for j in rows {
+                    let w = &w[j * bytes..(j + 1) * bytes];
+                    for r in 0..self.m {
+                        self.write(r, j, [portable::dot_k(*kind, w, a, r)]);
+                    }
+                }
             }
         }
     }
 
-    /// Outputs (row0 + r, j..j + 4) from four weight rows' dots.
-    fn write_across(&self, r: usize, j: usize, v: [f32; 4]) {
-        for (q, v) in v.into_iter().enumerate() {
-            // SAFETY: output (row0 + r, j + q) is this task's: rows j..j + 4 are in its range.
-            unsafe { self.out.write((self.row0 + r) * self.op.n + j + q, v) };
+    /// Outputs (row0 + r0 + r, 8 gi..) from a packed group's eight rows, the
+    /// padding's left out.
+    fn write_group<const R: usize>(&self, r0: usize, gi: usize, v: [[f32; ROWS]; R]) {
+        let n = self.op.n;
+        for (r, v) in v.iter().enumerate() {
+            for (j, &v) in v.iter().enumerate().take(n - gi * ROWS) {
+                // SAFETY: output (row0 + r0 + r, 8 gi + j) is this task's:
+                // group gi is in its range.
+                unsafe { self.out.write((self.row0 + r0 + r) * n + gi * ROWS + j, v) };
+            }
         }
     }
 
@@ -338,6 +395,11 @@ impl Pass<'_> {
             unsafe { self.out.write((self.row0 + r0 + r) * self.op.n + j, v) };
         }
     }
+}
+
+/// The packed groups a range of rows (from a group's first) covers.
+fn groups(rows: &Range<usize>) -> Range<usize> {
+    rows.start / ROWS..rows.end.div_ceil(ROWS)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -363,64 +425,74 @@ impl Pass<'_> {
         self.walk::<x86::Avx2>(rows)
     }
 
-    /// Each weight row of `rows` against the activations, [`TILE`] rows at a
-    /// time, then one at a time; with fewer activation rows than a tile (a
-    /// decode step), the 32-value blocks four weight rows at a time.
+    /// Each weight row of `rows` against the activations, [`TILE`]
+    /// activation rows at a time, then one at a time.
     #[inline(always)]
     fn walk<I: x86::Int>(&self, rows: Range<usize>) {
-        let kind = self.op.kind;
-        let bytes = self.op.k / kind.values() * kind.bytes();
-        let mut rows = rows;
-        // The 32-value blocks' activations are Q8 (the k-quants' are Q8_K).
-        if let (true, Acts::Q8(a)) = (self.m < TILE, &self.acts) {
-            while rows.start + 4 <= rows.end {
-                let j = rows.start;
-                let w = std::array::from_fn(|q| self.w[(j + q) * bytes..].as_ptr());
-                for r in 0..self.m {
-                    self.write_across(r, j, self.quad::<I>(w, a, r));
+        match &self.work {
+            Work::Packed(p, a) => {
+                for gi in groups(&rows) {
+                    let w = p.group(gi).as_ptr();
+                    let mut r = 0;
+                    while r + TILE <= self.m {
+                        self.write_group(r, gi, Self::group::<I, TILE>(p.kind, w, a, r));
+                        r += TILE;
+                    }
+                    while r < self.m {
+                        self.write_group(r, gi, Self::group::<I, 1>(p.kind, w, a, r));
+                        r += 1;
+                    }
                 }
-                rows.start += 4;
             }
-        }
-        for j in rows {
-            let w = self.w[j * bytes..(j + 1) * bytes].as_ptr();
-            let mut r = 0;
-            while r + TILE <= self.m {
-                self.write(r, j, self.tile::<I, TILE>(w, r));
-                r += TILE;
-            }
-            while r < self.m {
-                self.write(r, j, self.tile::<I, 1>(w, r));
-                r += 1;
+            Work::Stored(kind, w, a) => {
+                let bytes = self.op.k / kind.values() * kind.bytes();
+                for j in rows {
+                    let w = w[j * bytes..(j + 1) * bytes].as_ptr();
+                    let mut r = 0;
+                    while r + TILE <= self.m {
+                        self.write(r, j, Self::k_tile::<I, TILE>(*kind, w, a, r));
+                        r += TILE;
+                    }
+                    while r < self.m {
+                        self.write(r, j, Self::k_tile::<I, 1>(*kind, w, a, r));
+                        r += 1;
+                    }
+                }
             }
         }
     }
 
-    /// Four weight rows (at `w`) against activation row `r`.
     #[inline(always)]
-    fn quad<I: x86::Int>(&self, w: [*const u8; 4], a: &act::Q8, r: usize) -> [f32; 4] {
-        // SAFETY: each of `w` is a whole row of blocks (rows j..j + 4 exist:
-        // `walk`); row r of the activations exists (r < m).
+    fn group<I: x86::Int, const R: usize>(
+        kind: Kind,
+        w: *const u8,
+        a: &Q8,
+        r0: usize,
+    ) -> [[f32; ROWS]; R] {
+        // SAFETY: `w` is a whole packed group (`Packed::group`); rows
+        // r0..r0 + R of the activations exist (r0 + R <= m).
         unsafe {
-            match self.op.kind {
-                Kind::Q8_0 => x86::rows4_32::<I, x86::Q8_0>(w, a, r),
-                Kind::Q4_0 => x86::rows4_32::<I, x86::Q4_0>(w, a, r),
-                _ => x86::rows4_32::<I, x86::Q4_1>(w, a, r),
+            match kind {
+                Kind::Q8_0 => x86::group::<I, x86::Q8_0, R>(w, a, r0),
+                Kind::Q4_0 => x86::group::<I, x86::Q4_0, R>(w, a, r0),
+                _ => x86::group::<I, x86::Q4_1, R>(w, a, r0),
             }
         }
     }
 
     #[inline(always)]
-    fn tile<I: x86::Int, const R: usize>(&self, w: *const u8, r0: usize) -> [f32; R] {
+    fn k_tile<I: x86::Int, const R: usize>(
+        kind: Kind,
+        w: *const u8,
+        a: &Q8K,
+        r0: usize,
+    ) -> [f32; R] {
         // SAFETY: `w` is a whole row of blocks (sliced in `walk`); rows
         // r0..r0 + R of the activations exist (r0 + R <= m).
         unsafe {
-            match (&self.acts, self.op.kind) {
-                (Acts::Q8K(a), Kind::Q4K) => x86::row_q4k::<I, R>(w, a, r0),
-                (Acts::Q8K(a), _) => x86::row_q6k::<I, R>(w, a, r0),
-                (Acts::Q8(a), Kind::Q8_0) => x86::row32::<I, x86::Q8_0, R>(w, a, r0),
-                (Acts::Q8(a), Kind::Q4_0) => x86::row32::<I, x86::Q4_0, R>(w, a, r0),
-                (Acts::Q8(a), _) => x86::row32::<I, x86::Q4_1, R>(w, a, r0),
+            match kind {
+                Kind::Q4K => x86::row_q4k::<I, R>(w, a, r0),
+                _ => x86::row_q6k::<I, R>(w, a, r0),
             }
         }
     }

@@ -83,19 +83,6 @@ pub(super) unsafe fn f16_at(p: *const u8) -> f32 {
     half::f16::from_bits(unsafe { p.cast::<u16>().read_unaligned() }).to_f32()
 }
 
-/// Every f16 as f32, by its bits (256 KiB, made once): a block's scale is
-/// then two loads, the second broadcast to all lanes as it loads, where F16C
-/// would take a broadcast and a conversion, both on the one port that
-/// shuffles (ggml kept such a table for the same conversion).
-pub(super) fn f16_table() -> &'static [f32] {
-    static TABLE: std::sync::OnceLock<Vec<f32>> = std::sync::OnceLock::new();
-    TABLE.get_or_init(|| {
-        (0..=u16::MAX)
-            .map(|b| half::f16::from_bits(b).to_f32())
-            .collect()
-    })
-}
-
 /// Q4_K's eight 6-bit scales and mins from its 12 bytes (ggml's
 /// `get_scale_min_k4`): scales 0-3 and mins 0-3 are the low 6 bits of bytes
 /// 0-3 and 4-7; scales and mins 4-7 are the nibbles of bytes 8-11, with their

@@ -1,61 +1,57 @@
-//! The quantized dot products in plain integer arithmetic, for any CPU: one
-//! weight row against one quantized activation row, block by block, each
-//! block's integer sum scaled once. The x86 kernels compute the same sums
+//! The quantized dot products in plain integer arithmetic, for any CPU: a
+//! weight row (eight packed rows, for the 32-value blocks) against one
+//! quantized activation row, block by block, each block's integer sum
+//! scaled once. The x86 kernels compute the same sums
 //! with vector instructions; the tests hold them to these.
 
 use super::act::{Q8, Q8K, QK, QK_K};
 use super::blocks::{f16_at, q4k_scales, Kind};
+use super::packed::{head, ROWS};
 
-/// The dot product of weight row `w` (its blocks' bytes) with activation
-/// row `r` of `a` (Q8 blocks) or `ak` (Q8_K blocks), as `kind` says.
-pub(super) fn dot(kind: Kind, w: &[u8], a: Option<&Q8>, ak: Option<&Q8K>, r: usize) -> f32 {
-    match (kind, a, ak) {
-        (Kind::Q8_0 | Kind::Q4_0 | Kind::Q4_1, Some(a), _) => dot32(kind, w, a, r),
-        (Kind::Q4K, _, Some(a)) => dot_q4k(w, a, r),
-        (Kind::Q6K, _, Some(a)) => dot_q6k(w, a, r),
-        _ => unreachable!("the caller quantizes the activations for the kind"),
+/// The dot product of k-quant weight row `w` (its blocks' bytes) with
+/// activation row `r` of `a`, as `kind` says.
+pub(super) fn dot_k(kind: Kind, w: &[u8], a: &Q8K, r: usize) -> f32 {
+    match kind {
+        Kind::Q4K => dot_q4k(w, a, r),
+        _ => dot_q6k(w, a, r),
     }
 }
 
-/// Q8_0, Q4_0 and Q4_1 against Q8 blocks.
-fn dot32(kind: Kind, w: &[u8], a: &Q8, r: usize) -> f32 {
-    let nb = a.blocks;
-    let mut sum = 0f32;
-    for (b, blk) in w.chunks_exact(kind.bytes()).take(nb).enumerate() {
+/// Eight weight rows (packed group `w` of Q8_0, Q4_0 or Q4_1, laid out as
+/// [`super::packed`] says) against activation row `r`: output `j` is row
+/// `j`'s dot product.
+pub(super) fn group(kind: Kind, w: &[u8], a: &Q8, r: usize) -> [f32; ROWS] {
+    let (nb, h) = (a.blocks, head(kind));
+    let mut out = [0f32; ROWS];
+    for (b, blk) in w.chunks_exact(ROWS * kind.bytes()).take(nb).enumerate() {
         let i = r * nb + b;
         let x = &a.qs[i * QK..(i + 1) * QK];
-        // SAFETY: a block holds its f16 fields at these offsets (blocks.rs).
-        let d = unsafe { f16_at(blk.as_ptr()) };
-        let (isum, offset) = match kind {
-            Kind::Q8_0 => {
-                let q = &blk[2..34];
-                let s: i32 = q
-                    .iter()
-                    .zip(x)
-                    .map(|(&q, &x)| i32::from(q as i8) * i32::from(x))
-                    .sum();
-                (s, 0.0)
+        for (j, out) in out.iter_mut().enumerate() {
+            // SAFETY: the packed block holds eight f16 scales (and Q4_1's
+            // eight minima after them) at its front.
+            let d = unsafe { f16_at(blk.as_ptr().add(2 * j)) };
+            let mut isum = 0i32;
+            for (v, &x) in x.iter().enumerate() {
+                let (c, t) = (v / 4, v % 4);
+                let q = match kind {
+                    Kind::Q8_0 => i32::from(blk[h + 32 * c + 4 * j + t] as i8),
+                    _ => {
+                        let byte = blk[h + 32 * (c % 4) + 4 * j + t];
+                        i32::from(if c < 4 { byte & 15 } else { byte >> 4 })
+                    }
+                };
+                isum += q * i32::from(x);
             }
-            Kind::Q4_0 => (nibble_dot(&blk[2..18], x), -8.0 * d * a.s[i]),
-            // Q4_1's minimum times the sum as Q8_1 stores it (act.rs).
-            _ => {
-                let m = unsafe { f16_at(blk.as_ptr().add(2)) };
-                (nibble_dot(&blk[4..20], x), m * a.s16[i])
-            }
-        };
-        sum += isum as f32 * d * a.d[i] + offset;
+            let offset = match kind {
+                Kind::Q8_0 => 0.0,
+                Kind::Q4_0 => -8.0 * d * a.s[i],
+                // Q4_1's minimum times the sum as Q8_1 stores it (act.rs).
+                _ => (unsafe { f16_at(blk.as_ptr().add(2 * (ROWS + j))) }) * a.s16[i],
+            };
+            *out += isum as f32 * d * a.d[i] + offset;
+        }
     }
-    sum
-}
-
-/// The 32 nibbles of `q` (value j low in byte j, value 16 + j high) dotted
-/// with `x`, unsigned (0..15).
-fn nibble_dot(q: &[u8], x: &[i8]) -> i32 {
-    let mut s = 0;
-    for (j, &b) in q.iter().enumerate() {
-        s += i32::from(b & 15) * i32::from(x[j]) + i32::from(b >> 4) * i32::from(x[j + 16]);
-    }
-    s
+    out
 }
 
 fn dot_q4k(w: &[u8], a: &Q8K, r: usize) -> f32 {

@@ -1,9 +1,13 @@
 //! The quantized dot products in AVX2 and VNNI integer instructions, ggml's
 //! way (`ggml-cpu/arch/x86/quants.c`), written for this suite:
 //!
-//! - A weight block is unpacked once into 32 unsigned bytes in the order of
-//!   its values (Q4's nibbles split and masked; Q6_K's low and high bits
-//!   joined), then multiplied into every activation row of the tile.
+//! - The 32-value blocks come repacked eight rows at a time
+//!   ([`super::packed`]): a register holds four values of each of eight
+//!   rows, the four activations they meet are broadcast to every lane as
+//!   they load, and the eight lanes end as eight rows' sums, scaled by the
+//!   eight rows' scales in one multiply: no sum across lanes per row. The
+//!   k-quants, as stored, are unpacked a block at a time (Q6_K's low and
+//!   high bits joined) and multiplied into every activation row of the tile.
 //! - Unsigned weight bytes times signed activation bytes, four products
 //!   summed into each 32-bit lane: one `vpdpbusd` with AVX512-VNNI (its
 //!   256-bit form) or AVX-VNNI, `vpmaddubsw` + `vpmaddwd` with AVX2. Whatever
@@ -21,7 +25,7 @@
 use std::arch::x86_64::*;
 
 use super::act::{Q8, Q8K, QK, QK_K};
-use super::blocks::{f16_table, q4k_scales, Kind};
+use super::blocks::{q4k_scales, Kind};
 
 /// The integer multiply-adds of one instruction set.
 pub(super) trait Int: Copy {
@@ -99,226 +103,195 @@ fn hsum(v: __m256) -> f32 {
     }
 }
 
-/// 16 bytes of nibbles as 32 bytes in value order: the low nibbles (values
-/// 0-15), then the high ones (16-31). The 16 bytes are loaded into both
-/// halves at once and the upper half shifted by a blend, so nothing goes
-/// through the shuffle port (a 128-bit insert would).
 #[inline(always)]
-unsafe fn nibbles(p: *const u8) -> __m256i {
-    unsafe {
-        let both = _mm256_broadcastsi128_si256(_mm_loadu_si128(p.cast()));
-        let shifted = _mm256_blend_epi32::<0xf0>(both, _mm256_srli_epi16::<4>(both));
-        _mm256_and_si256(shifted, _mm256_set1_epi8(15))
-    }
-}
-
-#[inline(always)]
-unsafe fn load(p: *const i8) -> __m256i {
+unsafe fn load(p: *const u8) -> __m256i {
     unsafe { _mm256_loadu_si256(p.cast()) }
 }
 
-/// A 32-value block type: its size, and its values unpacked for [`row32`].
-pub(super) trait Block32 {
-    const BYTES: usize;
+/// Eight f16 at `p` as eight f32 lanes (F16C: every tier is built with it).
+#[inline(always)]
+unsafe fn f16x8(p: *const u8) -> __m256 {
+    unsafe { _mm256_cvtph_ps(_mm_loadu_si128(p.cast())) }
+}
+
+/// The f16 at `p` as f32 in all 8 lanes.
+#[inline(always)]
+unsafe fn f16x1(p: *const u8) -> __m256 {
+    unsafe {
+        let bits = p.cast::<u16>().read_unaligned();
+        _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(bits))))
+    }
+}
+
+/// A 32-value block type as [`super::packed`] lays out eight rows of it.
+pub(super) trait Packed32 {
+    const KIND: Kind;
     /// Whether the values are signed bytes (Q8_0), whose AVX2 products move
     /// the sign onto the activations.
     const SIGNED: bool;
     /// Whether the activations' sum multiplies as Q8_1 stores it (f16):
     /// Q4_1's minimum, as ggml and Candle multiply it.
     const SUM16: bool = false;
-    /// The block at `p`: its values as bytes (unsigned, except Q8_0's on
-    /// AVX2), its scale, and what multiplies the activation block's sum,
-    /// each scalar in all 8 lanes.
+    /// The eight rows' values of the packed block at `p`: register `c` holds
+    /// values `4 c .. 4 c + 4` of row `j` in lane `j`, as bytes (unsigned,
+    /// except Q8_0's on AVX2).
     ///
     /// # Safety
-    /// `p` points at a whole block.
-    unsafe fn unpack<I: Int>(p: *const u8, t: *const f32) -> (__m256i, __m256, __m256);
+    /// `p` points at a whole packed block.
+    unsafe fn values<I: Int>(p: *const u8) -> [__m256i; 8];
+    /// The eight rows' scales, and what multiplies the activation block's sum.
+    ///
+    /// # Safety
+    /// As [`Packed32::values`].
+    unsafe fn scales<I: Int>(p: *const u8) -> (__m256, __m256);
 }
 
-/// Q8_0: d, then 32 signed bytes.
+/// Q8_0: eight d, eight chunks of signed bytes.
 pub(super) struct Q8_0;
-/// Q4_0: d, then 16 bytes of nibbles, values q - 8.
+/// Q4_0: eight d, four chunks of nibbles, values q - 8.
 pub(super) struct Q4_0;
-/// Q4_1: d, m, then 16 bytes of nibbles, values d q + m.
+/// Q4_1: eight d, eight m, four chunks of nibbles, values d q + m.
 pub(super) struct Q4_1;
 
-impl Block32 for Q8_0 {
-    const BYTES: usize = 34;
+/// Four chunks of nibbles at `p` as eight registers: the low nibbles
+/// (values 0-15 of each row), then the high ones (16-31).
+#[inline(always)]
+unsafe fn nibbles(p: *const u8) -> [__m256i; 8] {
+    unsafe {
+        let mask = _mm256_set1_epi8(15);
+        let raw: [__m256i; 4] = std::array::from_fn(|g| load(p.add(32 * g)));
+        std::array::from_fn(|c| {
+            if c < 4 {
+                _mm256_and_si256(raw[c], mask)
+            } else {
+                _mm256_and_si256(_mm256_srli_epi16::<4>(raw[c - 4]), mask)
+            }
+        })
+    }
+}
+
+impl Packed32 for Q8_0 {
+    const KIND: Kind = Kind::Q8_0;
     const SIGNED: bool = true;
     #[inline(always)]
-    unsafe fn unpack<I: Int>(p: *const u8, t: *const f32) -> (__m256i, __m256, __m256) {
-        unsafe {
-            let d = f16x8(p, t);
-            let q = load(p.add(2).cast());
+    unsafe fn values<I: Int>(p: *const u8) -> [__m256i; 8] {
+        std::array::from_fn(|c| unsafe {
+            let q = load(p.add(16 + 32 * c));
             if I::OFFSET_Q8 {
                 // As unsigned q + 128, the 128 taken back from the sum.
-                let q = _mm256_xor_si256(q, _mm256_set1_epi8(-128));
-                (q, d, _mm256_mul_ps(d, _mm256_set1_ps(-128.0)))
+                _mm256_xor_si256(q, _mm256_set1_epi8(-128))
             } else {
-                (q, d, _mm256_setzero_ps())
+                q
             }
+        })
+    }
+    #[inline(always)]
+    unsafe fn scales<I: Int>(p: *const u8) -> (__m256, __m256) {
+        unsafe {
+            let d = f16x8(p);
+            let c = if I::OFFSET_Q8 {
+                _mm256_mul_ps(d, _mm256_set1_ps(-128.0))
+            } else {
+                _mm256_setzero_ps()
+            };
+            (d, c)
         }
     }
 }
 
-impl Block32 for Q4_0 {
-    const BYTES: usize = 18;
+impl Packed32 for Q4_0 {
+    const KIND: Kind = Kind::Q4_0;
     const SIGNED: bool = false;
     #[inline(always)]
-    unsafe fn unpack<I: Int>(p: *const u8, t: *const f32) -> (__m256i, __m256, __m256) {
+    unsafe fn values<I: Int>(p: *const u8) -> [__m256i; 8] {
+        unsafe { nibbles(p.add(16)) }
+    }
+    #[inline(always)]
+    unsafe fn scales<I: Int>(p: *const u8) -> (__m256, __m256) {
         unsafe {
-            let d = f16x8(p, t);
-            (nibbles(p.add(2)), d, _mm256_mul_ps(d, _mm256_set1_ps(-8.0)))
+            let d = f16x8(p);
+            (d, _mm256_mul_ps(d, _mm256_set1_ps(-8.0)))
         }
     }
 }
 
-impl Block32 for Q4_1 {
-    const BYTES: usize = 20;
+impl Packed32 for Q4_1 {
+    const KIND: Kind = Kind::Q4_1;
     const SIGNED: bool = false;
     const SUM16: bool = true;
     #[inline(always)]
-    unsafe fn unpack<I: Int>(p: *const u8, t: *const f32) -> (__m256i, __m256, __m256) {
-        unsafe { (nibbles(p.add(4)), f16x8(p, t), f16x8(p.add(2), t)) }
+    unsafe fn values<I: Int>(p: *const u8) -> [__m256i; 8] {
+        unsafe { nibbles(p.add(32)) }
+    }
+    #[inline(always)]
+    unsafe fn scales<I: Int>(p: *const u8) -> (__m256, __m256) {
+        unsafe { (f16x8(p), f16x8(p.add(16))) }
     }
 }
 
-/// The f16 at `p` as f32 in all 8 lanes, converted by F16C (every tier is
-/// built with it). Not through `table` ([`f16_table`]): its 256 KiB are
-/// five times the L1, so a block's scale was an L1 miss a block.
-#[inline(always)]
-unsafe fn f16x8(p: *const u8, table: *const f32) -> __m256 {
-    let _ = table;
-    unsafe {
-        let bits = p.cast::<u16>().read_unaligned();
-        let one = _mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(bits)));
-        _mm256_broadcastss_ps(one)
-    }
-}
+/// Packed bytes ahead of the current block that the loop asks the cache
+/// for: a few blocks, past what the hardware's streamer has in flight.
+const PREFETCH_BYTES: usize = 1024;
 
-/// `R` activation rows from `r0` against weight row `w` (`a.blocks` blocks
-/// of `B`). Two sets of accumulators, for even and odd blocks, so that a
-/// row's sums are two chains of dependent adds, not one.
+/// Eight weight rows (a packed group at `w`) against `R` activation rows
+/// from `r0`: lane `j` of result `r` is row `j`'s dot with activation row
+/// `r0 + r`. Each block's values are unpacked once for the `R` rows; each
+/// 4-byte group of activations is broadcast to the eight lanes as it loads
+/// (a load, not a shuffle).
 ///
 /// # Safety
-/// `w` points at the row's blocks; rows `r0..r0 + R` of `a` exist.
+/// `w` points at a whole packed group of `a.blocks` blocks of `B`; rows
+/// `r0..r0 + R` of `a` exist.
 #[inline(always)]
-pub(super) unsafe fn row32<I: Int, B: Block32, const R: usize>(
+pub(super) unsafe fn group<I: Int, B: Packed32, const R: usize>(
     w: *const u8,
     a: &Q8,
     r0: usize,
-) -> [f32; R] {
-    let nb = a.blocks;
-    let t = f16_table().as_ptr();
+) -> [[f32; 8]; R] {
+    let (nb, gb) = (a.blocks, 8 * B::KIND.bytes());
     let zero = unsafe { _mm256_setzero_ps() };
-    let (mut even, mut odd) = ([(zero, zero); R], [(zero, zero); R]);
-    let mut b = 0;
-    while b + 2 <= nb {
-        unsafe {
-            block32::<I, B, R>(w, t, a, r0, b, &mut even);
-            block32::<I, B, R>(w, t, a, r0, b + 1, &mut odd);
-        }
-        b += 2;
-    }
-    if b < nb {
-        unsafe { block32::<I, B, R>(w, t, a, r0, b, &mut even) };
-    }
-    // The corrections are the same in all 8 lanes: one lane of them.
-    std::array::from_fn(|r| unsafe {
-        let (acc, corr) = (
-            _mm256_add_ps(even[r].0, odd[r].0),
-            _mm256_add_ps(even[r].1, odd[r].1),
-        );
-        hsum(acc) + _mm256_cvtss_f32(corr)
-    })
-}
-
-/// Blocks ahead of the current one that the decode path asks the cache for.
-const PREFETCH_BLOCKS: usize = 8;
-
-/// Four weight rows `w` against activation row `r`: each activation block
-/// loaded once for the four, and four weight streams read at once (one
-/// stream a core is held to what one prefetcher fetches ahead; Candle's
-/// `vec_dot_4` reads four too). The decode path (one activation row).
-///
-/// # Safety
-/// Each of `w` points at a whole row of blocks of `B`; row `r` of `a` exists.
-#[inline(always)]
-pub(super) unsafe fn rows4_32<I: Int, B: Block32>(w: [*const u8; 4], a: &Q8, r: usize) -> [f32; 4] {
-    let nb = a.blocks;
-    let t = f16_table().as_ptr();
-    let zero = unsafe { _mm256_setzero_ps() };
-    let (mut sum, mut corr) = ([zero; 4], [zero; 4]);
+    let (mut sum, mut corr) = ([zero; R], [zero; R]);
     let signed = B::SIGNED && !I::OFFSET_Q8;
     let sums = if B::SUM16 { &a.s16 } else { &a.s };
     for b in 0..nb {
-        let i = r * nb + b;
-        // SAFETY: block i of the activations exists (row r's), block b of
-        // every weight row too.
+        // SAFETY: block b of the group exists (b < nb), and so do block b
+        // of the activation rows (the caller's rows); a prefetch past the
+        // group's end reads nothing.
         unsafe {
-            for wj in w {
-                let ahead = wj.wrapping_add((b + PREFETCH_BLOCKS) * B::BYTES);
-                _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
+            let blk = w.add(b * gb);
+            for line in (0..gb).step_by(64) {
+                _mm_prefetch::<_MM_HINT_T0>(blk.wrapping_add(PREFETCH_BYTES + line).cast());
             }
-            let x = load(a.qs.as_ptr().add(i * QK));
-            let dx = _mm256_broadcast_ss(&*a.d.as_ptr().add(i));
-            let sx = _mm256_broadcast_ss(&*sums.as_ptr().add(i));
-            for j in 0..4 {
-                let (q, d, c) = B::unpack::<I>(w[j].add(b * B::BYTES), t);
-                let (u, s) = if signed {
-                    (_mm256_sign_epi8(q, q), _mm256_sign_epi8(x, q))
-                } else {
-                    (q, x)
-                };
-                let p = I::dot(_mm256_setzero_si256(), u, s);
-                sum[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(d, dx), sum[j]);
-                corr[j] = _mm256_fmadd_ps(c, sx, corr[j]);
+            let v = B::values::<I>(blk);
+            let (d, c) = B::scales::<I>(blk);
+            for r in 0..R {
+                let i = (r0 + r) * nb + b;
+                let x = a.qs.as_ptr().add(i * QK).cast::<i32>();
+                // Two chains of four multiply-adds, not one of eight.
+                let mut acc = [_mm256_setzero_si256(); 2];
+                for (k, &v) in v.iter().enumerate() {
+                    let xb = _mm256_set1_epi32(x.add(k).read_unaligned());
+                    let (u, s) = if signed {
+                        (_mm256_sign_epi8(v, v), _mm256_sign_epi8(xb, v))
+                    } else {
+                        (v, xb)
+                    };
+                    acc[k / 4] = I::dot(acc[k / 4], u, s);
+                }
+                let p = _mm256_add_epi32(acc[0], acc[1]);
+                let dx = _mm256_broadcast_ss(&*a.d.as_ptr().add(i));
+                let sx = _mm256_broadcast_ss(&*sums.as_ptr().add(i));
+                sum[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(d, dx), sum[r]);
+                corr[r] = _mm256_fmadd_ps(c, sx, corr[r]);
             }
         }
     }
-    // The corrections are the same in all 8 lanes: one lane of them.
-    std::array::from_fn(|j| hsum(sum[j]) + unsafe { _mm256_cvtss_f32(corr[j]) })
-}
-
-/// Block `b` of weight row `w` into the (sum, correction) accumulators of
-/// `R` activation rows from `r0`.
-///
-/// # Safety
-/// As [`row32`]; `b` is one of the row's blocks.
-#[inline(always)]
-unsafe fn block32<I: Int, B: Block32, const R: usize>(
-    w: *const u8,
-    t: *const f32,
-    a: &Q8,
-    r0: usize,
-    b: usize,
-    acc: &mut [(__m256, __m256); R],
-) {
-    let nb = a.blocks;
-    let (q, d, c) = unsafe { B::unpack::<I>(w.add(b * B::BYTES), t) };
-    let signed = B::SIGNED && !I::OFFSET_Q8;
-    // |w| times x with w's sign: the same products, unsigned first.
-    let aq = if signed {
-        unsafe { _mm256_sign_epi8(q, q) }
-    } else {
-        q
-    };
-    for (r, (sum, corr)) in acc.iter_mut().enumerate() {
-        let i = (r0 + r) * nb + b;
-        // SAFETY: block i of the activations exists (the caller's rows).
-        unsafe {
-            let mut x = load(a.qs.as_ptr().add(i * QK));
-            if signed {
-                x = _mm256_sign_epi8(x, q);
-            }
-            let p = I::dot(_mm256_setzero_si256(), aq, x);
-            let dx = _mm256_broadcast_ss(&*a.d.as_ptr().add(i));
-            let sums = if B::SUM16 { &a.s16 } else { &a.s };
-            let sx = _mm256_broadcast_ss(&*sums.as_ptr().add(i));
-            *sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(d, dx), *sum);
-            *corr = _mm256_fmadd_ps(c, sx, *corr);
-        }
-    }
+    std::array::from_fn(|r| {
+        let mut out = [0f32; 8];
+        // SAFETY: `out` holds eight f32.
+        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), _mm256_add_ps(sum[r], corr[r])) };
+        out
+    })
 }
 
 /// Q4_K: `R` activation rows from `r0` against weight row `w`.
@@ -328,13 +301,12 @@ unsafe fn block32<I: Int, B: Block32, const R: usize>(
 #[inline(always)]
 pub(super) unsafe fn row_q4k<I: Int, const R: usize>(w: *const u8, a: &Q8K, r0: usize) -> [f32; R] {
     let nb = a.blocks;
-    let t = f16_table().as_ptr();
     let mut acc = [unsafe { _mm256_setzero_ps() }; R];
     let mut mins = [unsafe { _mm256_setzero_ps() }; R];
     for b in 0..nb {
         unsafe {
             let blk = w.add(b * Kind::Q4K.bytes());
-            let (d, dmin) = (f16x8(blk, t), f16x8(blk.add(2), t));
+            let (d, dmin) = (f16x1(blk), f16x1(blk.add(2)));
             let (sc, mn) = q4k_scales(&*blk.add(4).cast::<[u8; 12]>());
             // Each min twice: the pair sums of the 16 bsums meet their 32's min.
             let m16: [i16; 16] = std::array::from_fn(|i| i16::from(mn[i / 2]));
@@ -354,7 +326,7 @@ pub(super) unsafe fn row_q4k<I: Int, const R: usize>(w: *const u8, a: &Q8K, r0: 
                 let x = a.qs.as_ptr().add(i * QK_K);
                 let mut isum = _mm256_setzero_si256();
                 for (h, &q) in q.iter().enumerate() {
-                    let pairs = _mm256_maddubs_epi16(q, load(x.add(32 * h)));
+                    let pairs = _mm256_maddubs_epi16(q, load(x.add(32 * h).cast()));
                     isum = I::dot16(isum, pairs, _mm256_set1_epi16(i16::from(sc[h])));
                 }
                 let bs = _mm256_loadu_si256(a.bsums.as_ptr().add(i * 16).cast());
@@ -375,12 +347,11 @@ pub(super) unsafe fn row_q4k<I: Int, const R: usize>(w: *const u8, a: &Q8K, r0: 
 #[inline(always)]
 pub(super) unsafe fn row_q6k<I: Int, const R: usize>(w: *const u8, a: &Q8K, r0: usize) -> [f32; R] {
     let nb = a.blocks;
-    let t = f16_table().as_ptr();
     let mut acc = [unsafe { _mm256_setzero_ps() }; R];
     for b in 0..nb {
         unsafe {
             let blk = w.add(b * Kind::Q6K.bytes());
-            let d = f16x8(blk.add(208), t);
+            let d = f16x1(blk.add(208));
             let sc = blk.add(192).cast::<i8>();
             let m4 = _mm256_set1_epi8(15);
             let m30 = _mm256_set1_epi8(0x30);
@@ -413,7 +384,7 @@ pub(super) unsafe fn row_q6k<I: Int, const R: usize>(w: *const u8, a: &Q8K, r0: 
                 let x = a.qs.as_ptr().add(i * QK_K);
                 let mut isum = _mm256_setzero_si256();
                 for (g, (&q, &s)) in q.iter().zip(&s).enumerate() {
-                    let pairs = _mm256_maddubs_epi16(q, load(x.add(32 * g)));
+                    let pairs = _mm256_maddubs_epi16(q, load(x.add(32 * g).cast()));
                     isum = I::dot16(isum, pairs, s);
                 }
                 // The values were stored + 32: take back 32 x scale x sum per 16.
