@@ -70,11 +70,12 @@ struct Flags {
     #[arg(long, value_delimiter = ',')]
     dtypes: Vec<DtypeArg>,
 
-    /// Whose kernels the float rows run with: candle (candle-nn's RMSNorm and
-    /// softmax, Candle's SwiGLU and adds), lab (the suite's own, `just
-    /// kernels`; rope stays candle-nn's), or both (each float row, then again
-    /// with the suite's, side by side). The quantized rows are
-    /// candle-transformers' model: candle's kernels always.
+    /// Whose kernels the rows run with: candle (Candle's matmul, candle-nn's
+    /// RMSNorm and softmax, Candle's SwiGLU and adds; the quantized rows are
+    /// candle-transformers' `quantized_llama`), lab (the suite's own, `just
+    /// kernels`: its matrix-vector and quantized linear ops on the GGUF
+    /// blocks as stored; rope stays candle-nn's), or both (each row, then
+    /// again with the suite's, side by side).
     #[arg(long, default_value = "candle")]
     kernels: KernelChoice,
 

@@ -37,9 +37,9 @@ pub struct GenerateResults {
     /// The bandwidth ladder's points the rows were held against (2.4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ladder: Option<Ladder>,
-    /// Whose kernels the float rows ran with (`--kernels`; absent before
-    /// 2.3's generate had it: candle's). `both`: each float row, then the
-    /// same precision again with the suite's, its own row.
+    /// Whose kernels the rows ran with (`--kernels`; absent before
+    /// 2.3's generate had it: candle's). `both`: each row, then the same
+    /// precision again with the suite's, its own row.
     #[serde(default)]
     pub kernels: KernelChoice,
     pub rows: Vec<GenerateRow>,

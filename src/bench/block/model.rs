@@ -133,7 +133,8 @@ pub enum Kernels {
     Composed,
     /// The suite's own kernels (`crate::kernels`, `--kernels lab`): RMSNorm
     /// fused with its weight, softmax, SwiGLU's gate in one pass, the
-    /// residual adds, and the projections' matrix-vector products; rope
+    /// residual adds, a decode step's attention, and the projections'
+    /// matrix-vector products; rope
     /// stays candle-nn's fused one (the suite has none).
     Lab,
 }
@@ -172,6 +173,23 @@ impl Kernels {
             Self::Lab => crate::kernels::swiglu(gate, up)?,
             _ => (candle_nn::ops::silu(gate)? * up)?,
         })
+    }
+
+    /// softmax(Q K^T / sqrt(d) + mask) V, as [`attention`]: on the lab's
+    /// kernels a decode step on the CPU (one query row, no mask) is the
+    /// suite's one-pass op, anything else the composed form.
+    pub(crate) fn attention(
+        self,
+        q: &Tensor,
+        keys: &Tensor,
+        values: &Tensor,
+        mask: Option<&Tensor>,
+        c: &LayerConfig,
+    ) -> Result<Tensor> {
+        if self == Self::Lab && mask.is_none() && q.dim(2)? == 1 && q.device().is_cpu() {
+            return Ok(crate::kernels::decode_attention(q, keys, values)?);
+        }
+        attention(q, keys, values, mask, c, self)
     }
 
     /// a + b, of one shape (the residual adds).
@@ -344,7 +362,7 @@ impl Layer {
             Some(cache) => span(Elementwise, || cache.append(&keys, &values))?,
             None => (keys, values),
         };
-        let attn = span(Attention, || attention(&q, &keys, &values, mask, c, k))?;
+        let attn = span(Attention, || k.attention(&q, &keys, &values, mask, c))?;
         let attn = span(Elementwise, || {
             Ok(attn.transpose(1, 2)?.contiguous()?.reshape((b, t, h))?)
         })?;

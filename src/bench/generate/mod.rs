@@ -185,7 +185,7 @@ pub fn rows(flags: &[DtypeArg], source: &Source, on_cuda: bool) -> Result<Vec<Ro
 #[derive(Debug)]
 pub struct Config {
     pub rows: Vec<RowKind>,
-    /// Whose kernels the float rows run with (`both`: each twice).
+    /// Whose kernels the rows run with (`both`: each twice).
     pub kernels: KernelChoice,
     pub plan: Plan,
     /// Tokens of one pp test.

@@ -1,0 +1,309 @@
+//! Attention at a decode step: `softmax(q K^T / sqrt(d)) V` for one query
+//! row per head against the keys and values a cache holds, each head in one
+//! pass over its key/value head's rows.
+//!
+//! The idea: at one token the composed form is a handful of tiny products
+//! per layer (one `gemm` call per key/value head for the scores, one for the
+//! values, each paying the crate's dispatch for a 3 x n x 64 product), a
+//! scale and a softmax, each a new tensor: on SmolLM2 (30 layers, 9 heads
+//! over 3 key/value heads, head_dim 64) about 90 microseconds a layer, a
+//! third of a token on the lab's quantized path (`generate`'s parts, 2-core
+//! VM). Here a head is one task: its n scores (one dot product of d per key
+//! row, read where the cache holds it), their max, the exponentials and
+//! their sum, and the weighted sum of the n value rows into d accumulators,
+//! each row read once in order; nothing is allocated but the output and a
+//! row of scores. The heads of a query go to Candle's pool when the keys are
+//! long enough to pay for a hand-off ([`super::rows::share`]), else the
+//! calling thread does them. No mask: a decode step's token sees every key.
+//! Computed in f32 for f32, f16 and bf16 (widened on load, rounded once).
+//! On a GPU the composed form runs (the caller's choice): this is CPU code.
+
+use std::borrow::Cow;
+
+use candle_core::{bail, CpuStorage, CustomOp3, Layout, Result, Shape, Tensor};
+
+use super::cpu::{output, simd_kernel, Elem, BLOCK};
+use super::exp::exp;
+use super::rows::{share, Out, Threads};
+use super::{check_dtype, contiguous};
+
+/// f32 lanes of the dot products' accumulators.
+const LANES: usize = 16;
+
+/// `softmax(q K^T / sqrt(d)) V` for `q` (batch, heads, 1, d) against `keys`
+/// and `values` (batch, kv_heads, n, d), query head `h` reading key/value
+/// head `h / (heads / kv_heads)` (grouped-query attention); returns (batch,
+/// heads, 1, d). The keys and values may be a view of a larger cache (rows
+/// of d apart, heads any distance apart), read in place; any other layout is
+/// copied first.
+pub fn decode_attention(q: &Tensor, keys: &Tensor, values: &Tensor) -> Result<Tensor> {
+    let (b, heads, t, d) = q.dims4()?;
+    let (kb, kv_heads, n, kd) = keys.dims4()?;
+    if t != 1 || kb != b || kd != d || values.dims() != keys.dims() {
+        bail!(
+            "lab attention: one query row (batch, heads, 1, d) against keys and values of \
+             (batch, kv_heads, n, d), got {:?}, {:?} and {:?}",
+            q.dims(),
+            keys.dims(),
+            values.dims()
+        );
+    }
+    if kv_heads == 0 || !heads.is_multiple_of(kv_heads) || d > BLOCK || n == 0 {
+        bail!(
+            "lab attention: {heads} heads over {kv_heads} key/value heads, head_dim {d} \
+             (at most {BLOCK}), {n} keys: needs whole groups, a head_dim that fits, a key"
+        );
+    }
+    if keys.dtype() != q.dtype() || values.dtype() != q.dtype() {
+        bail!("lab attention: q, keys and values must be one dtype");
+    }
+    check_dtype("attention", q.dtype())?;
+    if !q.device().is_cpu() {
+        bail!("lab attention: CPU code (a GPU runs the composed form)");
+    }
+    let op = Attend {
+        b,
+        heads,
+        kv_heads,
+        n,
+        d,
+    };
+    contiguous(q)?.apply_op3_no_bwd(&*rows(keys, d)?, &*rows(values, d)?, &op)
+}
+
+/// `x` itself when its rows of `d` lie next to each other (a cache's view),
+/// else a contiguous copy.
+fn rows(x: &Tensor, d: usize) -> Result<Cow<'_, Tensor>> {
+    let s = x.stride();
+    if s[3] == 1 && s[2] == d {
+        Ok(Cow::Borrowed(x))
+    } else {
+        Ok(Cow::Owned(x.contiguous()?))
+    }
+}
+
+struct Attend {
+    b: usize,
+    heads: usize,
+    kv_heads: usize,
+    n: usize,
+    d: usize,
+}
+
+impl Attend {
+    /// Where each key/value head's n rows start in its storage, checked to
+    /// lie inside it.
+    fn starts(&self, l: &Layout, len: usize) -> Result<Vec<usize>> {
+        let s = l.stride();
+        let mut starts = Vec::with_capacity(self.b * self.kv_heads);
+        for bi in 0..self.b {
+            for g in 0..self.kv_heads {
+                let at = l.start_offset() + bi * s[0] + g * s[1];
+                if at + self.n * self.d > len {
+                    bail!("lab attention: a key/value head lies past its storage");
+                }
+                starts.push(at);
+            }
+        }
+        Ok(starts)
+    }
+
+    fn run<E: Elem>(&self, q: &[E], k: (&[E], &Layout), v: (&[E], &Layout)) -> Result<CpuStorage> {
+        let (ks, vs) = (self.starts(k.1, k.0.len())?, self.starts(v.1, v.0.len())?);
+        let (n, d) = (self.n, self.d);
+        let groups = self.heads / self.kv_heads;
+        let scale = 1.0 / (d as f32).sqrt();
+        let units = self.b * self.heads;
+        Ok(output(units * d, |dst| {
+            let out = Out::new(dst);
+            share(units, 2 * n * d, Threads::Pool, |range| {
+                let mut scores = vec![0f32; n];
+                let mut acc = [0f32; BLOCK];
+                for u in range {
+                    let g = (u / self.heads) * self.kv_heads + (u % self.heads) / groups;
+                    let keys = &k.0[ks[g]..ks[g] + n * d];
+                    let values = &v.0[vs[g]..vs[g] + n * d];
+                    let q = &q[u * d..(u + 1) * d];
+                    head(q, keys, values, d, scale, &mut scores, &mut acc[..d]);
+                    for (i, &a) in acc[..d].iter().enumerate() {
+                        // SAFETY: unit u's d outputs are written by this task
+                        // alone (`share` hands out each unit once).
+                        unsafe { out.write(u * d + i, E::from_f64(f64::from(a))) };
+                    }
+                }
+            });
+        }))
+    }
+}
+
+simd_kernel! {
+    /// One head: `acc` = softmax(q . k_j x scale over j) weighted sum of the
+    /// value rows v_j, the n rows of `keys` and `values` d apart.
+    fn head<E: Elem>(
+        q: &[E],
+        keys: &[E],
+        values: &[E],
+        d: usize,
+        scale: f32,
+        scores: &mut [f32],
+        acc: &mut [f32],
+    ) {
+        let (mut qb, mut rb) = ([0f32; BLOCK], [0f32; BLOCK]);
+        let q = E::widen(q, &mut qb);
+        let mut max = f32::NEG_INFINITY;
+        for (s, key) in scores.iter_mut().zip(keys.chunks_exact(d)) {
+            *s = dot(q, E::widen(key, &mut rb)) * scale;
+            max = max.max(*s);
+        }
+        let mut sum = 0f32;
+        for s in scores.iter_mut() {
+            *s = exp(*s - max);
+            sum += *s;
+        }
+        acc.fill(0.0);
+        for (&p, value) in scores.iter().zip(values.chunks_exact(d)) {
+            for (a, &v) in acc.iter_mut().zip(E::widen(value, &mut rb)) {
+                *a += p * v;
+            }
+        }
+        let inv = 1.0 / sum;
+        for a in acc.iter_mut() {
+            *a *= inv;
+        }
+    }
+}
+
+/// `a . b` in [`LANES`] lanes.
+#[inline(always)]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0f32; LANES];
+    let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (ar, br) = (ac.remainder(), bc.remainder());
+    for (a, b) in ac.zip(bc) {
+        for ((l, &a), &b) in lanes.iter_mut().zip(a).zip(b) {
+            *l += a * b;
+        }
+    }
+    let tail: f32 = ar.iter().zip(br).map(|(a, b)| a * b).sum();
+    lanes.iter().sum::<f32>() + tail
+}
+
+impl CustomOp3 for Attend {
+    fn name(&self) -> &'static str {
+        "lab-decode-attention"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (a, z) = super::span("attention", l1)?;
+        let out = match (s1, s2, s3) {
+            (CpuStorage::F32(q), CpuStorage::F32(k), CpuStorage::F32(v)) => {
+                self.run(&q[a..z], (k, l2), (v, l3))?
+            }
+            (CpuStorage::F16(q), CpuStorage::F16(k), CpuStorage::F16(v)) => {
+                self.run(&q[a..z], (k, l2), (v, l3))?
+            }
+            (CpuStorage::BF16(q), CpuStorage::BF16(k), CpuStorage::BF16(v)) => {
+                self.run(&q[a..z], (k, l2), (v, l3))?
+            }
+            _ => bail!("lab attention: q, keys and values must be one dtype of f32, f16, bf16"),
+        };
+        Ok((out, l1.shape().clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::{DType, Device};
+
+    /// The f64 reference of one query row per head, from contiguous tensors.
+    fn reference(q: &Tensor, k: &Tensor, v: &Tensor) -> Vec<f64> {
+        let flat = |t: &Tensor| -> Vec<f64> {
+            let t = t.to_dtype(DType::F64).unwrap().flatten_all().unwrap();
+            t.to_vec1::<f64>().unwrap()
+        };
+        let (b, heads, _, d) = q.dims4().unwrap();
+        let (_, kv_heads, n, _) = k.dims4().unwrap();
+        let (q, k, v) = (flat(q), flat(k), flat(v));
+        let mut out = Vec::new();
+        for bi in 0..b {
+            for h in 0..heads {
+                let g = bi * kv_heads + h / (heads / kv_heads);
+                let qh = &q[(bi * heads + h) * d..][..d];
+                let row = |m: &[f64], j: usize| m[(g * n + j) * d..][..d].to_vec();
+                let s: Vec<f64> = (0..n)
+                    .map(|j| {
+                        let kr = row(&k, j);
+                        qh.iter().zip(&kr).map(|(a, b)| a * b).sum::<f64>() / (d as f64).sqrt()
+                    })
+                    .collect();
+                let max = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let e: Vec<f64> = s.iter().map(|x| (x - max).exp()).collect();
+                let sum: f64 = e.iter().sum();
+                for i in 0..d {
+                    let y: f64 = (0..n).map(|j| e[j] * v[(g * n + j) * d + i]).sum();
+                    out.push(y / sum);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn decode_attention_is_the_softmax_weighted_values_on_a_cache_view() {
+        let dev = Device::Cpu;
+        // SmolLM2's heads at a short and a long cache (the long one shared
+        // over the pool), a head_dim that is no multiple of the lanes, a
+        // batch of two with one head per key/value head.
+        for (b, heads, kv, n, d, cap) in [
+            (1, 9, 3, 1, 64, 8),
+            (1, 9, 3, 37, 64, 40),
+            (1, 9, 3, 700, 64, 1024),
+            (2, 2, 2, 5, 20, 5),
+        ] {
+            for (dtype, tol) in [(DType::F32, 1e-5), (DType::F16, 4e-3), (DType::BF16, 3e-2)] {
+                let q = Tensor::randn(0f32, 1.0, (b, heads, 1, d), &dev).unwrap();
+                let cache = |s| Tensor::randn(0f32, 1.0, (b, kv, cap, d), &dev).unwrap() * s;
+                let (kc, vc) = (cache(1.0).unwrap(), cache(1.0).unwrap());
+                let [q, kc, vc] = [q, kc, vc].map(|t| t.to_dtype(dtype).unwrap());
+                // What the cache hands out: its first n positions, in place.
+                let (k, v) = (kc.narrow(2, 0, n).unwrap(), vc.narrow(2, 0, n).unwrap());
+                let got = decode_attention(&q, &k, &v).unwrap();
+                assert_eq!(got.dims(), q.dims());
+                let got = got.to_dtype(DType::F32).unwrap().flatten_all().unwrap();
+                let got = got.to_vec1::<f32>().unwrap();
+                let want = reference(&q, &k.contiguous().unwrap(), &v.contiguous().unwrap());
+                for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    let err = (f64::from(g) - w).abs();
+                    assert!(
+                        err <= tol * (1.0 + w.abs()),
+                        "{dtype:?} {b}x{heads}x{n}x{d} [{i}]: {g} vs {w}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shapes_it_cannot_take_are_one_error() {
+        let dev = Device::Cpu;
+        let z = |s: &[usize]| Tensor::zeros(s, DType::F32, &dev).unwrap();
+        for (q, k, v) in [
+            (z(&[1, 9, 2, 64]), z(&[1, 3, 4, 64]), z(&[1, 3, 4, 64])),
+            (z(&[1, 9, 1, 64]), z(&[1, 4, 4, 64]), z(&[1, 4, 4, 64])),
+            (z(&[1, 9, 1, 64]), z(&[1, 3, 4, 64]), z(&[1, 3, 5, 64])),
+            (z(&[1, 9, 1, 64]), z(&[1, 3, 0, 64]), z(&[1, 3, 0, 64])),
+        ] {
+            let err = decode_attention(&q, &k, &v).unwrap_err().to_string();
+            assert!(err.starts_with("lab attention:"), "{err}");
+        }
+    }
+}
