@@ -69,7 +69,7 @@ pub(super) fn q8(x: &[f32], k: usize) -> Q8 {
         let mut sum = 0i32;
         for (q, &v) in q.iter_mut().zip(x) {
             // |v * inv| <= 127: the cast cannot saturate.
-            *q = (v * inv).round() as i8;
+            *q = round_away(v * inv) as i8;
             sum += i32::from(*q);
         }
         *d = f16::from_f32(scale).to_f32();
@@ -77,6 +77,18 @@ pub(super) fn q8(x: &[f32], k: usize) -> Q8 {
         *s16 = f16::from_f32(f16::from_f32(sum as f32).to_f32() * *d).to_f32();
     }
     out
+}
+
+/// `x` rounded to the nearest integer, halves away from zero: `f32::round`,
+/// exactly, for |x| < 2^23 (the activations' steps are at most 128), in
+/// operations the baseline build vectorizes (truncate, subtract, compare).
+/// `f32::round` is a call to libm's `roundf` per value where the build has
+/// no SSE4.1: a few microseconds of a decode step's small products.
+#[inline(always)]
+fn round_away(x: f32) -> i32 {
+    let t = x as i32;
+    let frac = x - t as f32;
+    t + i32::from(frac >= 0.5) - i32::from(frac <= -0.5)
 }
 
 /// `x` (rows of `k`, a multiple of 256) in Q8_K blocks.
@@ -92,15 +104,16 @@ pub(super) fn q8k(x: &[f32], k: usize) -> Q8K {
     let qs = out.qs.chunks_exact_mut(QK_K);
     let bsums = out.bsums.chunks_exact_mut(16);
     for (((x, q), d), bs) in x.chunks_exact(QK_K).zip(qs).zip(&mut out.d).zip(bsums) {
-        let max = x
-            .iter()
-            .fold(0f32, |m, &v| if v.abs() > m.abs() { v } else { m });
+        // The value of largest magnitude, the first of equals (Candle's
+        // loop): the magnitude in a pass that vectorizes, then its value.
+        let amax = x.iter().fold(0f32, |m, &v| m.max(v.abs()));
+        let max = x.iter().copied().find(|v| v.abs() == amax).unwrap_or(0.0);
         if max == 0.0 {
             continue; // d, q and the sums stay 0
         }
         let inv = -127.0 / max;
         for (q, &v) in q.iter_mut().zip(x) {
-            *q = (inv * v).round().clamp(-128.0, 127.0) as i8;
+            *q = round_away(inv * v).clamp(-128, 127) as i8;
         }
         for (b, q) in bs.iter_mut().zip(q.chunks_exact(16)) {
             *b = q.iter().map(|&v| i16::from(v)).sum();
@@ -113,6 +126,32 @@ pub(super) fn q8k(x: &[f32], k: usize) -> Q8K {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_away_is_f32_round() {
+        let mut cases: Vec<f32> = (-2600..=2600).map(|i| i as f32 * 0.05).collect();
+        cases.extend([
+            0.5,
+            -0.5,
+            1.5,
+            -1.5,
+            126.5,
+            -127.5,
+            0.49999997,
+            -0.49999997,
+            127.0,
+        ]);
+        cases.extend([
+            f32::MIN_POSITIVE,
+            -0.0,
+            2.5000002,
+            8_388_607.5,
+            -8_388_607.5,
+        ]);
+        for x in cases {
+            assert_eq!(round_away(x), x.round() as i32, "{x}");
+        }
+    }
 
     #[test]
     fn q8_blocks_round_trip_within_half_a_step() {

@@ -25,7 +25,7 @@
 use std::arch::x86_64::*;
 
 use super::act::{Q8, Q8K, QK, QK_K};
-use super::blocks::{q4k_scales, Kind};
+use super::blocks::{q4k_scale_words, Kind};
 
 /// The integer multiply-adds of one instruction set.
 pub(super) trait Int: Copy {
@@ -121,6 +121,14 @@ unsafe fn f16x1(p: *const u8) -> __m256 {
         let bits = p.cast::<u16>().read_unaligned();
         _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(bits))))
     }
+}
+
+/// A Q4_K block's twelve bytes of 6-bit scales and minima (at `p`) as
+/// sixteen 16-bit lanes: the eight scales, then the eight minima.
+#[inline(always)]
+unsafe fn q4k_scales16(p: *const u8) -> __m256i {
+    let w = q4k_scale_words(unsafe { &*p.cast::<[u8; 12]>() }).map(|w| w as i32);
+    unsafe { _mm256_cvtepu8_epi16(_mm_set_epi32(w[3], w[2], w[1], w[0])) }
 }
 
 /// A 32-value block type as [`super::packed`] lays out eight rows of it.
@@ -302,15 +310,17 @@ pub(super) unsafe fn group<I: Int, B: Packed32, const R: usize>(
 pub(super) unsafe fn row_q4k<I: Int, const R: usize>(w: *const u8, a: &Q8K, r0: usize) -> [f32; R] {
     let nb = a.blocks;
     let mut acc = [unsafe { _mm256_setzero_ps() }; R];
-    let mut mins = [unsafe { _mm256_setzero_ps() }; R];
+    let mut mins_acc = [unsafe { _mm256_setzero_ps() }; R];
     for b in 0..nb {
         unsafe {
             let blk = w.add(b * Kind::Q4K.bytes());
             let (d, dmin) = (f16x1(blk), f16x1(blk.add(2)));
-            let (sc, mn) = q4k_scales(&*blk.add(4).cast::<[u8; 12]>());
-            // Each min twice: the pair sums of the 16 bsums meet their 32's min.
-            let m16: [i16; 16] = std::array::from_fn(|i| i16::from(mn[i / 2]));
-            let m16 = _mm256_loadu_si256(m16.as_ptr().cast());
+            // The 6-bit scales and minima as sixteen 16-bit lanes (ggml's
+            // word trick, [`q4k_scale_words`]): scales
+            // 0..8 then minima 0..8; each scale broadcast by a shuffle.
+            let ms = q4k_scales16(blk.add(4));
+            let scales = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(ms));
+            let mins = _mm256_extracti128_si256::<1>(ms);
             let mask = _mm256_set1_epi8(15);
             let q: [__m256i; 8] = std::array::from_fn(|h| {
                 let raw = _mm256_loadu_si256(blk.add(16 + 32 * (h / 2)).cast());
@@ -321,23 +331,38 @@ pub(super) unsafe fn row_q4k<I: Int, const R: usize>(w: *const u8, a: &Q8K, r0: 
                 };
                 _mm256_and_si256(raw, mask)
             });
+            let sc: [__m256i; 8] = std::array::from_fn(|h| {
+                let h = h as i16;
+                _mm256_shuffle_epi8(scales, _mm256_set1_epi16(((2 * h + 1) << 8) | (2 * h)))
+            });
             for r in 0..R {
                 let i = (r0 + r) * nb + b;
                 let x = a.qs.as_ptr().add(i * QK_K);
-                let mut isum = _mm256_setzero_si256();
-                for (h, &q) in q.iter().enumerate() {
+                // Two sums, so that VNNI's multiply-adds (five cycles each,
+                // accumulating in place) are not one chain.
+                let mut isum = [_mm256_setzero_si256(); 2];
+                for (h, (&q, &sc)) in q.iter().zip(&sc).enumerate() {
                     let pairs = _mm256_maddubs_epi16(q, load(x.add(32 * h).cast()));
-                    isum = I::dot16(isum, pairs, _mm256_set1_epi16(i16::from(sc[h])));
+                    isum[h % 2] = I::dot16(isum[h % 2], pairs, sc);
                 }
+                let isum = _mm256_add_epi32(isum[0], isum[1]);
+                // The 16 sums of 16 activations, paired into the 8 of 32 each
+                // minimum multiplies.
                 let bs = _mm256_loadu_si256(a.bsums.as_ptr().add(i * 16).cast());
-                let m = _mm256_madd_epi16(bs, m16);
+                let bs = _mm_hadd_epi16(
+                    _mm256_castsi256_si128(bs),
+                    _mm256_extracti128_si256::<1>(bs),
+                );
+                let m =
+                    _mm256_inserti128_si256::<0>(_mm256_setzero_si256(), _mm_madd_epi16(bs, mins));
                 let dx = _mm256_broadcast_ss(&*a.d.as_ptr().add(i));
                 acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, dx), acc[r]);
-                mins[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), _mm256_mul_ps(dmin, dx), mins[r]);
+                mins_acc[r] =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), _mm256_mul_ps(dmin, dx), mins_acc[r]);
             }
         }
     }
-    std::array::from_fn(|r| hsum(acc[r]) - hsum(mins[r]))
+    std::array::from_fn(|r| hsum(acc[r]) - hsum(mins_acc[r]))
 }
 
 /// Q6_K: `R` activation rows from `r0` against weight row `w`.
@@ -373,20 +398,24 @@ pub(super) unsafe fn row_q6k<I: Int, const R: usize>(w: *const u8, a: &Q8K, r0: 
                 };
                 _mm256_or_si256(_mm256_and_si256(lo, m4), _mm256_and_si256(hi, m30))
             });
-            // Two scales per 32 values: one per 16, eight 16-bit lanes each.
+            // Two scales per 32 values: one per 16, eight 16-bit lanes each,
+            // picked from the sixteen by a shuffle (ggml's `get_scale_shuffle`).
+            let sc = _mm_loadu_si128(sc.cast());
             let s: [__m256i; 8] = std::array::from_fn(|g| {
-                let (lo, hi) = (i16::from(*sc.add(2 * g)), i16::from(*sc.add(2 * g + 1)));
-                _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo))
+                let (lo, hi) = (2 * g as i64, 2 * g as i64 + 1);
+                let pick = _mm_set_epi64x(hi * 0x0101_0101_0101_0101, lo * 0x0101_0101_0101_0101);
+                _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, pick))
             });
-            let s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(sc.cast()));
+            let s16 = _mm256_cvtepi8_epi16(sc);
             for (r, acc) in acc.iter_mut().enumerate() {
                 let i = (r0 + r) * nb + b;
                 let x = a.qs.as_ptr().add(i * QK_K);
-                let mut isum = _mm256_setzero_si256();
+                let mut isum = [_mm256_setzero_si256(); 2];
                 for (g, (&q, &s)) in q.iter().zip(&s).enumerate() {
                     let pairs = _mm256_maddubs_epi16(q, load(x.add(32 * g).cast()));
-                    isum = I::dot16(isum, pairs, s);
+                    isum[g % 2] = I::dot16(isum[g % 2], pairs, s);
                 }
+                let isum = _mm256_add_epi32(isum[0], isum[1]);
                 // The values were stored + 32: take back 32 x scale x sum per 16.
                 let bs = _mm256_loadu_si256(a.bsums.as_ptr().add(i * 16).cast());
                 let off = _mm256_slli_epi32::<5>(_mm256_madd_epi16(bs, s16));
