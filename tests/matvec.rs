@@ -324,6 +324,58 @@ fn qlinear_takes_float_tensors() {
     }
 }
 
+/// Q, K and V (or gate and up) stacked compute each part's output bit for
+/// bit, at a decode row and a prompt chunk; what cannot stack (a k-quant,
+/// rows not whole groups of eight, two types) comes back as it was.
+#[test]
+fn stacked_layers_compute_their_parts() {
+    let cpu = Device::Cpu;
+    let quant = |n: usize, k: usize, seed: u64, t: GgmlDType| {
+        let w = tensor(random(&[n, k], seed, 0.1), &[n, k], DType::F32, &cpu);
+        QLinear::new(QTensor::quantize(&w, t).unwrap()).unwrap()
+    };
+    for t in [GgmlDType::Q8_0, GgmlDType::Q4_0, GgmlDType::Q4_1] {
+        let parts = [(24, 1), (8, 2), (16, 3)].map(|(n, seed)| quant(n, 96, seed, t));
+        for m in [1, 5] {
+            let x = tensor(random(&[m, 96], 4, 1.0), &[m, 96], DType::F32, &cpu);
+            let want: Vec<Tensor> = parts.iter().map(|p| p.forward(&x).unwrap()).collect();
+            let want = Tensor::cat(&want, 1).unwrap();
+            let again = [(24, 1), (8, 2), (16, 3)].map(|(n, seed)| quant(n, 96, seed, t));
+            let stacked = QLinear::stack(again.into())
+                .ok()
+                .expect("whole groups stack");
+            assert_eq!(stacked.dims(), (48, 96));
+            assert_eq!(
+                values(&stacked.forward(&x).unwrap()),
+                values(&want),
+                "{t:?} m {m}"
+            );
+        }
+    }
+    let refused = [
+        vec![
+            quant(8, 256, 1, GgmlDType::Q4K),
+            quant(8, 256, 2, GgmlDType::Q4K),
+        ],
+        vec![
+            quant(12, 64, 1, GgmlDType::Q8_0),
+            quant(8, 64, 2, GgmlDType::Q8_0),
+        ],
+        vec![
+            quant(8, 64, 1, GgmlDType::Q8_0),
+            quant(8, 64, 2, GgmlDType::Q4_0),
+        ],
+        vec![
+            quant(8, 64, 1, GgmlDType::Q8_0),
+            quant(8, 96, 2, GgmlDType::Q8_0),
+        ],
+    ];
+    for parts in refused {
+        let back = QLinear::stack(parts).err().expect("refused");
+        assert_eq!(back.len(), 2);
+    }
+}
+
 #[test]
 fn linear_cpu() {
     linear_on(&Device::Cpu);

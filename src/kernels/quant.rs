@@ -106,6 +106,36 @@ impl QLinear {
         })
     }
 
+    /// The layers of `parts` as one, their output rows stacked in order (Q,
+    /// K and V, or gate and up: one product where there were three or two),
+    /// when they are repacked blocks of one type and length, each of whole
+    /// groups of rows; else `parts` back as they were. Nothing is copied
+    /// but the packed bytes, once.
+    pub fn stack(parts: Vec<QLinear>) -> std::result::Result<QLinear, Vec<QLinear>> {
+        let packed: Option<Vec<(&Packed, usize)>> = parts
+            .iter()
+            .map(|q| match &q.how {
+                How::Packed(p) => Some((p, q.n)),
+                _ => None,
+            })
+            .collect();
+        let Some(first) = parts.first() else {
+            return Err(parts);
+        };
+        let one = parts
+            .iter()
+            .all(|q| q.dtype == first.dtype && q.k == first.k);
+        match packed.filter(|_| one).and_then(|p| Packed::stack(&p)) {
+            Some(p) => Ok(QLinear {
+                dtype: first.dtype,
+                n: parts.iter().map(|q| q.n).sum(),
+                k: first.k,
+                how: How::Packed(p),
+            }),
+            None => Err(parts),
+        }
+    }
+
     /// (out, in).
     pub fn dims(&self) -> (usize, usize) {
         (self.n, self.k)

@@ -35,7 +35,7 @@ use crate::schema::TokenOpClass::{Attention, Elementwise, Matmuls, Norms, Rotary
 mod cache;
 mod proj;
 pub use cache::KvCache;
-pub use proj::Proj;
+pub use proj::{Fan, Input, Proj};
 
 /// A layer's sizes and constants.
 #[derive(Clone, Debug, PartialEq)]
@@ -206,12 +206,11 @@ pub struct Layer {
     cfg: LayerConfig,
     attn_norm: Tensor,
     mlp_norm: Tensor,
-    wq: Proj,
-    wk: Proj,
-    wv: Proj,
+    /// Q, K and V.
+    attn_in: Fan,
     wo: Proj,
-    gate: Proj,
-    up: Proj,
+    /// gate and up.
+    mlp_in: Fan,
     down: Proj,
 }
 
@@ -245,7 +244,9 @@ impl Layer {
             linear(d)?,
         ];
         let norms = (take(an.0, &an.1)?, take(mn.0, &mn.1)?);
-        Ok(Self::of(cfg, norms, projs))
+        let [wq, wk, wv, wo, gate, up, down] = projs;
+        let (attn_in, mlp_in) = (Fan::Apart(vec![wq, wk, wv]), Fan::Apart(vec![gate, up]));
+        Ok(Self::of(cfg, norms, [attn_in, mlp_in], [wo, down]))
     }
 
     /// The layer with its projections as GGUF blocks (`proj(name)`, for the
@@ -286,21 +287,25 @@ impl Layer {
             Ok(t)
         };
         let norms = (scale(an)?, scale(mn)?);
-        Ok(Self::of(cfg, norms, projs))
+        let [wq, wk, wv, wo, gate, up, down] = projs;
+        let attn_in = Fan::stacked(vec![wq, wk, wv])?;
+        let mlp_in = Fan::stacked(vec![gate, up])?;
+        Ok(Self::of(cfg, norms, [attn_in, mlp_in], [wo, down]))
     }
 
-    fn of(cfg: &LayerConfig, (attn_norm, mlp_norm): (Tensor, Tensor), projs: [Proj; 7]) -> Self {
-        let [wq, wk, wv, wo, gate, up, down] = projs;
+    fn of(
+        cfg: &LayerConfig,
+        (attn_norm, mlp_norm): (Tensor, Tensor),
+        [attn_in, mlp_in]: [Fan; 2],
+        [wo, down]: [Proj; 2],
+    ) -> Self {
         Self {
             cfg: cfg.clone(),
             attn_norm,
             mlp_norm,
-            wq,
-            wk,
-            wv,
+            attn_in,
             wo,
-            gate,
-            up,
+            mlp_in,
             down,
         }
     }
@@ -309,11 +314,16 @@ impl Layer {
         &self.cfg
     }
 
-    /// The seven projections, in order: Q, K, V, O, gate, up, down.
-    pub fn linears(&self) -> [&Proj; 7] {
-        [
-            &self.wq, &self.wk, &self.wv, &self.wo, &self.gate, &self.up, &self.down,
-        ]
+    /// The projections as the layer runs them, in order, each with the
+    /// activation it reads: Q, K, V (or the three stacked), O, gate, up (or
+    /// the two stacked), down.
+    pub fn projections(&self) -> Vec<(&Proj, Input)> {
+        let attn = self.attn_in.projs().into_iter().map(|p| (p, Input::Attn));
+        let mlp = self.mlp_in.projs().into_iter().map(|p| (p, Input::Mlp));
+        attn.chain([(&self.wo, Input::Heads)])
+            .chain(mlp)
+            .chain([(&self.down, Input::Act)])
+            .collect()
     }
 
     /// The two norms' scales: before attention, before the MLP.
@@ -353,11 +363,12 @@ impl Layer {
         // The rotary span holds the rotation alone: a span inside a span
         // counts in the outer one, so wrapping the projections too would
         // book the q and k matmuls (an eighth of a layer's weights) as rotary.
-        let q = layout(proj(&self.wq, &xn)?, heads)?;
+        let [q, keys, values] = three(span(Matmuls, || self.attn_in.forward(&xn, k))?)?;
+        let q = layout(q, heads)?;
         let q = span(Rotary, || rope.apply(&q, k))?;
-        let keys = layout(proj(&self.wk, &xn)?, kv_heads)?;
+        let keys = layout(keys, kv_heads)?;
         let keys = span(Rotary, || rope.apply(&keys, k))?;
-        let values = layout(proj(&self.wv, &xn)?, kv_heads)?;
+        let values = layout(values, kv_heads)?;
         let (keys, values) = match cache {
             Some(cache) => span(Elementwise, || cache.append(&keys, &values))?,
             None => (keys, values),
@@ -369,11 +380,25 @@ impl Layer {
         let o = proj(&self.wo, &attn)?;
         let h1 = span(Elementwise, || k.add(x, &o))?;
         let hn = span(Norms, || norm(&h1, &self.mlp_norm))?;
-        let (gate, up) = (proj(&self.gate, &hn)?, proj(&self.up, &hn)?);
+        let [gate, up] = two(span(Matmuls, || self.mlp_in.forward(&hn, k))?)?;
         let act = span(Elementwise, || k.swiglu(&gate, &up))?;
         let down = proj(&self.down, &act)?;
         span(Elementwise, || k.add(&h1, &down))
     }
+}
+
+/// Q, K and V from their fan's outputs.
+fn three(v: Vec<Tensor>) -> Result<[Tensor; 3]> {
+    let n = v.len();
+    v.try_into()
+        .map_err(|_| anyhow::anyhow!("Q, K and V came out as {n} tensors"))
+}
+
+/// gate and up from their fan's outputs.
+fn two(v: Vec<Tensor>) -> Result<[Tensor; 2]> {
+    let n = v.len();
+    v.try_into()
+        .map_err(|_| anyhow::anyhow!("gate and up came out as {n} tensors"))
 }
 
 /// softmax(Q K^T / sqrt(d) + mask) V for `q` (batch, heads, t, d) against

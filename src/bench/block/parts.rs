@@ -2,10 +2,10 @@
 //! (per block call: all its calls of that class), and candle-nn's fused
 //! kernels against the same math from primitive ops.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use candle_core::{DType, Tensor, D};
 
-use super::model::Kernels;
+use super::model::{Input, Kernels};
 use super::weights::{Aux, Block};
 use crate::clock::Plan;
 use crate::formulas::{rms_norm_bytes, rope_bytes, softmax_bytes};
@@ -105,7 +105,7 @@ pub fn time_parts(
     let (heads, kv, g, d) = (cfg.heads, cfg.kv_heads, cfg.groups(), cfg.head_dim);
     let eps = cfg.rms_eps as f32;
     let scale = 1.0 / (d as f64).sqrt();
-    let lin = block.layer.linears();
+    let lin = block.layer.projections();
     let norms = block.layer.norms();
     let decode = phase == Phase::Decode;
     let seq = block.shape.seq;
@@ -122,14 +122,18 @@ pub fn time_parts(
     };
     // Candle's matmuls, as every part here is candle-nn's.
     let mm = |w: &super::model::Proj, x: &Tensor| w.forward(x, Kernels::Fused);
-    part(OpClass::Linear, 7, &mut || {
-        for w in &lin[..3] {
-            drop(mm(w, &sh.xn)?);
+    let input = |i: Input| match i {
+        Input::Attn => &sh.xn,
+        Input::Heads => &sh.attn,
+        Input::Mlp => &sh.hn,
+        Input::Act => &sh.act,
+    };
+    part(OpClass::Linear, lin.len(), &mut || {
+        let ((last, at), rest) = lin.split_last().context("a layer has projections")?;
+        for &(w, i) in rest {
+            drop(mm(w, input(i))?);
         }
-        drop(mm(lin[3], &sh.attn)?);
-        drop(mm(lin[4], &sh.hn)?);
-        drop(mm(lin[5], &sh.hn)?);
-        mm(lin[6], &sh.act)
+        mm(last, input(*at))
     })?;
     // Grouped as the layer does it: each key/value head against its group's
     // queries, one (groups x t) x d matrix.

@@ -33,7 +33,9 @@ use candle_nn::Linear;
 use super::quantized::row_tensor;
 use super::weights::{head_name, Weights};
 use super::{Dims, Lm};
-use crate::bench::block::model::{causal_mask, Kernels, KvCache, Layer, LayerConfig, Proj, Rope};
+use crate::bench::block::model::{
+    causal_mask, Input, Kernels, KvCache, Layer, LayerConfig, Proj, Rope,
+};
 use crate::clock::spans::span;
 use crate::kernels::QLinear;
 use crate::schema::TokenOpClass::{Elementwise, Matmuls, Norms};
@@ -261,10 +263,14 @@ impl FloatLm {
         self.layers.len()
     }
 
-    /// Projection `which` (Q, K, V, O, gate, up, down) of `layer` on `x`,
-    /// with the model's kernels.
-    pub fn project(&self, layer: usize, which: usize, x: &Tensor) -> Result<Tensor> {
-        self.layers[layer].linears()[which].forward(x, self.kernels)
+    /// Every projection of `layer` as it runs (Q, K and V, and gate and up,
+    /// stacked on the lab's quantized path), with the model's kernels: down
+    /// on `m` (the MLP's width), the others on `x`.
+    pub fn project_all(&self, layer: usize, x: &Tensor, m: &Tensor) -> Result<()> {
+        for (p, input) in self.layers[layer].projections() {
+            drop(p.forward(if input == Input::Act { m } else { x }, self.kernels)?);
+        }
+        Ok(())
     }
 
     /// The output head on `x`.

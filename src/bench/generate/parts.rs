@@ -34,11 +34,17 @@ impl Mats {
         }
     }
 
-    fn project(&self, layer: usize, which: usize, x: &Tensor) -> Result<Tensor> {
-        Ok(match self {
-            Self::Quantized { layers, .. } => layers[layer][which].forward(x)?,
-            Self::Float(f) => f.project(layer, which, x)?,
-        })
+    /// Every projection of `layer`: down on `m`, the others on `x`.
+    fn project_all(&self, layer: usize, x: &Tensor, m: &Tensor) -> Result<()> {
+        match self {
+            Self::Quantized { layers, .. } => {
+                for (which, w) in layers[layer].iter().enumerate() {
+                    drop(w.forward(if which == 6 { m } else { x })?);
+                }
+            }
+            Self::Float(f) => f.project_all(layer, x, m)?,
+        }
+        Ok(())
     }
 
     fn head(&self, x: &Tensor) -> Result<Tensor> {
@@ -104,7 +110,7 @@ impl Shapes {
     }
 }
 
-/// Every layer's seven projections and the head, at one token or at pp's
+/// Every layer's projections (seven, or four stacked) and the head, at one token or at pp's
 /// tokens (the head at the last token only, as the model runs it).
 pub fn matmuls(
     mats: &Mats,
@@ -122,10 +128,7 @@ pub fn matmuls(
         &format!("{label} matmuls at {what}"),
         || {
             for l in 0..mats.layers() {
-                for which in 0..6 {
-                    drop(mats.project(l, which, x)?);
-                }
-                drop(mats.project(l, 6, m)?);
+                mats.project_all(l, x, m)?;
             }
             mats.head(&s.x)
         },

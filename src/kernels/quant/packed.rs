@@ -82,6 +82,27 @@ impl Packed {
         }
     }
 
+    /// The weights of `parts` one after another (their rows stacked), or
+    /// `None` unless they are one kind with rows of one length and each
+    /// holds whole groups (padding would sit inside the stack).
+    pub(super) fn stack(parts: &[(&Packed, usize)]) -> Option<Packed> {
+        let (first, _) = parts.first()?;
+        let fits = |&(p, n): &(&Packed, usize)| {
+            p.kind == first.kind && p.blocks == first.blocks && n.is_multiple_of(ROWS)
+        };
+        if !parts.iter().all(fits) {
+            return None;
+        }
+        Some(Packed {
+            kind: first.kind,
+            blocks: first.blocks,
+            bytes: parts
+                .iter()
+                .flat_map(|(p, _)| p.bytes.iter().copied())
+                .collect(),
+        })
+    }
+
     /// Group `gi`'s bytes: its blocks one after another.
     pub(super) fn group(&self, gi: usize) -> &[u8] {
         let len = ROWS * self.blocks * self.kind.bytes();
