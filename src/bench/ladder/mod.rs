@@ -143,22 +143,28 @@ impl<'a> Ladder<'a> {
         threads: usize,
         footprint: u64,
     ) -> Result<LadderPoint> {
-        let mut v = self.points_at(kernel, &[threads], footprint, false)?;
+        let mut v = self.points_at(kernel, &[(threads, false)], footprint, false)?;
         Ok(v.remove(0))
     }
 
     /// What work of `kernel`'s pattern over `footprint` bytes, with up to
-    /// `threads` threads, can at best reach: the faster of the point on one
-    /// thread and on `threads` (a small footprint runs faster alone than
-    /// split), at that footprint.
+    /// `threads` threads, can at best reach: the fastest of the point on one
+    /// thread and on `threads`, in fixed parts and in parts taken as threads
+    /// finish (as the suite's ops share their work: on a VM whose vCPUs run
+    /// at different speeds, fixed parts wait for the slowest, and an op that
+    /// does not beat a bound it should not be held under), at that footprint
+    /// (a small one runs faster alone than split).
     pub fn bound(&self, kernel: LadderKernel, threads: usize, footprint: u64) -> Result<Bound> {
         let threads = threads.clamp(1, self.pool_threads);
-        let counts: Vec<usize> = if threads > 1 {
-            vec![1, threads]
+        let (counts, ways): (Vec<usize>, Vec<(usize, bool)>) = if threads > 1 {
+            (
+                vec![1, threads],
+                vec![(1, false), (threads, false), (threads, true)],
+            )
         } else {
-            vec![1]
+            (vec![1], vec![(1, false)])
         };
-        let at = self.points_at(kernel, &counts, footprint, false)?;
+        let at = self.points_at(kernel, &ways, footprint, false)?;
         let best =
             envelope(&at, &self.points.borrow(), kernel, &counts).context("no ladder point")?;
         Ok(Bound {
@@ -181,7 +187,7 @@ impl<'a> Ladder<'a> {
         for kernel in kernels(self.device) {
             for &t in &threads {
                 for f in self.standard_footprints(t) {
-                    self.points_at(kernel, &[t], f, true)?;
+                    self.points_at(kernel, &[(t, false)], f, true)?;
                 }
             }
         }
@@ -205,7 +211,7 @@ impl<'a> Ladder<'a> {
     fn points_at(
         &self,
         kernel: LadderKernel,
-        threads: &[usize],
+        ways: &[(usize, bool)],
         footprint: u64,
         standard: bool,
     ) -> Result<Vec<LadderPoint>> {
@@ -213,30 +219,33 @@ impl<'a> Ladder<'a> {
             kernel,
             self.max_footprint.map_or(footprint, |m| footprint.min(m)),
         );
-        let find = |t: usize| {
+        let find = |(t, chunked): (usize, bool)| {
             self.points.borrow().iter().position(|p| {
-                p.kernel == kernel && p.threads == t && p.footprint_bytes == footprint && !p.chunked
+                p.kernel == kernel
+                    && p.threads == t
+                    && p.footprint_bytes == footprint
+                    && p.chunked == chunked
             })
         };
-        let threads: Vec<usize> = threads
+        let ways: Vec<(usize, bool)> = ways
             .iter()
-            .map(|t| (*t).clamp(1, self.pool_threads))
+            .map(|&(t, c)| (t.clamp(1, self.pool_threads), c))
             .collect();
-        let missing: Vec<usize> = threads
+        let missing: Vec<(usize, bool)> = ways
             .iter()
             .copied()
-            .filter(|t| find(*t).is_none())
+            .filter(|w| find(*w).is_none())
             .collect();
         if !missing.is_empty() {
             let mut work = Work::new(self.device, kernel, footprint)?;
-            for t in missing {
-                let p = self.measure(&mut work, kernel, t, standard)?;
+            for w in missing {
+                let p = self.measure(&mut work, kernel, w, standard)?;
                 self.points.borrow_mut().push(p);
             }
         }
-        let mut out = Vec::with_capacity(threads.len());
-        for t in threads {
-            let i = find(t).context("a ladder point just measured")?;
+        let mut out = Vec::with_capacity(ways.len());
+        for w in ways {
+            let i = find(w).context("a ladder point just measured")?;
             let points = &mut self.points.borrow_mut();
             points[i].standard |= standard;
             out.push(points[i].clone());
@@ -272,12 +281,13 @@ impl<'a> Ladder<'a> {
         &self,
         work: &mut Work,
         kernel: LadderKernel,
-        threads: usize,
+        (threads, chunked): (usize, bool),
         standard: bool,
     ) -> Result<LadderPoint> {
         let label = format!(
-            "ladder {} {threads}t {}",
+            "ladder {} {threads}t{} {}",
             kernel.name(),
+            if chunked { "*" } else { "" },
             crate::units::size(work.footprint())
         );
         let (timed, k, per_call) = time_calls(
@@ -286,7 +296,7 @@ impl<'a> Ladder<'a> {
             self.plan,
             &label,
             self.clock_ms,
-            || work.call(threads, false),
+            || work.call(threads, chunked),
         )?;
         let bytes = work.bytes_moved();
         Ok(LadderPoint {
@@ -299,7 +309,7 @@ impl<'a> Ladder<'a> {
             calls_per_sample: k,
             time_per_call_ms: per_call,
             gb_per_s: crate::formulas::gb_per_s(bytes, per_call),
-            chunked: false,
+            chunked,
             timed,
         })
     }
@@ -580,8 +590,11 @@ mod tests {
         let again = ladder.bound(kernel, ladder.pool_threads(), f).unwrap();
         assert_eq!(again, b);
         let file = ladder.finish();
-        let n = if file.pool_threads > 1 { 2 } else { 1 };
+        // One thread, and the pool's in fixed parts and in parts taken as
+        // threads finish.
+        let n = if file.pool_threads > 1 { 3 } else { 1 };
         assert_eq!(file.points.len(), n);
+        assert_eq!(file.points.iter().filter(|p| p.chunked).count(), n / 3);
         for p in &file.points {
             assert!(p.calls_per_sample >= 1);
             let expect = p.bytes_moved as f64 / (p.time_per_call_ms * 1e-3) / 1e9;
