@@ -57,10 +57,11 @@ impl Drop for Competitors {
     }
 }
 
-/// One fp32 CPU matmul row, long enough to be judged (at least 0.2 s of samples).
+/// One fp32 CPU matmul row, long enough to be judged (at least 0.2 s of
+/// samples; at 256 a fast 2-core machine took 28 ms for all of them).
 fn matmul_row(extra: &[&str]) -> (Value, String) {
     let mut args = vec![
-        "--device", "cpu", "--size", "256", "--dtypes", "fp32", "--iters", "12", "--warmup", "1",
+        "--device", "cpu", "--size", "1024", "--dtypes", "fp32", "--iters", "16", "--warmup", "1",
     ];
     args.extend(extra);
     let (json, out) = common::run_result("matmul", &args);

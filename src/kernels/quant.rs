@@ -25,11 +25,12 @@ mod act;
 mod blocks;
 mod packed;
 mod portable;
+mod tier;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use candle_core::backend::BackendStorage;
 use candle_core::quantized::{GgmlDType, QTensor};
@@ -41,6 +42,7 @@ use super::span;
 use act::{Q8, Q8K};
 use blocks::Kind;
 use packed::{Packed, ROWS};
+pub use tier::QuantTier;
 
 /// Activation rows per pass over the weights (their 8-bit copy stays in L2).
 const CHUNK_ROWS: usize = 64;
@@ -248,65 +250,6 @@ impl CustomOp1 for Op<'_> {
             }
         };
         Ok((out, Shape::from((m, self.n))))
-    }
-}
-
-/// The instruction set the quantized kernels run with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum QuantTier {
-    /// AVX512-VNNI's 256-bit forms (with AVX512-VL), on AVX2.
-    Vnni512,
-    /// AVX-VNNI, on AVX2.
-    AvxVnni,
-    /// AVX2 (with FMA and F16C).
-    Avx2,
-    /// Integer arithmetic the compiler vectorizes as it can.
-    Portable,
-}
-
-impl QuantTier {
-    /// The best this CPU has.
-    pub fn detect() -> QuantTier {
-        Self::available()[0]
-    }
-
-    /// Whether this CPU has the tier's instructions.
-    pub fn runs_here(self) -> bool {
-        Self::available().contains(&self)
-    }
-
-    /// Every tier this CPU runs, best first (checked once).
-    pub fn available() -> &'static [QuantTier] {
-        static TIERS: OnceLock<Vec<QuantTier>> = OnceLock::new();
-        TIERS.get_or_init(Self::find)
-    }
-
-    fn find() -> Vec<QuantTier> {
-        let mut out = Vec::new();
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected as has;
-            if has!("avx2") && has!("fma") && has!("f16c") {
-                if has!("avx512vnni") && has!("avx512vl") {
-                    out.push(QuantTier::Vnni512);
-                }
-                if has!("avxvnni") {
-                    out.push(QuantTier::AvxVnni);
-                }
-                out.push(QuantTier::Avx2);
-            }
-        }
-        out.push(QuantTier::Portable);
-        out
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            QuantTier::Vnni512 => "avx512-vnni",
-            QuantTier::AvxVnni => "avx-vnni",
-            QuantTier::Avx2 => "avx2",
-            QuantTier::Portable => "portable",
-        }
     }
 }
 

@@ -5,6 +5,8 @@
 //! So the ladder's kernel at the row's footprint is timed in turn with the
 //! row's works, A B C A B C ..., each a sample of K calls of its own (K so a
 //! sample dwarfs the clock), and the row is held against that reading.
+//! [`time_calls`] is the same K-call sample for one work alone (the
+//! ladder's own points).
 
 use anyhow::{Context, Result};
 use candle_core::Device;
@@ -166,4 +168,31 @@ impl Ladder<'_> {
         };
         Ok((bound, best, called))
     }
+}
+
+/// Times `call` K times per sample under `plan`, K chosen from the fastest
+/// of three single calls (the first wakes the pool) so that a sample lasts
+/// [`SAMPLE_MS`] or more; returns the samples, K, and the time per call:
+/// (the median sample - the clock's own cost `clock_ms`) / K. The clock
+/// covers K calls and the device's synchronization after them.
+pub fn time_calls(
+    device: &Device,
+    telemetry: &Telemetry,
+    plan: Plan,
+    label: &str,
+    clock_ms: f64,
+    mut call: impl FnMut() -> Result<()>,
+) -> Result<(crate::schema::Timed, u64, f64)> {
+    let k = calls_for(device, &mut call)?;
+    let timed = telemetry.time(device, plan, label, || {
+        for _ in 0..k {
+            call()?;
+        }
+        Ok(())
+    })?;
+    let (median, _) = timed.rate_ms();
+    // Never below a thousandth of the raw time: a clock cost measured larger
+    // than a sample must not make a rate infinite.
+    let per_call = ((median - clock_ms) / k as f64).max(median / k as f64 * 1e-3);
+    Ok((timed, k, per_call))
 }

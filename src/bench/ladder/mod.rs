@@ -20,7 +20,7 @@ mod beside;
 mod cpu;
 pub mod levels;
 
-pub use beside::{time_calls_beside, Called};
+pub use beside::{time_calls, time_calls_beside, Called};
 
 use std::cell::RefCell;
 
@@ -313,33 +313,6 @@ impl<'a> Ladder<'a> {
             timed,
         })
     }
-}
-
-/// Times `call` K times per sample under `plan`, K chosen from the fastest
-/// of three single calls (the first wakes the pool) so that a sample lasts
-/// [`SAMPLE_MS`] or more; returns the samples, K, and the time per call:
-/// (the median sample - the clock's own cost `clock_ms`) / K. The clock
-/// covers K calls and the device's synchronization after them.
-pub fn time_calls(
-    device: &Device,
-    telemetry: &Telemetry,
-    plan: Plan,
-    label: &str,
-    clock_ms: f64,
-    mut call: impl FnMut() -> Result<()>,
-) -> Result<(crate::schema::Timed, u64, f64)> {
-    let k = beside::calls_for(device, &mut call)?;
-    let timed = telemetry.time(device, plan, label, || {
-        for _ in 0..k {
-            call()?;
-        }
-        Ok(())
-    })?;
-    let (median, _) = timed.rate_ms();
-    // Never below a thousandth of the raw time: a clock cost measured larger
-    // than a sample must not make a rate infinite.
-    let per_call = ((median - clock_ms) / k as f64).max(median / k as f64 * 1e-3);
-    Ok((timed, k, per_call))
 }
 
 /// The kernels a device's ladder has: read, copy and triad, and on a GPU
