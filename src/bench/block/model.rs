@@ -363,7 +363,7 @@ impl Layer {
         // The rotary span holds the rotation alone: a span inside a span
         // counts in the outer one, so wrapping the projections too would
         // book the q and k matmuls (an eighth of a layer's weights) as rotary.
-        let [q, keys, values] = three(span(Matmuls, || self.attn_in.forward(&xn, k))?)?;
+        let [q, keys, values] = outputs(span(Matmuls, || self.attn_in.forward(&xn, k))?)?;
         let q = layout(q, heads)?;
         let q = span(Rotary, || rope.apply(&q, k))?;
         let keys = layout(keys, kv_heads)?;
@@ -380,25 +380,18 @@ impl Layer {
         let o = proj(&self.wo, &attn)?;
         let h1 = span(Elementwise, || k.add(x, &o))?;
         let hn = span(Norms, || norm(&h1, &self.mlp_norm))?;
-        let [gate, up] = two(span(Matmuls, || self.mlp_in.forward(&hn, k))?)?;
+        let [gate, up] = outputs(span(Matmuls, || self.mlp_in.forward(&hn, k))?)?;
         let act = span(Elementwise, || k.swiglu(&gate, &up))?;
         let down = proj(&self.down, &act)?;
         span(Elementwise, || k.add(&h1, &down))
     }
 }
 
-/// Q, K and V from their fan's outputs.
-fn three(v: Vec<Tensor>) -> Result<[Tensor; 3]> {
+/// A fan's `N` outputs (Q, K and V; gate and up) as an array.
+fn outputs<const N: usize>(v: Vec<Tensor>) -> Result<[Tensor; N]> {
     let n = v.len();
     v.try_into()
-        .map_err(|_| anyhow::anyhow!("Q, K and V came out as {n} tensors"))
-}
-
-/// gate and up from their fan's outputs.
-fn two(v: Vec<Tensor>) -> Result<[Tensor; 2]> {
-    let n = v.len();
-    v.try_into()
-        .map_err(|_| anyhow::anyhow!("gate and up came out as {n} tensors"))
+        .map_err(|_| anyhow::anyhow!("a fan of {N} projections gave {n} outputs"))
 }
 
 /// softmax(Q K^T / sqrt(d) + mask) V for `q` (batch, heads, t, d) against
