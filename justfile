@@ -76,16 +76,23 @@ pytorch-generate *args: model
     "$(scripts/pytorch-env.sh)" pytorch/generate twin {{args}}
 
 # Candle's generate, the PyTorch twin and transformers on the same file and flags, then `compare`
-# (each peer's pp and tg rows against Candle's, per precision; Candle's quantized rows have no peer)
+# (each peer's pp and tg rows against Candle's, per precision; Candle's quantized rows have no peer).
+# `--kernels lab|both` is generate's alone: its lab rows pair with the peers' plain ones.
+[positional-arguments]
 generate-peers *args: model _build
     #!/usr/bin/env bash
     set -euo pipefail
+    peers=() skip=0
+    for a in "$@"; do
+        if ((skip)); then skip=0; continue; fi
+        case $a in --kernels) skip=1 ;; --kernels=*) ;; *) peers+=("$a") ;; esac
+    done
     py=$(scripts/pytorch-env.sh)
     dir=$(mktemp -d "${TMPDIR:-/tmp}/generate-peers.XXXXXX")
     echo "generate-peers: result files in $dir" >&2
-    {{bin}}/generate --output "$dir/candle.json" {{args}}
-    "$py" pytorch/generate twin --output "$dir/twin.json" {{args}}
-    "$py" pytorch/generate hf --output "$dir/transformers.json" {{args}}
+    {{bin}}/generate --output "$dir/candle.json" "$@"
+    "$py" pytorch/generate twin --output "$dir/twin.json" "${peers[@]}"
+    "$py" pytorch/generate hf --output "$dir/transformers.json" "${peers[@]}"
     {{bin}}/compare "$dir/candle.json" "$dir/twin.json" "$dir/transformers.json"
 
 # The suite's own kernels against Candle's ops, the composed forms and the copy ceiling (docs/kernels.md)

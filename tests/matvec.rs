@@ -325,8 +325,8 @@ fn qlinear_takes_float_tensors() {
 }
 
 /// Q, K and V (or gate and up) stacked compute each part's output bit for
-/// bit, at a decode row and a prompt chunk; what cannot stack (a k-quant,
-/// rows not whole groups of eight, two types) comes back as it was.
+/// bit, at a decode row and a prompt chunk; what cannot stack (Q6_K, read as
+/// stored; rows not whole groups of eight; two types) comes back as it was.
 #[test]
 fn stacked_layers_compute_their_parts() {
     let cpu = Device::Cpu;
@@ -334,17 +334,23 @@ fn stacked_layers_compute_their_parts() {
         let w = tensor(random(&[n, k], seed, 0.1), &[n, k], DType::F32, &cpu);
         QLinear::new(QTensor::quantize(&w, t).unwrap()).unwrap()
     };
-    for t in [GgmlDType::Q8_0, GgmlDType::Q4_0, GgmlDType::Q4_1] {
-        let parts = [(24, 1), (8, 2), (16, 3)].map(|(n, seed)| quant(n, 96, seed, t));
+    for t in [
+        GgmlDType::Q8_0,
+        GgmlDType::Q4_0,
+        GgmlDType::Q4_1,
+        GgmlDType::Q4K,
+    ] {
+        let k = if t == GgmlDType::Q4K { 512 } else { 96 };
+        let parts = [(24, 1), (8, 2), (16, 3)].map(|(n, seed)| quant(n, k, seed, t));
         for m in [1, 5] {
-            let x = tensor(random(&[m, 96], 4, 1.0), &[m, 96], DType::F32, &cpu);
+            let x = tensor(random(&[m, k], 4, 1.0), &[m, k], DType::F32, &cpu);
             let want: Vec<Tensor> = parts.iter().map(|p| p.forward(&x).unwrap()).collect();
             let want = Tensor::cat(&want, 1).unwrap();
-            let again = [(24, 1), (8, 2), (16, 3)].map(|(n, seed)| quant(n, 96, seed, t));
+            let again = [(24, 1), (8, 2), (16, 3)].map(|(n, seed)| quant(n, k, seed, t));
             let stacked = QLinear::stack(again.into())
                 .ok()
                 .expect("whole groups stack");
-            assert_eq!(stacked.dims(), (48, 96));
+            assert_eq!(stacked.dims(), (48, k));
             assert_eq!(
                 values(&stacked.forward(&x).unwrap()),
                 values(&want),
@@ -354,8 +360,8 @@ fn stacked_layers_compute_their_parts() {
     }
     let refused = [
         vec![
-            quant(8, 256, 1, GgmlDType::Q4K),
-            quant(8, 256, 2, GgmlDType::Q4K),
+            quant(8, 256, 1, GgmlDType::Q6K),
+            quant(8, 256, 2, GgmlDType::Q6K),
         ],
         vec![
             quant(12, 64, 1, GgmlDType::Q8_0),

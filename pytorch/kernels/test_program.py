@@ -388,13 +388,16 @@ class Bounds(unittest.TestCase):
 
 
 class WithCandle(unittest.TestCase):
-    """Candle's own kernels file (its dev build, tiny) as --bounds, then `compare`."""
+    """Candle's own kernels file (its dev build, tiny, its dram case under a 1 MiB ladder) as
+    --bounds, then `compare`: the twin's rows and variants are Candle's, the dram case's
+    composed form left out by both (bench::kernels::implementations_at)."""
 
     def test_the_twin_takes_candles_bounds_and_compare_pairs_the_files(self):
         torch_or_skip()
         with tempfile.TemporaryDirectory() as d:
             candle, twin = Path(d) / "candle.json", Path(d) / "pt.json"
-            flags = [*TINY, "--ops", "rms_norm,add", "--cases", "block-decode", "--dtypes", "fp32"]
+            cases = ["--cases", "block-decode,dram"]
+            flags = [*TINY, "--ops", "rms_norm,add", *cases, "--dtypes", "fp32"]
             made = subprocess.run(
                 [
                     str(target_bin("kernels")),
@@ -414,7 +417,23 @@ class WithCandle(unittest.TestCase):
             theirs, ours = (json.loads(p.read_text()) for p in (candle, twin))
             schema_validator(self)(ours)
             self.assertEqual(ours["kernels"]["cpu_threads"], theirs["kernels"]["cpu_threads"])
+            def key(r: dict) -> tuple:
+                return (r["op"], r["case"], r["precision"])
+
+            self.assertEqual(
+                [key(r) for r in ours["kernels"]["rows"]],
+                [key(r) for r in theirs["kernels"]["rows"]],
+            )
+            self.assertIn("dram", {r["case"] for r in ours["kernels"]["rows"]})
             for mine, row in zip(ours["kernels"]["rows"], theirs["kernels"]["rows"]):
+                # Candle's kernel's column is PyTorch's op's; Candle's own op has no twin.
+                want = [
+                    {"lab": "pytorch"}.get(v["implementation"], v["implementation"])
+                    for v in row["variants"]
+                    if v["implementation"] != "candle"
+                ]
+                got = [v["implementation"] for v in mine["variants"]]
+                self.assertEqual(got, want, key(row))
                 self.assertEqual(mine["ceiling"]["bound"], row["ceiling"]["bound"])
                 self.assertEqual(
                     mine["ceiling"]["samples_wall_ms"], row["ceiling"]["samples_wall_ms"]

@@ -7,10 +7,10 @@
 //! ([`act`]), and each weight block is then a few integer multiply-add
 //! instructions against them, one float multiply per block ([`x86`]: VNNI's
 //! `vpdpbusd` or AVX2's `vpmaddubsw`, chosen at run time; [`portable`]
-//! elsewhere). The 32-value blocks are repacked once, when the layer is made,
-//! eight rows interleaved ([`packed`]), so that a register's eight lanes are
-//! eight rows' sums and a block's eight scales one load; the k-quants are
-//! read as stored. At one token the weights are read once, in the order they
+//! elsewhere). The 32-value blocks and Q4_K are repacked once, when the
+//! layer is made, eight rows interleaved ([`packed`]), so that a register's
+//! eight lanes are eight rows' sums and a block's eight scales one load;
+//! Q6_K is read as stored. At one token the weights are read once, in the order they
 //! are held, their rows split across every thread of Candle's pool
 //! ([`super::rows`]); Candle's CPU path has the same blocks and threads but
 //! no vector code for Q4_1 (a scalar loop). A prompt chunk multiplies each
@@ -61,9 +61,9 @@ pub struct QLinear {
 }
 
 enum How {
-    /// Q8_0, Q4_0 or Q4_1 blocks, repacked for the kernels, on the host.
+    /// Q8_0, Q4_0, Q4_1 or Q4_K blocks, repacked for the kernels, on the host.
     Packed(Packed),
-    /// Q4_K or Q6_K blocks as stored, on the host.
+    /// Q6_K blocks as stored, on the host.
     Stored(Kind, Arc<QTensor>),
     /// A float tensor (F32, F16 or BF16 in the file), as f32.
     Float(Tensor),
@@ -87,7 +87,7 @@ impl QLinear {
             if !k.is_multiple_of(kind.values()) {
                 bail!("lab qlinear: rows of {k} are not whole {t:?} blocks");
             }
-            if kind.k_quant() {
+            if kind == Kind::Q6K {
                 How::Stored(kind, w)
             } else {
                 How::Packed(Packed::new(kind, &stored(&w, kind, n, k)?, n, k))
@@ -262,8 +262,15 @@ enum Source<'a> {
 
 /// The weights of one pass with its activation rows, quantized for them.
 enum Work<'a> {
-    Packed(&'a Packed, Q8),
+    Packed(&'a Packed, Acts),
     Stored(Kind, &'a [u8], Q8K),
+}
+
+/// A packed weight's activations: Q8 blocks for the 32-value types, Q8_K
+/// (256 values, sums of 16) for Q4_K.
+enum Acts {
+    Q8(Q8),
+    Q8K(Q8K),
 }
 
 /// One pass: its weights and activation rows, and where they go in the output.
@@ -289,7 +296,8 @@ fn product(op: &Op<'_>, x: &[f32], m: usize, w: Source<'_>) -> CpuStorage {
             let rows = CHUNK_ROWS.min(m - row0);
             let x = &x[row0 * k..(row0 + rows) * k];
             let work = match w {
-                Source::Packed(p) => Work::Packed(p, act::q8(x, k)),
+                Source::Packed(p) if p.kind.k_quant() => Work::Packed(p, Acts::Q8K(act::q8k(x, k))),
+                Source::Packed(p) => Work::Packed(p, Acts::Q8(act::q8(x, k))),
                 Source::Stored(kind, bytes) => Work::Stored(kind, bytes, act::q8k(x, k)),
             };
             let pass = Pass {
@@ -333,7 +341,11 @@ impl Pass<'_> {
             Work::Packed(p, a) => {
                 for gi in groups(&rows) {
                     for r in 0..self.m {
-                        self.write_group(r, gi, [portable::group(p.kind, p.group(gi), a, r)]);
+                        let out = match a {
+                            Acts::Q8(a) => portable::group(p.kind, p.group(gi), a, r),
+                            Acts::Q8K(a) => portable::group_q4k(p.group(gi), a, r),
+                        };
+                        self.write_group(r, gi, [out]);
                     }
                 }
             }
@@ -342,7 +354,7 @@ impl Pass<'_> {
                 for j in rows {
                     let w = &w[j * bytes..(j + 1) * bytes];
                     for r in 0..self.m {
-                        self.write(r, j, [portable::dot_k(*kind, w, a, r)]);
+                        self.write(r, j, [portable::dot_q6k(w, a, r)]);
                     }
                 }
             }
@@ -423,11 +435,11 @@ impl Pass<'_> {
                     let w = w[j * bytes..(j + 1) * bytes].as_ptr();
                     let mut r = 0;
                     while r + TILE <= self.m {
-                        self.write(r, j, Self::k_tile::<I, TILE>(*kind, w, a, r));
+                        self.write(r, j, Self::q6k_tile::<I, TILE>(w, a, r));
                         r += TILE;
                     }
                     while r < self.m {
-                        self.write(r, j, Self::k_tile::<I, 1>(*kind, w, a, r));
+                        self.write(r, j, Self::q6k_tile::<I, 1>(w, a, r));
                         r += 1;
                     }
                 }
@@ -439,34 +451,25 @@ impl Pass<'_> {
     fn group<I: x86::Int, const R: usize>(
         kind: Kind,
         w: *const u8,
-        a: &Q8,
+        a: &Acts,
         r0: usize,
     ) -> [[f32; ROWS]; R] {
         // SAFETY: `w` is a whole packed group (`Packed::group`); rows
         // r0..r0 + R of the activations exist (r0 + R <= m).
         unsafe {
-            match kind {
-                Kind::Q8_0 => x86::group::<I, x86::Q8_0, R>(w, a, r0),
-                Kind::Q4_0 => x86::group::<I, x86::Q4_0, R>(w, a, r0),
-                _ => x86::group::<I, x86::Q4_1, R>(w, a, r0),
+            match (a, kind) {
+                (Acts::Q8K(a), _) => x86::group_q4k::<I, R>(w, a, r0),
+                (Acts::Q8(a), Kind::Q8_0) => x86::group::<I, x86::Q8_0, R>(w, a, r0),
+                (Acts::Q8(a), Kind::Q4_0) => x86::group::<I, x86::Q4_0, R>(w, a, r0),
+                (Acts::Q8(a), _) => x86::group::<I, x86::Q4_1, R>(w, a, r0),
             }
         }
     }
 
     #[inline(always)]
-    fn k_tile<I: x86::Int, const R: usize>(
-        kind: Kind,
-        w: *const u8,
-        a: &Q8K,
-        r0: usize,
-    ) -> [f32; R] {
+    fn q6k_tile<I: x86::Int, const R: usize>(w: *const u8, a: &Q8K, r0: usize) -> [f32; R] {
         // SAFETY: `w` is a whole row of blocks (sliced in `walk`); rows
         // r0..r0 + R of the activations exist (r0 + R <= m).
-        unsafe {
-            match kind {
-                Kind::Q4K => x86::row_q4k::<I, R>(w, a, r0),
-                _ => x86::row_q6k::<I, R>(w, a, r0),
-            }
-        }
+        unsafe { x86::row_q6k::<I, R>(w, a, r0) }
     }
 }

@@ -19,8 +19,12 @@ pub struct Entry {
     /// "matmul", "cpu_vs_gpu".
     pub experiment: String,
     pub size: u64,
-    /// "fp32", "fp16", ...
+    /// "fp32", "fp16", "fp32 (lab kernels)"...
     pub precision: String,
+    /// The plain precision a variant row stands for ("fp32" for "fp32 (lab
+    /// kernels)"): it pairs with that row where the other file has none of
+    /// its own variant (a PyTorch twin's file).
+    pub stands_for: Option<String>,
     /// "cpu" or "cuda": keys a GPU run's CPU comparison apart from its GPU rows.
     pub device_kind: String,
     /// CPU model or GPU name.
@@ -51,6 +55,13 @@ impl Entry {
             &self.precision,
             &self.device_kind,
         )
+    }
+
+    /// The key of the plain row this one stands for, where it is a variant
+    /// ("fp32 (lab kernels)" stands for "fp32").
+    pub(crate) fn plain_key(&self) -> Option<(&str, u64, &str, &str)> {
+        let plain = self.stands_for.as_deref()?;
+        Some((&self.experiment, self.size, plain, &self.device_kind))
     }
 }
 
@@ -106,6 +117,7 @@ fn entry(file: &ResultFile, p: schema::Pairing, cpu_name: &str, framework: &str)
         experiment: p.experiment,
         size: p.size,
         precision: p.precision,
+        stands_for: p.stands_for,
         device_kind: kind.as_str().to_string(),
         device_name,
         framework: framework.to_string(),
@@ -136,6 +148,7 @@ pub fn reference_lab_entries(file: &Value) -> Result<Vec<Entry>> {
     if file.pointer("/matmul/cpu_fp32_ms").is_some() {
         out.push(Entry {
             precision: "fp32".to_string(),
+            stands_for: None,
             device_kind: "cpu".to_string(),
             device_name: format!("{gpu}'s CPU"),
             median_ms: number(file, "/matmul/cpu_fp32_ms")?,
@@ -174,6 +187,7 @@ impl Source<'_> {
                 experiment: self.experiment.to_string(),
                 size: self.size,
                 precision: text(row, "/precision")?.to_string(),
+                stands_for: None,
                 device_kind: kind.to_string(),
                 device_name: device.to_string(),
                 framework: self.framework.to_string(),

@@ -386,6 +386,7 @@ impl super::rows::Rows for BlockResults {
                 experiment: format!("block {}", p.phase.name()),
                 size: self.shape.seq as u64,
                 precision: row.precision.name().to_string(),
+                stands_for: None,
                 device: None,
                 clock,
                 calls_per_sample: 1,

@@ -386,6 +386,7 @@ impl super::rows::Rows for GenerateResults {
                 experiment: format!("generate {what} {model}"),
                 size: tokens as u64,
                 precision: row.precision.clone(),
+                stands_for: row.precision.strip_suffix(LAB_SUFFIX).map(str::to_string),
                 device: None,
                 clock: Clock::of(t),
                 calls_per_sample: 1,

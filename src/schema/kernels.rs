@@ -398,6 +398,7 @@ impl KernelRow {
             experiment: format!("kernels {what}{} {}", self.op.name(), self.case),
             size: self.elements,
             precision: self.precision.name().to_string(),
+            stands_for: None,
             device: None,
             clock,
             calls_per_sample,

@@ -126,6 +126,7 @@ impl Row {
             experiment: experiment.to_string(),
             size: size as u64,
             precision: self.precision.name().to_string(),
+            stands_for: None,
             device: Some(device),
             clock,
             calls_per_sample: 1,

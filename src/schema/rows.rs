@@ -123,6 +123,10 @@ pub struct Pairing<'a> {
     pub experiment: String,
     pub size: u64,
     pub precision: String,
+    /// The plain row this one stands for where the other file has no row like
+    /// it: "fp32" for "fp32 (lab kernels)", so that the suite's kernels pair
+    /// with a PyTorch twin's fp32. `None`: a plain row.
+    pub stands_for: Option<String>,
     /// The device it ran on; `None`: the file's.
     pub device: Option<DeviceKind>,
     pub clock: Clock<'a>,

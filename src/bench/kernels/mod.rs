@@ -367,7 +367,9 @@ fn measure_row(
 
 /// The implementations a row of `op` times at `case`: the dram case leaves
 /// the composed form out (its four to eight intermediates take seconds a
-/// call and several GiB there; every other case shows it).
+/// call and several GiB there; every other case shows it). The twin leaves
+/// it out alike (`pytorch/kernels/run.py`; its `WithCandle` test holds the
+/// two files' variants equal).
 fn implementations_at(op: KernelOp, case: &KernelCase) -> Vec<Implementation> {
     let all = implementations(op).iter().copied();
     all.filter(|i| case.name != DRAM || *i != Implementation::Composed)

@@ -83,25 +83,6 @@ pub(super) unsafe fn f16_at(p: *const u8) -> f32 {
     half::f16::from_bits(unsafe { p.cast::<u16>().read_unaligned() }).to_f32()
 }
 
-/// [`q4k_scales`] as four little-endian words: the eight scales' bytes, then
-/// the eight minima's, in a few 32-bit operations (ggml's `utmp` trick in
-/// `ggml_vec_dot_q4_K_q8_K`).
-#[inline(always)]
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-pub(super) fn q4k_scale_words(s: &[u8; 12]) -> [u32; 4] {
-    const LOW6: u32 = 0x3f3f_3f3f;
-    const LOW4: u32 = 0x0f0f_0f0f;
-    const LOW2: u32 = 0x0303_0303;
-    let word = |i: usize| u32::from_le_bytes([s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]]);
-    let (a, b, c) = (word(0), word(1), word(2));
-    [
-        a & LOW6,
-        (c & LOW4) | (((a >> 6) & LOW2) << 4),
-        b & LOW6,
-        ((c >> 4) & LOW4) | (((b >> 6) & LOW2) << 4),
-    ]
-}
-
 /// Q4_K's eight 6-bit scales and mins from its 12 bytes (ggml's
 /// `get_scale_min_k4`): scales 0-3 and mins 0-3 are the low 6 bits of bytes
 /// 0-3 and 4-7; scales and mins 4-7 are the nibbles of bytes 8-11, with their
@@ -117,26 +98,4 @@ pub(super) fn q4k_scales(s: &[u8; 12]) -> ([u8; 8], [u8; 8]) {
         mn[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
     }
     (sc, mn)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_word_trick_unpacks_what_the_byte_loop_does() {
-        let mut state = 0x9e37_79b9_u32;
-        for _ in 0..1000 {
-            let s: [u8; 12] = std::array::from_fn(|_| {
-                state ^= state << 13;
-                state ^= state >> 17;
-                state ^= state << 5;
-                state as u8
-            });
-            let (sc, mn) = q4k_scales(&s);
-            let w = q4k_scale_words(&s).map(u32::to_le_bytes);
-            assert_eq!([w[0], w[1]].concat(), sc, "{s:?}");
-            assert_eq!([w[2], w[3]].concat(), mn, "{s:?}");
-        }
-    }
 }

@@ -5,17 +5,8 @@
 //! with vector instructions; the tests hold them to these.
 
 use super::act::{Q8, Q8K, QK, QK_K};
-use super::blocks::{f16_at, q4k_scales, Kind};
-use super::packed::{head, ROWS};
-
-/// The dot product of k-quant weight row `w` (its blocks' bytes) with
-/// activation row `r` of `a`, as `kind` says.
-pub(super) fn dot_k(kind: Kind, w: &[u8], a: &Q8K, r: usize) -> f32 {
-    match kind {
-        Kind::Q4K => dot_q4k(w, a, r),
-        _ => dot_q6k(w, a, r),
-    }
-}
+use super::blocks::{f16_at, Kind};
+use super::packed::{block_bytes, head, Q4K_VALUES, ROWS};
 
 /// Eight weight rows (packed group `w` of Q8_0, Q4_0 or Q4_1, laid out as
 /// [`super::packed`] says) against activation row `r`: output `j` is row
@@ -54,37 +45,43 @@ pub(super) fn group(kind: Kind, w: &[u8], a: &Q8, r: usize) -> [f32; ROWS] {
     out
 }
 
-fn dot_q4k(w: &[u8], a: &Q8K, r: usize) -> f32 {
+/// Eight Q4_K weight rows (packed group `w`, laid out as [`super::packed`]
+/// says) against activation row `r`: output `j` is row `j`'s dot product.
+pub(super) fn group_q4k(w: &[u8], a: &Q8K, r: usize) -> [f32; ROWS] {
     let nb = a.blocks;
-    let mut sum = 0f32;
-    for (b, blk) in w.chunks_exact(Kind::Q4K.bytes()).take(nb).enumerate() {
+    let mut out = [0f32; ROWS];
+    for (b, blk) in w.chunks_exact(block_bytes(Kind::Q4K)).take(nb).enumerate() {
         let i = r * nb + b;
-        let x = &a.qs[i * QK_K..(i + 1) * QK_K];
-        // SAFETY: d and dmin are the block's first four bytes.
-        let (d, dmin) = unsafe { (f16_at(blk.as_ptr()), f16_at(blk.as_ptr().add(2))) };
-        let scales: &[u8; 12] = blk[4..16].try_into().expect("12 bytes");
-        let (sc, mn) = q4k_scales(scales);
-        let qs = &blk[16..144];
-        let mut isum = 0i32;
-        for c in 0..4 {
-            let (mut lo, mut hi) = (0i32, 0i32);
-            for l in 0..32 {
-                let q = qs[32 * c + l];
-                lo += i32::from(q & 15) * i32::from(x[64 * c + l]);
-                hi += i32::from(q >> 4) * i32::from(x[64 * c + 32 + l]);
+        let (x, bs) = (&a.qs[i * QK_K..][..QK_K], &a.bsums[i * 16..][..16]);
+        for (j, out) in out.iter_mut().enumerate() {
+            // SAFETY: the packed block holds eight f16 d, then eight dmin.
+            let (d, dmin) = unsafe {
+                let p = blk.as_ptr();
+                (f16_at(p.add(2 * j)), f16_at(p.add(2 * (ROWS + j))))
+            };
+            let (mut isum, mut mins) = (0i32, 0i32);
+            for s in 0..8 {
+                let vals = &blk[Q4K_VALUES + 128 * s..][..128];
+                let part: i32 = (0..32)
+                    .map(|v| {
+                        let byte = vals[32 * (v % 16 / 4) + 4 * j + v % 4];
+                        let q = if v < 16 { byte & 15 } else { byte >> 4 };
+                        i32::from(q) * i32::from(x[32 * s + v])
+                    })
+                    .sum();
+                isum += i32::from(blk[4 * ROWS + ROWS * s + j]) * part;
+                let sum32 = i32::from(bs[2 * s]) + i32::from(bs[2 * s + 1]);
+                mins += i32::from(blk[12 * ROWS + ROWS * s + j]) * sum32;
             }
-            isum += i32::from(sc[2 * c]) * lo + i32::from(sc[2 * c + 1]) * hi;
+            *out += a.d[i] * (d * isum as f32 - dmin * mins as f32);
         }
-        let bs = &a.bsums[i * 16..(i + 1) * 16];
-        let mins: i32 = (0..8)
-            .map(|j| i32::from(mn[j]) * (i32::from(bs[2 * j]) + i32::from(bs[2 * j + 1])))
-            .sum();
-        sum += a.d[i] * (d * isum as f32 - dmin * mins as f32);
     }
-    sum
+    out
 }
 
-fn dot_q6k(w: &[u8], a: &Q8K, r: usize) -> f32 {
+/// The dot product of Q6_K weight row `w` (its blocks' bytes, as stored)
+/// with activation row `r` of `a`.
+pub(super) fn dot_q6k(w: &[u8], a: &Q8K, r: usize) -> f32 {
     let nb = a.blocks;
     let mut sum = 0f32;
     for (b, blk) in w.chunks_exact(Kind::Q6K.bytes()).take(nb).enumerate() {

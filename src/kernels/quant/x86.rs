@@ -25,7 +25,8 @@
 use std::arch::x86_64::*;
 
 use super::act::{Q8, Q8K, QK, QK_K};
-use super::blocks::{q4k_scale_words, Kind};
+use super::blocks::Kind;
+use super::packed::{block_bytes, Q4K_VALUES};
 
 /// The integer multiply-adds of one instruction set.
 pub(super) trait Int: Copy {
@@ -121,14 +122,6 @@ unsafe fn f16x1(p: *const u8) -> __m256 {
         let bits = p.cast::<u16>().read_unaligned();
         _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(bits))))
     }
-}
-
-/// A Q4_K block's twelve bytes of 6-bit scales and minima (at `p`) as
-/// sixteen 16-bit lanes: the eight scales, then the eight minima.
-#[inline(always)]
-unsafe fn q4k_scales16(p: *const u8) -> __m256i {
-    let w = q4k_scale_words(unsafe { &*p.cast::<[u8; 12]>() }).map(|w| w as i32);
-    unsafe { _mm256_cvtepu8_epi16(_mm_set_epi32(w[3], w[2], w[1], w[0])) }
 }
 
 /// A 32-value block type as [`super::packed`] lays out eight rows of it.
@@ -246,6 +239,16 @@ impl Packed32 for Q4_1 {
 /// q8_0 moved within its noise.
 const PREFETCH_BYTES: usize = 4096;
 
+/// Asks the cache for the `len` bytes [`PREFETCH_BYTES`] past `blk`, a line
+/// at a time (a prefetch past the weight's end reads nothing).
+#[inline(always)]
+fn prefetch_ahead(blk: *const u8, len: usize) {
+    for line in (0..len).step_by(64) {
+        // SAFETY: a prefetch is a hint: it never faults, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(blk.wrapping_add(PREFETCH_BYTES + line).cast()) };
+    }
+}
+
 /// Eight weight rows (a packed group at `w`) against `R` activation rows
 /// from `r0`: lane `j` of result `r` is row `j`'s dot with activation row
 /// `r0 + r`. Each block's values are unpacked once for the `R` rows; each
@@ -272,9 +275,7 @@ pub(super) unsafe fn group<I: Int, B: Packed32, const R: usize>(
         // group's end reads nothing.
         unsafe {
             let blk = w.add(b * gb);
-            for line in (0..gb).step_by(64) {
-                _mm_prefetch::<_MM_HINT_T0>(blk.wrapping_add(PREFETCH_BYTES + line).cast());
-            }
+            prefetch_ahead(blk, gb);
             let v = B::values::<I>(blk);
             let (d, c) = B::scales::<I>(blk);
             for r in 0..R {
@@ -307,67 +308,70 @@ pub(super) unsafe fn group<I: Int, B: Packed32, const R: usize>(
     })
 }
 
-/// Q4_K: `R` activation rows from `r0` against weight row `w`.
+/// Q4_K, repacked ([`super::packed`]): eight weight rows against `R`
+/// activation rows from `r0`, as [`group`]. A sub-block's 32 values meet
+/// their activations as a Q4_0 block's do; each row's sum is then scaled by
+/// its own 6-bit scale in its 32-bit lane (exact: at most 8 x 32 x 15 x 127
+/// x 63 < 2^31 a block), and the minima meet the activations' sums of 32.
 ///
 /// # Safety
-/// As [`row32`], with Q8_K activations.
+/// `w` points at a whole packed Q4_K group of `a.blocks` blocks; rows
+/// `r0..r0 + R` of `a` exist.
 #[inline(always)]
-pub(super) unsafe fn row_q4k<I: Int, const R: usize>(w: *const u8, a: &Q8K, r0: usize) -> [f32; R] {
-    let nb = a.blocks;
-    let mut acc = [unsafe { _mm256_setzero_ps() }; R];
-    let mut mins_acc = [unsafe { _mm256_setzero_ps() }; R];
+pub(super) unsafe fn group_q4k<I: Int, const R: usize>(
+    w: *const u8,
+    a: &Q8K,
+    r0: usize,
+) -> [[f32; 8]; R] {
+    let (nb, gb) = (a.blocks, block_bytes(Kind::Q4K));
+    let zero = unsafe { _mm256_setzero_ps() };
+    let mut sum = [zero; R];
     for b in 0..nb {
+        // SAFETY: block b of the group exists (b < nb), and so does block b
+        // of the activation rows (the caller's rows).
         unsafe {
-            let blk = w.add(b * Kind::Q4K.bytes());
-            let (d, dmin) = (f16x1(blk), f16x1(blk.add(2)));
-            // The 6-bit scales and minima as sixteen 16-bit lanes (ggml's
-            // word trick, [`q4k_scale_words`]): scales
-            // 0..8 then minima 0..8; each scale broadcast by a shuffle.
-            let ms = q4k_scales16(blk.add(4));
-            let scales = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(ms));
-            let mins = _mm256_extracti128_si256::<1>(ms);
-            let mask = _mm256_set1_epi8(15);
-            let q: [__m256i; 8] = std::array::from_fn(|h| {
-                let raw = _mm256_loadu_si256(blk.add(16 + 32 * (h / 2)).cast());
-                let raw = if h % 2 == 0 {
-                    raw
-                } else {
-                    _mm256_srli_epi16::<4>(raw)
-                };
-                _mm256_and_si256(raw, mask)
-            });
-            let sc: [__m256i; 8] = std::array::from_fn(|h| {
-                let h = h as i16;
-                _mm256_shuffle_epi8(scales, _mm256_set1_epi16(((2 * h + 1) << 8) | (2 * h)))
-            });
-            for r in 0..R {
-                let i = (r0 + r) * nb + b;
-                let x = a.qs.as_ptr().add(i * QK_K);
-                // Two sums, so that VNNI's multiply-adds (five cycles each,
-                // accumulating in place) are not one chain.
-                let mut isum = [_mm256_setzero_si256(); 2];
-                for (h, (&q, &sc)) in q.iter().zip(&sc).enumerate() {
-                    let pairs = _mm256_maddubs_epi16(q, load(x.add(32 * h).cast()));
-                    isum[h % 2] = I::dot16(isum[h % 2], pairs, sc);
+            let blk = w.add(b * gb);
+            prefetch_ahead(blk, gb);
+            let bytes8 = |at: usize| _mm256_cvtepu8_epi32(_mm_loadl_epi64(blk.add(at).cast()));
+            let mut isum = [_mm256_setzero_si256(); R];
+            for s in 0..8 {
+                let v = nibbles(blk.add(Q4K_VALUES + 128 * s));
+                let sc = bytes8(4 * 8 + 8 * s);
+                for (r, isum) in isum.iter_mut().enumerate() {
+                    let i = (r0 + r) * nb + b;
+                    let x = a.qs.as_ptr().add(i * QK_K + 32 * s).cast::<i32>();
+                    let mut acc = [_mm256_setzero_si256(); 2];
+                    for (k, &v) in v.iter().enumerate() {
+                        let xb = _mm256_set1_epi32(x.add(k).read_unaligned());
+                        acc[k / 4] = I::dot(acc[k / 4], v, xb);
+                    }
+                    let p = _mm256_add_epi32(acc[0], acc[1]);
+                    *isum = _mm256_add_epi32(*isum, _mm256_mullo_epi32(p, sc));
                 }
-                let isum = _mm256_add_epi32(isum[0], isum[1]);
-                // The 16 sums of 16 activations, paired into the 8 of 32 each
-                // minimum multiplies.
-                let bs = _mm256_loadu_si256(a.bsums.as_ptr().add(i * 16).cast());
-                let bs = _mm_hadd_epi16(
-                    _mm256_castsi256_si128(bs),
-                    _mm256_extracti128_si256::<1>(bs),
-                );
-                let m =
-                    _mm256_inserti128_si256::<0>(_mm256_setzero_si256(), _mm_madd_epi16(bs, mins));
+            }
+            let (d, dmin) = (f16x8(blk), f16x8(blk.add(16)));
+            for (r, sum) in sum.iter_mut().enumerate() {
+                let i = (r0 + r) * nb + b;
+                let bs = a.bsums.as_ptr().add(i * 16);
+                let mut mins = _mm256_setzero_si256();
+                for s in 0..8 {
+                    let s32 = i32::from(*bs.add(2 * s)) + i32::from(*bs.add(2 * s + 1));
+                    let m = _mm256_mullo_epi32(bytes8(12 * 8 + 8 * s), _mm256_set1_epi32(s32));
+                    mins = _mm256_add_epi32(mins, m);
+                }
                 let dx = _mm256_broadcast_ss(&*a.d.as_ptr().add(i));
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, dx), acc[r]);
-                mins_acc[r] =
-                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), _mm256_mul_ps(dmin, dx), mins_acc[r]);
+                let (ds, ms) = (_mm256_mul_ps(d, dx), _mm256_mul_ps(dmin, dx));
+                *sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), ds, *sum);
+                *sum = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), ms, *sum);
             }
         }
     }
-    std::array::from_fn(|r| hsum(acc[r]) - hsum(mins_acc[r]))
+    std::array::from_fn(|r| {
+        let mut out = [0f32; 8];
+        // SAFETY: `out` holds eight f32.
+        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), sum[r]) };
+        out
+    })
 }
 
 /// Q6_K: `R` activation rows from `r0` against weight row `w`.
@@ -381,6 +385,7 @@ pub(super) unsafe fn row_q6k<I: Int, const R: usize>(w: *const u8, a: &Q8K, r0: 
     for b in 0..nb {
         unsafe {
             let blk = w.add(b * Kind::Q6K.bytes());
+            prefetch_ahead(blk, Kind::Q6K.bytes());
             let d = f16x1(blk.add(208));
             let sc = blk.add(192).cast::<i8>();
             let m4 = _mm256_set1_epi8(15);

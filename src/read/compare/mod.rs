@@ -62,21 +62,47 @@ pub enum Row {
 
 /// Pairs `a`'s entries with `b`'s by experiment, size, precision and device
 /// kind, in `a`'s order, then lists what only `b` has. A key that appears twice
-/// in one file pairs with its first match.
+/// in one file pairs with its first match. A variant row (the suite's kernels:
+/// "fp32 (lab kernels)") with no like row in the other file pairs with the
+/// plain row it stands for ("fp32"), so a run of `--kernels lab` or `both`
+/// pairs with a PyTorch twin's file, which has one set of kernels.
 pub fn compare(a: &[Entry], b: &[Entry]) -> Vec<Row> {
-    let mut rows: Vec<Row> = a
-        .iter()
-        .map(|ea| match b.iter().find(|eb| eb.key() == ea.key()) {
-            Some(eb) => pair(ea, eb),
-            None => Row::OnlyA(ea.clone()),
-        })
-        .collect();
+    let mut rows: Vec<Row> = Vec::new();
+    for ea in a {
+        let found = partners(ea, a, b);
+        if found.is_empty() {
+            rows.push(Row::OnlyA(ea.clone()));
+        }
+        rows.extend(found.into_iter().map(|eb| pair(ea, eb)));
+    }
     rows.extend(
         b.iter()
+            .filter(|eb| !a.iter().any(|ea| partners(ea, a, b).contains(eb)))
             .filter(|eb| !a.iter().any(|ea| ea.key() == eb.key()))
             .map(|eb| Row::OnlyB(eb.clone())),
     );
     rows
+}
+
+/// The rows of `b` that `a`'s row `ea` pairs with: its like row (the first);
+/// for a variant without one, the plain row it stands for; for a plain row,
+/// also each variant of `b` standing for it that `a` has no row of.
+fn partners<'b>(ea: &Entry, a: &[Entry], b: &'b [Entry]) -> Vec<&'b Entry> {
+    let like = b.iter().find(|eb| eb.key() == ea.key());
+    if ea.stands_for.is_some() {
+        let plain = || b.iter().find(|eb| stands_for(ea, eb, b));
+        return like.or_else(plain).into_iter().collect();
+    }
+    let variants = b.iter().filter(|eb| stands_for(eb, ea, a));
+    like.into_iter().chain(variants).collect()
+}
+
+/// Whether the variant row `v` stands for the plain row `p`, of a file
+/// (`p_file`) with no row of `v`'s own key.
+fn stands_for(v: &Entry, p: &Entry, p_file: &[Entry]) -> bool {
+    p.stands_for.is_none()
+        && v.plain_key() == Some(p.key())
+        && !p_file.iter().any(|o| o.key() == v.key())
 }
 
 fn pair(a: &Entry, b: &Entry) -> Row {
@@ -195,6 +221,7 @@ mod tests {
             experiment: "matmul".into(),
             size: 256,
             precision: precision.into(),
+            stands_for: precision.strip_suffix(" (lab kernels)").map(str::to_string),
             device_kind: kind.into(),
             device_name: "AMD EPYC".into(),
             framework: "candle 0.11.1".into(),
@@ -318,6 +345,52 @@ mod tests {
         assert!(matches!(&rows[2], Row::OnlyA(e) if e.precision == "bf16"));
         assert!(matches!(&rows[3], Row::OnlyB(e) if e.precision == "fp64"));
         assert_eq!(rows.len(), 4);
+    }
+
+    #[test]
+    fn the_suites_kernels_pair_with_a_file_that_has_one_set_of_kernels() {
+        let both = [
+            entry("fp32", "cpu", 10.0, true),
+            entry("fp32 (lab kernels)", "cpu", 5.0, true),
+        ];
+        let twin = [entry("fp32", "cpu", 8.0, true)];
+        let names = |rows: &[Row]| -> Vec<(String, String)> {
+            let name = |e: &Entry| e.precision.clone();
+            rows.iter()
+                .map(|r| match r {
+                    Row::Both { a, b, .. } => (name(a), name(b)),
+                    Row::OnlyA(a) => (name(a), "-".into()),
+                    Row::OnlyB(b) => ("-".into(), name(b)),
+                })
+                .collect()
+        };
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        // Both rows of a `--kernels both` run pair with the twin's fp32, either way round.
+        assert_eq!(
+            names(&compare(&both, &twin)),
+            [pair("fp32", "fp32"), pair("fp32 (lab kernels)", "fp32")]
+        );
+        assert_eq!(
+            names(&compare(&twin, &both)),
+            [pair("fp32", "fp32"), pair("fp32", "fp32 (lab kernels)")]
+        );
+        // A lab-only run pairs with the twin, and two runs' lab rows pair with each other,
+        // never with the other's plain row.
+        assert_eq!(
+            names(&compare(&both[1..], &twin)),
+            [pair("fp32 (lab kernels)", "fp32")]
+        );
+        assert_eq!(
+            names(&compare(&twin, &both[1..])),
+            [pair("fp32", "fp32 (lab kernels)")]
+        );
+        assert_eq!(
+            names(&compare(&both, &both[1..])),
+            [
+                pair("fp32", "-"),
+                pair("fp32 (lab kernels)", "fp32 (lab kernels)")
+            ]
+        );
     }
 
     #[test]

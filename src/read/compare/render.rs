@@ -9,7 +9,8 @@ pub fn method() -> String {
     let pct = BAND * 100.0;
     format!(
         "B/A is B's median time over A's (A is the baseline): above 1, B takes longer.\n\
-         Rows pair up by experiment, size, precision and device kind (cpu, cuda).\n\
+         Rows pair up by experiment, size, precision and device kind (cpu, cuda); a row on the \
+         suite's kernels (\"fp32 (lab kernels)\") pairs with the plain row (\"fp32\") of a file that has none of its own.\n\
          Verdict: a {conf:.0}% percentile-bootstrap confidence interval of B/A ({RESAMPLES} resamples \
          of each side's wall-time samples, seed {SEED:#x}: a rerun prints the same).\n\
          SLOW: the whole interval is above {hi:.2} (B takes more than {pct:.0}% longer); \
