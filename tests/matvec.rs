@@ -147,16 +147,24 @@ fn linear_on(device: &Device) {
 
 /// The block types the quantized kernels read, with shapes (m, k, n) whose
 /// k is whole blocks: decode rows, weight rows not a multiple of 4,
-/// activation rows not a multiple of the tile (4) and beyond one pass (64).
+/// activation rows not a multiple of the tile (4: 13 is three and a row) and
+/// beyond one pass (64).
 fn quant_cases(t: GgmlDType) -> Vec<(usize, usize, usize)> {
     if matches!(t, GgmlDType::Q4K | GgmlDType::Q6K) {
-        vec![(1, 256, 3), (1, 1536, 576), (5, 512, 19), (66, 256, 5)]
+        vec![
+            (1, 256, 3),
+            (1, 1536, 576),
+            (5, 512, 19),
+            (13, 256, 11),
+            (66, 256, 5),
+        ]
     } else {
         vec![
             (1, 32, 1),
             (1, 576, 576),
             (3, 96, 13),
             (7, 1536, 37),
+            (13, 96, 11),
             (65, 64, 9),
         ]
     }

@@ -13,6 +13,17 @@ pub fn show(r: &Basics) -> Shown {
 }
 
 fn tables(r: &Basics) -> Vec<Table> {
+    vec![
+        described("rank, shape, dtype, bytes, device", &r.tensors),
+        described("one shape, every dtype", &r.dtypes),
+        ops(r),
+        views(r),
+        transfer(r),
+    ]
+}
+
+/// Tensors with their rank, shape, dtype, bytes and device.
+fn described(title: &str, rows: &[Described]) -> Table {
     let header = [
         "name",
         "rank",
@@ -22,21 +33,23 @@ fn tables(r: &Basics) -> Vec<Table> {
         "total bytes",
         "device",
     ];
-    let described = |title: &str, rows: &[Described]| {
-        let mut t = Table::new(title, &header);
-        for d in rows {
-            t.row([
-                d.name.clone(),
-                d.rank.to_string(),
-                format!("{:?}", d.shape),
-                d.dtype.to_string(),
-                d.element_bytes.to_string(),
-                d.total_bytes.to_string(),
-                d.device.clone(),
-            ]);
-        }
-        t
-    };
+    let mut t = Table::new(title, &header);
+    for d in rows {
+        t.row([
+            d.name.clone(),
+            d.rank.to_string(),
+            format!("{:?}", d.shape),
+            d.dtype.to_string(),
+            d.element_bytes.to_string(),
+            d.total_bytes.to_string(),
+            d.device.clone(),
+        ]);
+    }
+    t
+}
+
+/// An element-wise add and a broadcast one.
+fn ops(r: &Basics) -> Table {
     let mut ops = Table::new(
         "element-wise add and broadcasting",
         &["operation", "result"],
@@ -51,7 +64,11 @@ fn tables(r: &Basics) -> Vec<Table> {
         format!("ones{:?} + row{:?}", bc.matrix_shape, bc.row_shape),
         format!("{:?}", bc.result),
     ]);
+    ops
+}
 
+/// Views and what they (and `.contiguous()`) allocate.
+fn views(r: &Basics) -> Table {
     let mut views = Table::new(
         format!("views copy nothing ({})", r.memory_source),
         &[
@@ -76,7 +93,11 @@ fn tables(r: &Basics) -> Vec<Table> {
             format!("{} B", v.data_bytes),
         ]);
     }
+    views
+}
 
+/// A host-to-device copy, or why there was none.
+fn transfer(r: &Basics) -> Table {
     let mut transfer = Table::new("host-to-device transfer", &["", "value"]);
     let t = &r.transfer;
     transfer.row(["status", t.status.as_str()]);
@@ -87,13 +108,7 @@ fn tables(r: &Basics) -> Vec<Table> {
     if let Some(reason) = &t.reason {
         transfer.row(["reason", reason]);
     }
-    vec![
-        described("rank, shape, dtype, bytes, device", &r.tensors),
-        described("one shape, every dtype", &r.dtypes),
-        ops,
-        views,
-        transfer,
-    ]
+    transfer
 }
 
 /// The basics' view (no rows for a CSV, nothing to chart).

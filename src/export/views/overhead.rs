@@ -8,7 +8,16 @@ use crate::units::mib;
 
 /// The terminal tables of a run.
 pub fn tables(r: &OverheadResults, device: &str) -> Vec<Table> {
-    let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".into(), f);
+    vec![first_calls(r, device), launch(r), cache(r)]
+}
+
+/// `-` for a value a file (or a CPU run) does not have.
+fn opt(v: Option<f64>, f: &dyn Fn(f64) -> String) -> String {
+    v.map_or("-".into(), f)
+}
+
+/// Each op's first call in the process against its warm calls.
+fn first_calls(r: &OverheadResults, device: &str) -> Table {
     let jit = match &r.jit_cache {
         None => String::new(),
         Some(c) if c.disabled => "; the driver's JIT cache disabled".into(),
@@ -44,6 +53,11 @@ pub fn tables(r: &OverheadResults, device: &str) -> Vec<Table> {
             format!("{:.1}x", f.first_over_warm),
         ]);
     }
+    first
+}
+
+/// The smallest ops' time per call, gross and net of the clock's own cost.
+fn launch(r: &OverheadResults) -> Table {
     let launch_title = match &r.clock_overhead {
         Some(o) => format!(
             "launch overhead: the smallest operations (net: less the clock's own {:.2} us{} per sample)",
@@ -78,6 +92,11 @@ pub fn tables(r: &OverheadResults, device: &str) -> Vec<Table> {
             format!("{:.0}", l.calls_per_s),
         ]);
     }
+    launch
+}
+
+/// A matmul from a cache flushed before each sample against a hot one.
+fn cache(r: &OverheadResults) -> Table {
     let c = &r.cache;
     let title = match (&c.cache, c.cache_bytes, c.flush_bytes) {
         (Some(name), Some(size), Some(flush)) => format!(
@@ -115,7 +134,7 @@ pub fn tables(r: &OverheadResults, device: &str) -> Vec<Table> {
             opt(row.cold.gpu_median_ms, &|v| format!("{v:.3}")),
         ]);
     }
-    vec![first, launch, cache]
+    cache
 }
 
 /// The overhead experiment's tables.

@@ -14,6 +14,25 @@ pub fn show(r: &Precision) -> Shown {
 }
 
 fn tables(r: &Precision) -> Vec<Table> {
+    vec![
+        limits(r),
+        one_plus_eps(r),
+        round_trips(
+            "overflow: f16 tops out at 65504, bf16 keeps f32's range",
+            &r.overflow,
+        ),
+        round_trips(
+            "integers: bf16 has 8 significant bits, so above 256 it skips",
+            &r.integers,
+        ),
+        point_one(r),
+        sums(r),
+    ]
+}
+
+/// Each format's limits from its bit layout, and whether the crate's
+/// constants agree.
+fn limits(r: &Precision) -> Table {
     let mut limits = Table::new(
         "float formats (values from the bit layout = torch.finfo)",
         &[
@@ -52,19 +71,27 @@ fn tables(r: &Precision) -> Vec<Table> {
             agrees,
         ]);
     }
-    let round_trips = |title: &str, rows: &[RoundTrip]| {
-        let inputs: Vec<String> = rows[0].input.iter().map(|v| format!("{v}")).collect();
-        let mut header = vec!["dtype".to_string()];
-        header.extend(inputs);
-        let header: Vec<&str> = header.iter().map(String::as_str).collect();
-        let mut t = Table::new(title, &header);
-        for row in rows {
-            let mut cells = vec![row.dtype.to_string()];
-            cells.extend(row.stored.iter().map(|v| format!("{}", v.0)));
-            t.row(cells);
-        }
-        t
-    };
+    limits
+}
+
+/// Values stored in each dtype, one column per input.
+fn round_trips(title: &str, rows: &[RoundTrip]) -> Table {
+    let first = rows.first().map_or(&[][..], |r| &r.input[..]);
+    let inputs: Vec<String> = first.iter().map(|v| format!("{v}")).collect();
+    let mut header = vec!["dtype".to_string()];
+    header.extend(inputs);
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut t = Table::new(title, &header);
+    for row in rows {
+        let mut cells = vec![row.dtype.to_string()];
+        cells.extend(row.stored.iter().map(|v| format!("{}", v.0)));
+        t.row(cells);
+    }
+    t
+}
+
+/// Where 1 + eps stops rounding back to 1.
+fn one_plus_eps(r: &Precision) -> Table {
     let mut one = Table::new(
         "1 + eps/2 rounds back to 1; 1 + eps does not",
         &["dtype", "1 + eps/2 stored", "1 + eps stored"],
@@ -76,6 +103,11 @@ fn tables(r: &Precision) -> Vec<Table> {
             format!("{}", row.stored[1].0),
         ]);
     }
+    one
+}
+
+/// 0.1 as each dtype stores it.
+fn point_one(r: &Precision) -> Table {
     let mut tenth = Table::new(
         "0.1 is stored inexactly",
         &["dtype", "stored", "abs error", "rel error"],
@@ -88,6 +120,11 @@ fn tables(r: &Precision) -> Vec<Table> {
             sci(p.rel_error, 3),
         ]);
     }
+    tenth
+}
+
+/// A long sum, one add at a time and by Candle's reduction.
+fn sums(r: &Precision) -> Table {
     let mut sums = Table::new(
         format!(
             "adding {} {} times (exact: {})",
@@ -104,20 +141,7 @@ fn tables(r: &Precision) -> Vec<Table> {
             format!("{}", a.candle_sum),
         ]);
     }
-    vec![
-        limits,
-        one,
-        round_trips(
-            "overflow: f16 tops out at 65504, bf16 keeps f32's range",
-            &r.overflow,
-        ),
-        round_trips(
-            "integers: bf16 has 8 significant bits, so above 256 it skips",
-            &r.integers,
-        ),
-        tenth,
-        sums,
-    ]
+    sums
 }
 
 /// The precision experiment's view (no rows for a CSV, nothing to chart).
