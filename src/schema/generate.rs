@@ -31,7 +31,10 @@ pub struct GenerateResults {
     /// The bandwidth past the caches, measured in this run (GB/s, 10^9 bytes
     /// per second): before 2.4 a plain device copy over `copy_bytes`, the
     /// one bandwidth tg's bound used; from 2.4 the ladder's read at memory's
-    /// footprint (`copy_bytes`) on the pool's threads, the DRAM bound's.
+    /// footprint (`copy_bytes`) on the pool's threads, the DRAM bound's:
+    /// its first reading in files from before a9e5e40's successor, since
+    /// then the fastest of the ladder's reads at memory's footprint or more
+    /// when the file was written (where it was read: `copy_bytes`).
     pub copy_gb_per_s: Option<f64>,
     pub copy_bytes: u64,
     /// The bandwidth ladder's points the rows were held against (2.4).
@@ -186,7 +189,8 @@ pub struct GenerateMeasured {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tg_bound: Option<Bound>,
     /// The same bound at the ladder's read past the caches (DRAM), where the
-    /// weights fit in a cache and `tg_bound` is that cache's (2.4).
+    /// weights fit in a cache and `tg_bound` is that cache's (2.4): the
+    /// fastest read past the caches measured when the row was bounded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tg_bound_dram_tokens_per_s: Option<f64>,
     /// FLOPs of one pp test (2 per multiply-add, matmuls and attention).

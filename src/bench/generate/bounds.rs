@@ -19,10 +19,9 @@ use crate::precision::Precision;
 use crate::schema::{Bound, LadderKernel, PpRoofline};
 use crate::telemetry::Telemetry;
 
-/// One run's bounds: its ladder, memory's read, and the GEMM peaks measured.
+/// One run's bounds: its ladder and the GEMM peaks measured.
 pub struct Bounds<'a> {
     ladder: Ladder<'a>,
-    dram: Bound,
     device: &'a Device,
     telemetry: &'a Telemetry,
     peaks: RefCell<Vec<(Precision, f64)>>,
@@ -36,31 +35,31 @@ pub struct TgBound {
 }
 
 impl<'a> Bounds<'a> {
-    /// The run's ladder (no footprint past `max_footprint`) and its read past
-    /// the caches, measured now.
+    /// The run's ladder (no footprint past `max_footprint`), its read past
+    /// the caches measured now.
     pub fn new(
         device: &'a Device,
         telemetry: &'a Telemetry,
         max_footprint: Option<u64>,
     ) -> Result<Self> {
         let ladder = Ladder::new(device, telemetry, max_footprint)?;
-        let dram = ladder.bound(
-            LadderKernel::Read,
-            ladder.pool_threads(),
-            ladder.memory_footprint(),
-        )?;
-        Ok(Self {
+        let bounds = Self {
             ladder,
-            dram,
             device,
             telemetry,
             peaks: RefCell::new(Vec::new()),
-        })
+        };
+        bounds.dram()?;
+        Ok(bounds)
     }
 
-    /// Memory's read (the ladder's past the caches).
-    pub fn dram(&self) -> &Bound {
-        &self.dram
+    /// Memory's read: the fastest read past the caches (memory's footprint
+    /// or more) the ladder has measured so far, on up to the pool's threads.
+    /// Each row's reads add to it, so a row is held to the best moment
+    /// before it, not to the run's first reading alone.
+    pub fn dram(&self) -> Result<Bound> {
+        let (pool, memory) = (self.ladder.pool_threads(), self.ladder.memory_footprint());
+        self.ladder.bound(LadderKernel::Read, pool, memory)
     }
 
     /// The ladder so far, for the result file.
@@ -75,9 +74,10 @@ impl<'a> Bounds<'a> {
             self.ladder.pool_threads(),
             bytes_per_token,
         )?;
+        let dram = self.dram()?;
         Ok(TgBound {
             tokens_per_s: tg_bound_tokens_per_s(bound.gb_per_s, bytes_per_token),
-            dram_tokens_per_s: tg_bound_tokens_per_s(self.dram.gb_per_s, bytes_per_token),
+            dram_tokens_per_s: tg_bound_tokens_per_s(dram.gb_per_s, bytes_per_token),
             bound,
         })
     }

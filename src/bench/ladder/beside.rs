@@ -155,7 +155,8 @@ impl Ladder<'_> {
                 timed: c.timed,
             })
             .collect();
-        let best = envelope(&at, &self.points.borrow(), kernel, &threads)
+        let memory = self.memory_footprint();
+        let best = envelope(&at, &self.points.borrow(), kernel, &threads, memory)
             .context("no ladder point beside the row")?;
         self.points.borrow_mut().extend(at);
         let bound = Bound {

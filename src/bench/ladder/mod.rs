@@ -165,8 +165,9 @@ impl<'a> Ladder<'a> {
             (vec![1], vec![(1, false)])
         };
         let at = self.points_at(kernel, &ways, footprint, false)?;
-        let best =
-            envelope(&at, &self.points.borrow(), kernel, &counts).context("no ladder point")?;
+        let memory = self.memory_footprint();
+        let best = envelope(&at, &self.points.borrow(), kernel, &counts, memory)
+            .context("no ladder point")?;
         Ok(Bound {
             kernel,
             threads: best.threads,
@@ -464,17 +465,28 @@ impl Work {
 /// measured so far of `kernel` at `threads` over a larger footprint: a
 /// footprint is never slower to stream than a larger one, so where the
 /// ladder read a larger one faster (noise between its samples), that reading
-/// is the bound, and the bound names where it was read.
+/// is the bound, and the bound names where it was read. Past the caches
+/// (`memory`'s footprint, four times the last cache, and more) the footprint
+/// no longer matters: there every point of memory's footprint or more bounds
+/// the row, so that one slow moment of a VM's memory (its reads past the
+/// caches moved 46-87 GB/s within one run on a 2-vCPU EPYC) does not set a
+/// bound an op then beats.
 fn envelope(
     at: &[LadderPoint],
     measured: &[LadderPoint],
     kernel: LadderKernel,
     threads: &[usize],
+    memory: u64,
 ) -> Option<LadderPoint> {
     let smallest = at.iter().map(|p| p.footprint_bytes).min()?;
+    let from = if smallest >= memory {
+        memory
+    } else {
+        smallest + 1
+    };
     at.iter()
         .chain(measured.iter().filter(|p| {
-            p.kernel == kernel && threads.contains(&p.threads) && p.footprint_bytes > smallest
+            p.kernel == kernel && threads.contains(&p.threads) && p.footprint_bytes >= from
         }))
         .max_by(|a, b| a.gb_per_s.total_cmp(&b.gb_per_s))
         .cloned()
@@ -513,12 +525,32 @@ mod tests {
             point(Copy, 2, 1024, 99.0),
             point(Read, 2, 8, 99.0),
         ];
-        let b = envelope(&at, &measured, Read, &[1, 2]).unwrap();
+        let memory = 512 << 20;
+        let b = envelope(&at, &measured, Read, &[1, 2], memory).unwrap();
         assert_eq!((b.gb_per_s, b.level.as_str(), b.threads), (14.0, "DRAM", 2));
         // Where the larger footprint is slower, the row's own point holds.
         let slower = [point(Read, 2, 1024, 11.0)];
-        let b = envelope(&at, &slower, Read, &[1, 2]).unwrap();
+        let b = envelope(&at, &slower, Read, &[1, 2], memory).unwrap();
         assert_eq!((b.gb_per_s, b.footprint_bytes), (12.0, 80 << 20));
+    }
+
+    #[test]
+    fn past_the_caches_any_footprint_of_memorys_or_more_bounds() {
+        use LadderKernel::Read;
+        let memory = 512 << 20;
+        // A row past memory's footprint, read at a slow moment, against a
+        // faster read at memory's footprint measured before it.
+        let at = [point(Read, 2, 1024, 40.0)];
+        let earlier = [point(Read, 2, 512, 80.0), point(Read, 2, 256, 99.0)];
+        let b = envelope(&at, &earlier, Read, &[1, 2], memory).unwrap();
+        assert_eq!((b.gb_per_s, b.footprint_bytes), (80.0, 512 << 20));
+        // Under memory's footprint a smaller footprint bounds nothing (it may
+        // be partly cached).
+        let at = [point(Read, 2, 300, 40.0)];
+        let b = envelope(&at, &earlier, Read, &[1, 2], memory).unwrap();
+        assert_eq!((b.gb_per_s, b.footprint_bytes), (80.0, 512 << 20));
+        let b = envelope(&at, &earlier[1..], Read, &[1, 2], memory).unwrap();
+        assert_eq!(b.gb_per_s, 40.0, "256 MiB is smaller and under memory's");
     }
 
     #[test]
