@@ -182,6 +182,51 @@ pub fn run(
     let ceiling = rows::ceiling_row(&copy, datasheet);
 
     let n = cfg.elements();
+    let ops = measure_ops(device, cfg, telemetry, &ladder, datasheet)?;
+
+    let mcfg = cfg.matmul();
+    let matmuls = if mcfg.precisions.is_empty() {
+        Vec::new()
+    } else {
+        let inputs = Inputs::random(mcfg.size, mcfg.accuracy_rows)?;
+        matmul::run(device, gpu_name, &mcfg, &inputs)?
+    };
+    // The roof is memory's: the ladder's copy past every cache, every thread.
+    let dram = ladder.bound(ladder.kernel_for(1, 1), threads, ladder.memory_footprint())?;
+    let roofline = roofline(dram.gb_per_s, datasheet, &ops, mcfg.size, &matmuls);
+    let out_of_memory = oom::out_of_memory(device)?;
+
+    let (rows, cols) = cfg.shape();
+    Ok(MemoryResults {
+        shape: vec![rows, cols],
+        elements: n,
+        tensor_bytes_f32: bytes,
+        warmup: cfg.plan.warmup,
+        iters: cfg.plan.iters,
+        cache_bytes: crate::device::largest_cache(device)?.map(|c| c.bytes),
+        telemetry: telemetry.source(),
+        transfers,
+        ceiling,
+        ladder: Some(ladder.finish()),
+        datasheet_gb_per_s: datasheet,
+        ops,
+        out_of_memory,
+        roofline,
+    })
+}
+
+/// Every operation of every dtype of `cfg`, then the casts from f32, each
+/// timed and held against the ladder's kernel of its access pattern at its
+/// own traffic.
+fn measure_ops(
+    device: &Device,
+    cfg: &Config,
+    telemetry: &Telemetry,
+    ladder: &Ladder,
+    datasheet: Option<f64>,
+) -> Result<Vec<crate::schema::BandwidthRow>> {
+    let n = cfg.elements();
+    let threads = ladder.pool_threads();
     let a32 = Tensor::randn(0f32, 1f32, cfg.shape(), device)?;
     let b32 = Tensor::randn(0f32, 1f32, cfg.shape(), device)?;
     let mut ops = Vec::new();
@@ -218,37 +263,7 @@ pub fn run(
     for &d in cfg.dtypes.iter().filter(|&&d| d != DType::F32) {
         measure(Op::Cast, &a32, &b32, d)?;
     }
-    drop((a32, b32));
-
-    let mcfg = cfg.matmul();
-    let matmuls = if mcfg.precisions.is_empty() {
-        Vec::new()
-    } else {
-        let inputs = Inputs::random(mcfg.size, mcfg.accuracy_rows)?;
-        matmul::run(device, gpu_name, &mcfg, &inputs)?
-    };
-    // The roof is memory's: the ladder's copy past every cache, every thread.
-    let dram = ladder.bound(ladder.kernel_for(1, 1), threads, ladder.memory_footprint())?;
-    let roofline = roofline(dram.gb_per_s, datasheet, &ops, mcfg.size, &matmuls);
-    let out_of_memory = oom::out_of_memory(device)?;
-
-    let (rows, cols) = cfg.shape();
-    Ok(MemoryResults {
-        shape: vec![rows, cols],
-        elements: n,
-        tensor_bytes_f32: bytes,
-        warmup: cfg.plan.warmup,
-        iters: cfg.plan.iters,
-        cache_bytes: crate::device::largest_cache(device)?.map(|c| c.bytes),
-        telemetry: telemetry.source(),
-        transfers,
-        ceiling,
-        ladder: Some(ladder.finish()),
-        datasheet_gb_per_s: datasheet,
-        ops,
-        out_of_memory,
-        roofline,
-    })
+    Ok(ops)
 }
 
 /// Why a GPU-only section did not run on `device`.
