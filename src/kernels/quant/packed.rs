@@ -55,9 +55,13 @@ pub(super) const fn head(kind: Kind) -> usize {
     }
 }
 
-/// Where a packed Q4_K block's values start: after its d, dmin, scales and
-/// minima.
-pub(super) const Q4K_VALUES: usize = 4 * ROWS + 16 * ROWS;
+/// Where a packed Q4_K block's scales start (sub-block `s` of row `j` at
+/// `Q4K_SCALES + ROWS * s + j`): after its eight d and eight dmin.
+pub(super) const Q4K_SCALES: usize = 4 * ROWS;
+/// Where its minima start, laid out as the scales.
+pub(super) const Q4K_MINIMA: usize = Q4K_SCALES + 8 * ROWS;
+/// Where its values start: after the minima.
+pub(super) const Q4K_VALUES: usize = Q4K_MINIMA + 8 * ROWS;
 
 /// Bytes of one packed block of eight rows.
 pub(super) const fn block_bytes(kind: Kind) -> usize {
@@ -139,8 +143,8 @@ fn q4k_row(dst: &mut [u8], j: usize, src: &[u8]) {
     dst[2 * (ROWS + j)..][..2].copy_from_slice(&src[2..4]);
     let (sc, mn) = q4k_scales(src[4..16].try_into().expect("12 bytes of scales"));
     for s in 0..8 {
-        dst[4 * ROWS + ROWS * s + j] = sc[s];
-        dst[12 * ROWS + ROWS * s + j] = mn[s];
+        dst[Q4K_SCALES + ROWS * s + j] = sc[s];
+        dst[Q4K_MINIMA + ROWS * s + j] = mn[s];
     }
     // Stored, value 32 s + l of a block is nibble s % 2 of byte 32 (s / 2) + l.
     let qs = &src[16..];
@@ -239,8 +243,8 @@ mod tests {
                 assert_eq!(blk[2 * (ROWS + j)..][..2], src[2..4], "dmin");
                 let (sc, mn) = q4k_scales(src[4..16].try_into().unwrap());
                 for s in 0..8 {
-                    assert_eq!(blk[4 * ROWS + ROWS * s + j], sc[s], "scale {s}");
-                    assert_eq!(blk[12 * ROWS + ROWS * s + j], mn[s], "minimum {s}");
+                    assert_eq!(blk[Q4K_SCALES + ROWS * s + j], sc[s], "scale {s}");
+                    assert_eq!(blk[Q4K_MINIMA + ROWS * s + j], mn[s], "minimum {s}");
                     for v in 0..32 {
                         // Stored: value 64 c + l is byte 32 c + l's low nibble, 64 c + 32 + l its high.
                         let (c, l) = ((32 * s + v) / 64, (32 * s + v) % 64);

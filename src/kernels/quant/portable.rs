@@ -6,7 +6,7 @@
 
 use super::act::{Q8, Q8K, QK, QK_K};
 use super::blocks::{f16_at, Kind};
-use super::packed::{block_bytes, head, Q4K_VALUES, ROWS};
+use super::packed::{block_bytes, head, Q4K_MINIMA, Q4K_SCALES, Q4K_VALUES, ROWS};
 
 /// Eight weight rows (packed group `w` of Q8_0, Q4_0 or Q4_1, laid out as
 /// [`super::packed`] says) against activation row `r`: output `j` is row
@@ -69,9 +69,9 @@ pub(super) fn group_q4k(w: &[u8], a: &Q8K, r: usize) -> [f32; ROWS] {
                         i32::from(q) * i32::from(x[32 * s + v])
                     })
                     .sum();
-                isum += i32::from(blk[4 * ROWS + ROWS * s + j]) * part;
+                isum += i32::from(blk[Q4K_SCALES + ROWS * s + j]) * part;
                 let sum32 = i32::from(bs[2 * s]) + i32::from(bs[2 * s + 1]);
-                mins += i32::from(blk[12 * ROWS + ROWS * s + j]) * sum32;
+                mins += i32::from(blk[Q4K_MINIMA + ROWS * s + j]) * sum32;
             }
             *out += a.d[i] * (d * isum as f32 - dmin * mins as f32);
         }

@@ -26,7 +26,7 @@ use std::arch::x86_64::*;
 
 use super::act::{Q8, Q8K, QK, QK_K};
 use super::blocks::Kind;
-use super::packed::{block_bytes, Q4K_VALUES};
+use super::packed::{block_bytes, Q4K_MINIMA, Q4K_SCALES, Q4K_VALUES};
 
 /// The integer multiply-adds of one instruction set.
 pub(super) trait Int: Copy {
@@ -336,7 +336,7 @@ pub(super) unsafe fn group_q4k<I: Int, const R: usize>(
             let mut isum = [_mm256_setzero_si256(); R];
             for s in 0..8 {
                 let v = nibbles(blk.add(Q4K_VALUES + 128 * s));
-                let sc = bytes8(4 * 8 + 8 * s);
+                let sc = bytes8(Q4K_SCALES + 8 * s);
                 for (r, isum) in isum.iter_mut().enumerate() {
                     let i = (r0 + r) * nb + b;
                     let x = a.qs.as_ptr().add(i * QK_K + 32 * s).cast::<i32>();
@@ -356,7 +356,7 @@ pub(super) unsafe fn group_q4k<I: Int, const R: usize>(
                 let mut mins = _mm256_setzero_si256();
                 for s in 0..8 {
                     let s32 = i32::from(*bs.add(2 * s)) + i32::from(*bs.add(2 * s + 1));
-                    let m = _mm256_mullo_epi32(bytes8(12 * 8 + 8 * s), _mm256_set1_epi32(s32));
+                    let m = _mm256_mullo_epi32(bytes8(Q4K_MINIMA + 8 * s), _mm256_set1_epi32(s32));
                     mins = _mm256_add_epi32(mins, m);
                 }
                 let dx = _mm256_broadcast_ss(&*a.d.as_ptr().add(i));
