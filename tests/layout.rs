@@ -409,3 +409,147 @@ fn no_source_file_is_over_500_lines_of_code() {
         "over {MAX_LINES} lines before the tests: {long:?}"
     );
 }
+
+/// The experiments as the registry declares them: the variants of
+/// `schema::Body`.
+fn experiments() -> Vec<String> {
+    let text = std::fs::read_to_string(src().join("schema/mod.rs")).unwrap();
+    let body = text.split("pub enum Body {").nth(1).unwrap();
+    let body = &body[..body.find("\n}").unwrap()];
+    body.lines()
+        .map(str::trim)
+        .filter_map(|l| Some(l.split_once('(')?.0.to_string()))
+        .filter(|v| !v.starts_with('#') && !v.is_empty())
+        .collect()
+}
+
+/// The `match` expressions of `code` (comments and strings stripped), each
+/// as the patterns of its arms: the text before each `=>` at the top of its
+/// block (nested matches are read from their own `match`).
+fn matches(code: &str) -> Vec<Vec<String>> {
+    let b = code.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut out = Vec::new();
+    for (at, _) in code.match_indices("match") {
+        let before = at.checked_sub(1).map(|i| b[i]);
+        let after = b.get(at + 5).copied();
+        if before.is_some_and(ident) || !after.is_some_and(|c| c.is_ascii_whitespace()) {
+            continue;
+        }
+        let Some(open) = code[at..].find('{').map(|i| at + i) else {
+            continue;
+        };
+        out.push(arms(&code[open + 1..]));
+    }
+    out
+}
+
+/// The arms' patterns of a match block whose `{` came just before `block`.
+fn arms(block: &str) -> Vec<String> {
+    let (mut depth, mut arms, mut pattern) = (0i32, Vec::new(), String::new());
+    // In an arm's body; `Some(d)`: a body in braces, which ends back at `d`.
+    let (mut in_body, mut braced) = (false, None);
+    let mut chars = block.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' | '(' | '[' => {
+                if in_body && depth == 0 && c == '{' && braced.is_none() {
+                    braced = Some(0);
+                }
+                depth += 1;
+            }
+            '}' | ')' | ']' => {
+                depth -= 1;
+                if depth < 0 {
+                    break;
+                }
+                if in_body && depth == 0 && c == '}' && braced == Some(0) {
+                    (in_body, braced) = (false, None);
+                    continue;
+                }
+            }
+            ',' if depth == 0 && in_body => {
+                in_body = false;
+                braced = None;
+                continue;
+            }
+            '=' if depth == 0 && !in_body && chars.peek() == Some(&'>') => {
+                chars.next();
+                arms.push(pattern.trim().trim_start_matches(',').trim().to_string());
+                pattern.clear();
+                in_body = true;
+                continue;
+            }
+            _ => {}
+        }
+        if !in_body {
+            pattern.push(c);
+        }
+    }
+    arms
+}
+
+/// Whether `pattern` names the experiment `v` by its body or its kind
+/// (`Body::Sweep(r)`, `Kind::Matmul | Kind::Sweep`, and in an `impl Body` or
+/// `impl Kind` (`in_impl`), `Self::Sweep(r)`).
+fn names(pattern: &str, v: &str, in_impl: bool) -> bool {
+    let prefixes: &[&str] = if in_impl {
+        &["Body::", "Kind::", "Self::"]
+    } else {
+        &["Body::", "Kind::"]
+    };
+    prefixes.iter().any(|p| {
+        let needle = format!("{p}{v}");
+        pattern.match_indices(&needle).any(|(i, _)| {
+            !pattern[i + needle.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+        })
+    })
+}
+
+/// Whether an arm's pattern takes whatever is left (`_`, `other`, `_ if x`):
+/// a match with one needs no new arm for a new experiment.
+fn catches_all(pattern: &str) -> bool {
+    let last = pattern.rsplit('|').next().unwrap_or(pattern);
+    let head = last.split(" if ").next().unwrap_or(last).trim();
+    head == "_" || (!head.is_empty() && head.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+}
+
+/// Adding an experiment costs at most two match arms the compiler names,
+/// outside the experiment's own files (the schema's rows, `Body::rows`, and
+/// its view, `views::view`): every other reader goes through those two. The
+/// compiler names a match that lists experiments and has no arm for the rest.
+#[test]
+fn a_new_experiment_needs_at_most_two_match_arms() {
+    let found = matches("match &f.body {\n Body::Sweep(r) => r.x(),\n Body::Kind { a, .. } => { match a { _ => 1 } }\n _ => None,\n}");
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(found[0], ["Body::Sweep(r)", "Body::Kind { a, .. }", "_"]);
+    assert_eq!(found[1], ["_"]);
+    let two = "Kind::Matmul | Kind::Sweep";
+    assert!(names(two, "Sweep", false) && !names(two, "Swee", false));
+    assert!(names("Self::Sweep(r)", "Sweep", true) && !names("Self::Sweep(r)", "Sweep", false));
+    assert!(catches_all("_") && catches_all("other") && catches_all("Kind::A | _"));
+    assert!(!catches_all("Body::Sweep(r)") && !catches_all("None"));
+
+    let variants = experiments();
+    assert!(variants.len() >= 10, "{variants:?}");
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut exhaustive = Vec::new();
+    for f in &files {
+        let code = strip(&code(f));
+        let in_impl = code.contains("impl Body") || code.contains("impl Kind");
+        for arms in matches(&code) {
+            let listed = arms
+                .iter()
+                .any(|a| variants.iter().any(|v| names(a, v, in_impl)));
+            if listed && !arms.iter().any(|a| catches_all(a)) {
+                exhaustive.push(format!("{}: {}", f.display(), arms.join(" | ")));
+            }
+        }
+    }
+    assert!(
+        exhaustive.len() <= 2,
+        "{} matches over the experiments need an arm for a new one: {exhaustive:#?}",
+        exhaustive.len()
+    );
+}

@@ -1,6 +1,6 @@
 //! The chart a program draws beside its JSON (`sweep.svg`, `kernels.svg`), as a [`Format`]:
 //! which experiments have one, and its drawing, are each experiment's view's
-//! ([`views::writes`], [`views::chart`]); `svg` only draws. (The matmul and
+//! ([`Kind::writes`], [`views::chart`]); `svg` only draws. (The matmul and
 //! memory charts of `results/README.md` are drawn by `report`.)
 
 use anyhow::Result;
@@ -16,7 +16,7 @@ impl Format for Chart {
     }
 
     fn applies_to(&self, experiment: Kind) -> bool {
-        views::writes(experiment).chart
+        experiment.writes().chart
     }
 
     /// No chart until there is something to draw (a sweep before its first

@@ -16,7 +16,7 @@ impl Format for Csv {
     }
 
     fn applies_to(&self, experiment: Kind) -> bool {
-        views::writes(experiment).records
+        experiment.writes().records
     }
 
     fn render(&self, file: &ResultFile) -> Result<Option<Vec<u8>>> {

@@ -195,85 +195,14 @@ pub fn build(sources: &[Source]) -> Result<Built> {
             .filter(|s| s.experiment() == Some(experiment))
             .collect()
     };
+    // The tables across machines, beside the reference lab's.
+    matmul_section(&mut built, &of("matmul"))?;
+    sections::cpu_vs_gpu(&mut built.readme, &of("cpu_vs_gpu"), &of("matmul"));
+    // Then each experiment's files, as their views describe them.
     for kind in Kind::all() {
-        let files = of(kind.name());
-        match kind {
-            Kind::Matmul => matmul_section(&mut built, &files)?,
-            Kind::CpuVsGpu => sections::cpu_vs_gpu(&mut built.readme, &files, &of("matmul")),
-            Kind::Sweep => sections::sweep(&mut built, &files)?,
-            Kind::Memory => sections::roofline(&mut built, &files)?,
-            // The tables a run prints, one file after another.
-            Kind::Generate => shown::section(&mut built, kind, GENERATE, &files, model_of)?,
-            Kind::Kernels => shown::section(&mut built, kind, KERNELS, &files, runs_of)?,
-            Kind::Overhead => shown::section(&mut built, kind, OVERHEAD, &files, |_| None)?,
-            Kind::Block => shown::section(&mut built, kind, BLOCK, &files, block_shape)?,
-            // Facts of Candle and of the formats, the same on every machine:
-            // listed under Files, and read there.
-            Kind::Basics | Kind::Precision => {}
-        }
+        shown::section(&mut built, kind, &of(kind.name()))?;
     }
     Ok(built)
-}
-
-const GENERATE: &str = "A whole Llama model per precision (docs/generate.md): prompt processing \
-(pp) and generation (tg) tokens/s as llama-bench measures them, generation against the bandwidth \
-ladder's bound for reading every weight once per token, the ratios to fp32 measured side by side, \
-and where a token's time goes.";
-const KERNELS: &str = "The suite's own kernels (`src/kernels`) beside Candle's op, the same math \
-from primitive ops and the bandwidth ladder's bound for the same bytes, timed in turn, per op, \
-shape and precision, and the matrix-vector rows (docs/kernels.md). In PyTorch's file its op takes \
-the kernel's column.";
-const BLOCK: &str = "A decoder block (RMSNorm, Q/K/V/O, rotary, causal attention, SwiGLU MLP) \
-end to end: how much of the matmuls' precision speedup survives in the whole block, beside \
-Amdahl's prediction from the parts (docs/block.md). Every time and rate of a table is one clock's \
-(CUDA events on a GPU, the wall clock on the CPU), and tokens/s is through one layer, not a model.";
-const OVERHEAD: &str = "A first call against warm ones, the launch overhead of the smallest ops, \
-and a matmul from a cold cache against a hot one (docs/measuring.md).";
-
-/// A kernels file's runs per variant, for its heading (its tables' titles do
-/// not say them).
-fn runs_of(body: &crate::schema::Body) -> Option<String> {
-    let crate::schema::Body::Kernels(k) = body else {
-        return None;
-    };
-    Some(format!(
-        "{} warm-up and {} timed runs per variant",
-        k.warmup, k.iters
-    ))
-}
-
-/// A block file's shape, for its heading.
-fn block_shape(body: &crate::schema::Body) -> Option<String> {
-    let crate::schema::Body::Block(b) = body else {
-        return None;
-    };
-    let s = &b.shape;
-    Some(format!(
-        "hidden {}, {} heads ({} key/value), MLP {}, {} tokens",
-        s.hidden,
-        s.heads,
-        s.kv_heads(),
-        s.mlp,
-        s.seq
-    ))
-}
-
-/// A generate file's model, for its heading: the file it ran, or the
-/// random weights' shape.
-fn model_of(body: &crate::schema::Body) -> Option<String> {
-    let crate::schema::Body::Generate(g) = body else {
-        return None;
-    };
-    let m = &g.model;
-    Some(match m.source {
-        crate::schema::WeightSource::File => {
-            format!("{} ({})", m.name, m.file.as_deref().unwrap_or(""))
-        }
-        crate::schema::WeightSource::Random => format!(
-            "random weights at the shape {} (no text)",
-            m.shape.as_deref().unwrap_or("")
-        ),
-    })
 }
 
 const HEADER: &str = "# Results\n\n\

@@ -38,7 +38,7 @@ use anyhow::{bail, Context, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use strum::{EnumDiscriminants, EnumIter, IntoStaticStr};
+use strum::{EnumDiscriminants, EnumIter, EnumProperty, IntoStaticStr};
 
 pub use availability::{
     verdict, Availability, QuietReport, RowKind, Verdict, HELD_FRACTION_MIN,
@@ -124,25 +124,38 @@ pub struct ResultFile {
 /// of experiments in the suite is derived from [`Kind::iter`] or checked
 /// against it (`tests/registry.rs`); every reader that handles bodies matches
 /// on this enum, so the compiler names each place a new one must be handled.
+/// Each variant also says which files its result writes beside the JSON
+/// (`records`: a CSV; `chart`: an SVG), as [`Kind::writes`] reads them, because
+/// those paths are checked before a run has a body.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema, EnumDiscriminants)]
 #[serde(rename_all = "snake_case")]
 #[strum_discriminants(
     name(Kind),
-    derive(EnumIter, IntoStaticStr, Hash, PartialOrd, Ord),
+    derive(EnumIter, IntoStaticStr, EnumProperty, Hash, PartialOrd, Ord),
     strum(serialize_all = "snake_case")
 )]
 // One body per file and process: boxing the larger variants would buy nothing.
 #[allow(clippy::large_enum_variant)]
 pub enum Body {
+    #[strum_discriminants(strum(props(records = false, chart = false)))]
     Basics(BasicsResults),
+    #[strum_discriminants(strum(props(records = false, chart = false)))]
     Precision(PrecisionResults),
+    #[strum_discriminants(strum(props(records = true, chart = false)))]
     Matmul(MatmulResults),
+    #[strum_discriminants(strum(props(records = true, chart = false)))]
     CpuVsGpu(CpuVsGpuResults),
+    #[strum_discriminants(strum(props(records = true, chart = true)))]
     Memory(MemoryResults),
+    #[strum_discriminants(strum(props(records = true, chart = false)))]
     Overhead(OverheadResults),
+    #[strum_discriminants(strum(props(records = true, chart = true)))]
     Sweep(SweepResults),
+    #[strum_discriminants(strum(props(records = true, chart = true)))]
     Block(BlockResults),
+    #[strum_discriminants(strum(props(records = true, chart = true)))]
     Generate(GenerateResults),
+    #[strum_discriminants(strum(props(records = true, chart = true)))]
     Kernels(KernelsResults),
 }
 
@@ -169,6 +182,26 @@ impl Kind {
     pub fn from_name(name: &str) -> Option<Kind> {
         Self::all().find(|k| k.name() == name)
     }
+
+    /// What results of this kind write beside the JSON, as its variant of
+    /// [`Body`] declares it: known before the run, so that those paths are
+    /// checked then (its view's records and chart give them; a test holds
+    /// the two together, another that every variant declares both).
+    pub fn writes(self) -> Writes {
+        Writes {
+            records: self.get_bool("records").unwrap_or(false),
+            chart: self.get_bool("chart").unwrap_or(false),
+        }
+    }
+}
+
+/// What an experiment writes beside its JSON.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Writes {
+    /// A CSV of its records.
+    pub records: bool,
+    /// An SVG chart.
+    pub chart: bool,
 }
 
 /// The framework, build and machine a result came from, so that numbers from

@@ -229,3 +229,22 @@ fn a_skipped_section_says_why_and_has_no_rows() {
     assert!(section(SectionStatus::Skipped, Some("no GPU"), 2).is_err());
     assert!(section(SectionStatus::Ok, Some("why?"), 0).is_err());
 }
+
+/// Every variant of the registry says both what it writes beside its JSON,
+/// so that a new experiment cannot leave it to a default.
+#[test]
+fn every_experiment_declares_what_it_writes_beside_its_json() {
+    for kind in Kind::all() {
+        for prop in ["records", "chart"] {
+            assert!(kind.get_bool(prop).is_some(), "{kind:?} declares no {prop}");
+        }
+    }
+    assert_eq!(
+        Kind::Sweep.writes(),
+        Writes {
+            records: true,
+            chart: true
+        }
+    );
+    assert_eq!(Kind::Basics.writes(), Writes::default());
+}

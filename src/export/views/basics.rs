@@ -124,4 +124,9 @@ impl super::View for Basics {
     fn chart(&self, _file: &ResultFile) -> Option<String> {
         None
     }
+
+    fn section(&self, _file: &ResultFile) -> super::Section {
+        // The same on every machine: read under the README's Files.
+        super::Section::Across
+    }
 }

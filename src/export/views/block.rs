@@ -428,6 +428,27 @@ impl super::View for BlockResults {
     fn chart(&self, file: &ResultFile) -> Option<String> {
         chart::chart(file, self)
     }
+
+    fn section(&self, _file: &ResultFile) -> super::Section {
+        let s = &self.shape;
+        super::Section::Own(super::Own {
+            heading: Some(format!(
+                "hidden {}, {} heads ({} key/value), MLP {}, {} tokens",
+                s.hidden,
+                s.heads,
+                s.kv_heads(),
+                s.mlp,
+                s.seq
+            )),
+            ..super::Own::new(
+                "A decoder block (RMSNorm, Q/K/V/O, rotary, causal attention, SwiGLU MLP) end \
+                 to end: how much of the matmuls' precision speedup survives in the whole block, \
+                 beside Amdahl's prediction from the parts (docs/block.md). Every time and rate \
+                 of a table is one clock's (CUDA events on a GPU, the wall clock on the CPU), and \
+                 tokens/s is through one layer, not a model.",
+            )
+        })
+    }
 }
 
 #[cfg(test)]

@@ -54,4 +54,9 @@ impl super::View for CpuVsGpuResults {
     fn chart(&self, _file: &ResultFile) -> Option<String> {
         None
     }
+
+    fn section(&self, _file: &ResultFile) -> super::Section {
+        // One row per file in the README's speedups table.
+        super::Section::Across
+    }
 }

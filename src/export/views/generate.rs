@@ -354,6 +354,29 @@ impl super::View for GenerateResults {
         // None when no row was measured.
         chart(file, self).ok()
     }
+
+    fn section(&self, _file: &ResultFile) -> super::Section {
+        let m = &self.model;
+        // The file it ran, or the random weights' shape.
+        let model = match m.source {
+            crate::schema::WeightSource::File => {
+                format!("{} ({})", m.name, m.file.as_deref().unwrap_or(""))
+            }
+            crate::schema::WeightSource::Random => format!(
+                "random weights at the shape {} (no text)",
+                m.shape.as_deref().unwrap_or("")
+            ),
+        };
+        super::Section::Own(super::Own {
+            heading: Some(model),
+            ..super::Own::new(
+                "A whole Llama model per precision (docs/generate.md): prompt processing (pp) \
+                 and generation (tg) tokens/s as llama-bench measures them, generation against \
+                 the bandwidth ladder's bound for reading every weight once per token, the \
+                 ratios to fp32 measured side by side, and where a token's time goes.",
+            )
+        })
+    }
 }
 
 #[cfg(test)]

@@ -478,4 +478,20 @@ impl super::View for KernelsResults {
         // None when no variant ran.
         chart(file, self).ok()
     }
+
+    fn section(&self, _file: &ResultFile) -> super::Section {
+        // Its tables' titles do not say the runs per variant.
+        super::Section::Own(super::Own {
+            heading: Some(format!(
+                "{} warm-up and {} timed runs per variant",
+                self.warmup, self.iters
+            )),
+            ..super::Own::new(
+                "The suite's own kernels (`src/kernels`) beside Candle's op, the same math from \
+                 primitive ops and the bandwidth ladder's bound for the same bytes, timed in \
+                 turn, per op, shape and precision, and the matrix-vector rows \
+                 (docs/kernels.md). In PyTorch's file its op takes the kernel's column.",
+            )
+        })
+    }
 }

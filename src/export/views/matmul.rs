@@ -211,6 +211,11 @@ impl super::View for MatmulResults {
     fn chart(&self, _file: &ResultFile) -> Option<String> {
         None
     }
+
+    fn section(&self, _file: &ResultFile) -> super::Section {
+        // One column per file in the README's matmul table.
+        super::Section::Across
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The memory experiment shown: notes and terminal tables from its result.
 
 use super::{num, Records, Shown};
+use crate::export::svg::{roofline_svg, RooflineDot};
 use crate::export::table::Table;
 use crate::schema::{BandwidthRow, MemoryResults, ResultFile, TimeSource};
 use crate::units::mib;
@@ -198,7 +199,10 @@ pub fn chart(file: &ResultFile, r: &MemoryResults) -> anyhow::Result<String> {
         .ladder
         .as_ref()
         .ok_or_else(|| anyhow::anyhow!("no ladder in this file"))?;
-    let title = format!("bandwidth ladder on {}", file.device.label);
+    let title = format!(
+        "bandwidth ladder on {} ({})",
+        file.device.name, file.device.label
+    );
     super::ladder::chart(&title, l)
 }
 
@@ -277,4 +281,35 @@ impl super::View for MemoryResults {
         // The bandwidth ladder; none in files before 2.4.
         chart(file, self).ok()
     }
+
+    fn section(&self, file: &ResultFile) -> super::Section {
+        let mut own = super::Own::new(
+            "The memory-bound operations and the matmul points of each file against the \
+             ceilings that file measured: its bandwidth ladder (the copy past the caches is the \
+             roofline's memory ceiling), then the roofline.",
+        );
+        // No roofline where no point was measured.
+        if let Ok(svg) = roofline(file, self) {
+            own.figures.push(("-roofline", svg));
+        }
+        super::Section::Own(own)
+    }
+}
+
+/// The roofline: every memory-bound operation and matmul point against the
+/// copy ceiling and the fastest matmul this file measured.
+fn roofline(file: &ResultFile, m: &MemoryResults) -> anyhow::Result<String> {
+    let r = &m.roofline;
+    let dots: Vec<RooflineDot> = r
+        .points
+        .iter()
+        .map(|p| RooflineDot {
+            label: p.label.clone(),
+            matmul: p.kind == "matmul",
+            flop_per_byte: p.flop_per_byte,
+            gflops: p.gflop_per_s,
+        })
+        .collect();
+    let title = format!("roofline on {} ({})", file.device.name, file.device.label);
+    roofline_svg(&title, r.memory_gb_per_s, r.compute_gflop_per_s, &dots)
 }

@@ -18,7 +18,7 @@ pub mod sweep;
 
 use crate::device::machine_slug;
 use crate::export::table::Table;
-use crate::schema::{Availability, Body, Kind, ResultFile};
+use crate::schema::{Availability, Body, ResultFile};
 
 /// What a result shows on the terminal: tables, then one line per note.
 #[derive(Default)]
@@ -135,11 +135,51 @@ pub fn contention_warning(file: &ResultFile) -> Option<String> {
 pub trait View {
     /// The tables and notes, for the file this body is in.
     fn show(&self, file: &ResultFile) -> Shown;
-    /// The CSV records, for the experiments [`writes`] says have them.
+    /// The CSV records, for the experiments [`crate::schema::Kind::writes`] says have them.
     fn records(&self, machine: &str) -> Option<Records>;
-    /// The SVG chart written beside the JSON, for the experiments [`writes`]
-    /// says have one; `None` while there is nothing to draw.
+    /// The SVG chart written beside the JSON, for the experiments
+    /// [`crate::schema::Kind::writes`] says have one; `None` while there is nothing to draw.
     fn chart(&self, file: &ResultFile) -> Option<String>;
+    /// What `results/README.md` shows of the file this body is in.
+    fn section(&self, file: &ResultFile) -> Section;
+}
+
+/// What `results/README.md` shows of one result file. The report lays out
+/// the sections; each experiment's view says what goes into its own, so that
+/// the README and the terminal draw from one description of the tables.
+pub enum Section {
+    /// No subsection of its own: the file's facts are the same on every
+    /// machine and are read under Files (basics, precision), or its rows stand
+    /// across machines in the report's own tables, beside the reference lab's
+    /// (matmul, cpu_vs_gpu).
+    Across,
+    /// A subsection for the file under its experiment's heading.
+    Own(Own),
+}
+
+/// A file's own subsection: its tables and notes as the terminal shows them
+/// ([`View::show`]), its chart ([`View::chart`]), then `figures`.
+pub struct Own {
+    /// The paragraph under the experiment's heading (one per experiment: the
+    /// first file's is used).
+    pub intro: &'static str,
+    /// Words for the file's heading after "<framework> on <machine>": the
+    /// model it ran, the shape it timed.
+    pub heading: Option<String>,
+    /// Charts for the README beyond the view's own, each with the suffix
+    /// its file name takes after the JSON's stem ("-roofline").
+    pub figures: Vec<(&'static str, String)>,
+}
+
+impl Own {
+    /// A subsection with no words for its heading and no more charts.
+    pub fn new(intro: &'static str) -> Self {
+        Self {
+            intro,
+            heading: None,
+            figures: Vec::new(),
+        }
+    }
 }
 
 /// The view of `body`: the one match over bodies here.
@@ -158,28 +198,6 @@ fn view(body: &Body) -> &dyn View {
     }
 }
 
-/// What an experiment writes beside its JSON.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Writes {
-    /// A CSV of its records.
-    pub records: bool,
-    /// An SVG chart.
-    pub chart: bool,
-}
-
-/// What results of `kind` write beside the JSON: known before the run, so
-/// that those paths are checked then (its view's [`View::records`] and
-/// [`View::chart`] give them; a test holds the two together). Every
-/// experiment is named, so a new one must say.
-pub fn writes(kind: Kind) -> Writes {
-    let (records, chart) = match kind {
-        Kind::Basics | Kind::Precision => (false, false),
-        Kind::Matmul | Kind::CpuVsGpu | Kind::Overhead => (true, false),
-        Kind::Sweep | Kind::Kernels | Kind::Generate | Kind::Memory | Kind::Block => (true, true),
-    };
-    Writes { records, chart }
-}
-
 /// The tables and notes of `file`.
 pub fn show(file: &ResultFile) -> Shown {
     view(&file.body).show(file)
@@ -196,15 +214,21 @@ pub fn records(file: &ResultFile) -> Option<Records> {
     view(&file.body).records(&machine(file))
 }
 
+/// What `results/README.md` shows of `file`.
+pub fn section(file: &ResultFile) -> Section {
+    view(&file.body).section(file)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema::Kind;
 
     #[test]
     fn every_experiment_with_rows_has_records_and_only_those() {
         for e in Kind::all() {
             let rows = !matches!(e, Kind::Basics | Kind::Precision);
-            assert_eq!(writes(e).records, rows, "{e:?}");
+            assert_eq!(e.writes().records, rows, "{e:?}");
         }
         assert_eq!(num(Some(0.5)), "0.5");
         assert_eq!(num(Some(2.0)), "2.0");
@@ -212,7 +236,7 @@ mod tests {
         assert_eq!(num(Some(f64::NAN)), "");
     }
 
-    /// Each view writes what [`writes`] promised before the run: records
+    /// Each view writes what [`crate::schema::Kind::writes`] promised before the run: records
     /// exactly when it says, a chart never where it says none (one may be
     /// missing where there is nothing to draw), on every committed result.
     #[test]
@@ -222,7 +246,7 @@ mod tests {
         for path in &files {
             let file = crate::schema::read(path).unwrap();
             let kind = Kind::from_name(file.body.experiment()).unwrap();
-            let promised = writes(kind);
+            let promised = kind.writes();
             let name = path.display();
             assert_eq!(records(&file).is_some(), promised.records, "{name}");
             let chart = chart(&file);

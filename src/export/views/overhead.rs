@@ -226,4 +226,11 @@ impl super::View for OverheadResults {
     fn chart(&self, _file: &ResultFile) -> Option<String> {
         None
     }
+
+    fn section(&self, _file: &ResultFile) -> super::Section {
+        super::Section::Own(super::Own::new(
+            "A first call against warm ones, the launch overhead of the smallest ops, and a \
+             matmul from a cold cache against a hot one (docs/measuring.md).",
+        ))
+    }
 }

@@ -162,19 +162,61 @@ pub fn table(title: &str, results: &SweepResults) -> Table {
     t
 }
 
-/// The sweep's table, and the clock's own overhead under it.
+/// The sweep's tables (every point, then GFLOP/s by size and precision),
+/// and under them how it was sampled and the clock's own overhead.
 pub fn show(file: &ResultFile, r: &SweepResults) -> Shown {
     let o = &r.clock_overhead;
+    let state = if r.complete {
+        "complete".to_string()
+    } else {
+        format!("interrupted: {} of {} points", r.points.len(), r.planned())
+    };
     Shown {
-        tables: vec![table(&title(&file.device, &file.environment, r), r)],
-        notes: vec![format!(
-            "clock overhead (an empty sample through the same path, {} samples): median {:.6} ms wall{}",
-            o.samples,
-            o.wall_median_ms,
-            o.gpu_median_ms
-                .map_or(String::new(), |g| format!(", {g:.6} ms CUDA events"))
-        )],
+        tables: vec![
+            table(&title(&file.device, &file.environment, r), r),
+            by_size(r),
+        ],
+        notes: vec![
+            format!(
+                "{} points ({state}); per point: {}",
+                r.points.len(),
+                r.sampling
+            ),
+            format!(
+                "clock overhead (an empty sample through the same path, {} samples): median {:.6} ms wall{}",
+                o.samples,
+                o.wall_median_ms,
+                o.gpu_median_ms
+                    .map_or(String::new(), |g| format!(", {g:.6} ms CUDA events"))
+            ),
+        ],
     }
+}
+
+/// GFLOP/s with sizes down and precisions across: the chart's numbers.
+fn by_size(r: &SweepResults) -> Table {
+    let mut header = vec!["n".to_string()];
+    header.extend(r.precisions.iter().map(|p| format!("{p} GFLOP/s")));
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut t = Table::new("GFLOP/s by size and precision", &header);
+    for &n in &r.sizes {
+        let mut cells = vec![n.to_string()];
+        for &p in &r.precisions {
+            let point = r
+                .points
+                .iter()
+                .find(|pt| pt.size == n && pt.row.precision == p);
+            cells.push(match point {
+                None => "-".into(),
+                Some(pt) => match (pt.gflops(), &pt.row.measured) {
+                    (Some(g), Some(m)) => format!("{g:.1}") + super::mark(m.availability.as_ref()),
+                    _ => pt.row.status.name().into(),
+                },
+            });
+        }
+        t.row(cells);
+    }
+    t
 }
 
 /// The sweep's view.
@@ -190,6 +232,14 @@ impl super::View for SweepResults {
     fn chart(&self, file: &ResultFile) -> Option<String> {
         // GFLOP/s against size.
         chart(&title(&file.device, &file.environment, self), self).ok()
+    }
+
+    fn section(&self, _file: &ResultFile) -> super::Section {
+        super::Section::Own(super::Own::new(
+            "Matmul throughput across sizes: one line per precision, GFLOP/s from the median \
+             wall time, each point sampled until its median was known to the target or its time \
+             ran out.",
+        ))
     }
 }
 
