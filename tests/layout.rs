@@ -553,3 +553,83 @@ fn a_new_experiment_needs_at_most_two_match_arms() {
         exhaustive.len()
     );
 }
+
+/// Lines a function may span outside the tests, from `fn` to its closing
+/// brace: past this, its parts get names of their own.
+const MAX_FN_LINES: usize = 80;
+
+/// The functions of `code` (comments and strings stripped), each as its
+/// name and the lines it spans from `fn` to its closing brace (a function
+/// without a body, in a trait, is left out).
+fn functions(code: &str) -> Vec<(String, usize)> {
+    let b = code.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut out = Vec::new();
+    for (at, _) in code.match_indices("fn ") {
+        if at > 0 && ident(b[at - 1]) {
+            continue;
+        }
+        let name: String = code[at + 3..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        // The body opens at the first `{` outside the signature's brackets,
+        // unless a `;` ends a declaration first (`[u8; 4]` is a type).
+        let rest = &code[at..];
+        let mut brackets = 0;
+        let end = rest.char_indices().find(|&(_, c)| {
+            match c {
+                '(' | '[' => brackets += 1,
+                ')' | ']' => brackets -= 1,
+                _ => {}
+            }
+            brackets == 0 && (c == '{' || c == ';')
+        });
+        let Some((open, '{')) = end else {
+            continue;
+        };
+        // A macro's pattern or template (`fn $name(...) $body`) is no function.
+        if name.is_empty() || rest[..open].contains('$') {
+            continue;
+        }
+        let mut depth = 0;
+        let close = rest[open..].char_indices().find_map(|(i, c)| {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                _ => {}
+            }
+            (depth == 0).then_some(open + i)
+        });
+        if let Some(close) = close {
+            out.push((name, rest[..=close].lines().count()));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_outside_the_tests_is_over_80_lines() {
+    let two = "fn a(x: [u8; 2]) -> u8 {\n    if x[0] > 1 { 2 } else { 3 }\n}\nfn b();\nfn c() { d(|| { 1 }) }\n(fn $f:ident() $b:block) => { fn $f() $b }";
+    assert_eq!(
+        functions(two),
+        [("a".to_string(), 3), ("c".to_string(), 1)],
+        "a declaration has no body, braces inside count, and a macro's template is no function"
+    );
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let long: Vec<String> = files
+        .iter()
+        .flat_map(|f| {
+            functions(&strip(&code(f)))
+                .into_iter()
+                .filter(|(_, n)| *n > MAX_FN_LINES)
+                .map(|(name, n)| format!("{}: {name} {n}", f.display()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "over {MAX_FN_LINES} lines, name their parts: {long:#?}"
+    );
+}

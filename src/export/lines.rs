@@ -5,6 +5,7 @@
 //! its colour (a datasheet peak).
 
 use anyhow::{bail, Result};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::svg::{canvas, colour, draw_error, legend, throughput_unit, FONT};
@@ -117,55 +118,77 @@ pub fn log2_lines_svg(
             .map_err(draw_error)?;
 
         for (i, s) in lines.iter().enumerate() {
-            let c = colour(i);
-            let line = points(s);
-            // The line, its legend entry and its markers; `$p => $shape` is the
-            // marker at point `$p` (data coordinates, or pixels in the legend).
-            macro_rules! draw_with_marker {
-                ($p:ident => $shape:expr) => {{
-                    chart
-                        .draw_series(LineSeries::new(line.clone(), c.stroke_width(2)))
-                        .map_err(draw_error)?
-                        .label(&s.label)
-                        .legend(move |at| {
-                            let $p = (12, 0);
-                            EmptyElement::at(at)
-                                + PathElement::new(vec![(0, 0), (24, 0)], c.stroke_width(2))
-                                + $shape
-                        });
-                    chart
-                        .draw_series(line.iter().map(|&$p| $shape))
-                        .map_err(draw_error)?;
-                }};
-            }
-            match i % 4 {
-                0 => draw_with_marker!(p => Circle::new(p, 4, c.filled())),
-                1 => draw_with_marker!(p => TriangleMarker::new(p, 6, c.filled())),
-                2 => draw_with_marker!(p => EmptyElement::at(p)
-                    + Rectangle::new([(-4, -4), (4, 4)], c.filled())),
-                _ => draw_with_marker!(p => Cross::new(p, 5, c.stroke_width(2))),
-            }
+            draw_line(&mut chart, i, s, &points(s))?;
         }
         for (i, s) in lines.iter().enumerate() {
-            let Some((label, y)) = s.level.as_ref().filter(|l| l.1.is_finite() && l.1 > 0.0) else {
-                continue;
-            };
-            let c = colour(i);
-            let ends = [(x_range.start, *y), (x_range.end, *y)];
-            chart
-                .draw_series(DashedLineSeries::new(ends, 10, 6, c.stroke_width(2)))
-                .map_err(draw_error)?
-                .label(label)
-                .legend(move |at| {
-                    EmptyElement::at(at)
-                        + PathElement::new(vec![(0, 0), (9, 0)], c.stroke_width(2))
-                        + PathElement::new(vec![(15, 0), (24, 0)], c.stroke_width(2))
-                });
+            draw_level(&mut chart, i, s, &x_range)?;
         }
         legend(&mut chart, legend_at)?;
         root.present().map_err(draw_error)?;
     }
     Ok(svg)
+}
+
+/// The chart's coordinates: a log2 x axis, a linear y axis.
+type Chart<'a> = ChartContext<'a, SVGBackend<'a>, Cartesian2d<LogCoord<f64>, RangedCoordf64>>;
+
+/// Line `i` through `line`'s points, its legend entry and its markers: a
+/// circle, triangle, square or cross by `i`, so lines stay apart without
+/// colour.
+fn draw_line(chart: &mut Chart<'_>, i: usize, s: &Line, line: &[(f64, f64)]) -> Result<()> {
+    let c = colour(i);
+    // `$p => $shape` is the marker at point `$p` (data coordinates, or pixels
+    // in the legend).
+    macro_rules! draw_with_marker {
+        ($p:ident => $shape:expr) => {{
+            chart
+                .draw_series(LineSeries::new(line.to_vec(), c.stroke_width(2)))
+                .map_err(draw_error)?
+                .label(&s.label)
+                .legend(move |at| {
+                    let $p = (12, 0);
+                    EmptyElement::at(at)
+                        + PathElement::new(vec![(0, 0), (24, 0)], c.stroke_width(2))
+                        + $shape
+                });
+            chart
+                .draw_series(line.iter().map(|&$p| $shape))
+                .map_err(draw_error)?;
+        }};
+    }
+    match i % 4 {
+        0 => draw_with_marker!(p => Circle::new(p, 4, c.filled())),
+        1 => draw_with_marker!(p => TriangleMarker::new(p, 6, c.filled())),
+        2 => draw_with_marker!(p => EmptyElement::at(p)
+            + Rectangle::new([(-4, -4), (4, 4)], c.filled())),
+        _ => draw_with_marker!(p => Cross::new(p, 5, c.stroke_width(2))),
+    }
+    Ok(())
+}
+
+/// Line `i`'s level, when it has one: a dashed line in its colour across
+/// `x_range`, with its own legend entry.
+fn draw_level(
+    chart: &mut Chart<'_>,
+    i: usize,
+    s: &Line,
+    x_range: &std::ops::Range<f64>,
+) -> Result<()> {
+    let Some((label, y)) = s.level.as_ref().filter(|l| l.1.is_finite() && l.1 > 0.0) else {
+        return Ok(());
+    };
+    let c = colour(i);
+    let ends = [(x_range.start, *y), (x_range.end, *y)];
+    chart
+        .draw_series(DashedLineSeries::new(ends, 10, 6, c.stroke_width(2)))
+        .map_err(draw_error)?
+        .label(label)
+        .legend(move |at| {
+            EmptyElement::at(at)
+                + PathElement::new(vec![(0, 0), (9, 0)], c.stroke_width(2))
+                + PathElement::new(vec![(15, 0), (24, 0)], c.stroke_width(2))
+        });
+    Ok(())
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod lines;
 pub mod markdown;
 pub mod output;
 pub mod panels;
+pub mod roofline;
 pub mod svg;
 pub mod table;
 pub mod views;

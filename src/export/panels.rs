@@ -7,10 +7,10 @@
 //! pure function: data in, an SVG string out.
 
 use anyhow::{bail, Result};
+use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::svg::{canvas, category_at, colour, draw_error, value_label, FONT};
+use super::svg::{canvas, category_at, colour, draw_error, value_label, value_style, FONT, GREY};
 
 /// One panel: a measure's value per category, and its marks.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,10 +33,32 @@ pub fn panels_svg(
     categories: &[String],
     panels: &[Panel],
 ) -> Result<String> {
+    check(categories, panels)?;
+    let mut svg = String::new();
+    {
+        let root = canvas(&mut svg)?;
+        let root = root.titled(title, (FONT, 22)).map_err(draw_error)?;
+        let areas = root.split_evenly((1, panels.len()));
+        for (k, (area, p)) in areas.iter().zip(panels).enumerate() {
+            panel(area, k, unit, categories, p)?;
+        }
+        root.present().map_err(draw_error)?;
+    }
+    Ok(svg)
+}
+
+/// A value that can be drawn: finite and above zero (a log of nothing, a
+/// zero bar, would say what was not measured).
+fn valid(v: &Option<f64>) -> Option<f64> {
+    v.filter(|g| g.is_finite() && *g > 0.0)
+}
+
+/// Refuses what cannot be drawn: no categories or panels, a panel whose
+/// values or marks do not match the categories, or no value to draw at all.
+fn check(categories: &[String], panels: &[Panel]) -> Result<()> {
     if categories.is_empty() || panels.is_empty() {
         bail!("nothing to plot: no categories or no panels");
     }
-    let valid = |v: &Option<f64>| v.filter(|g| g.is_finite() && *g > 0.0);
     for p in panels {
         let marks_ok = p.marks.is_empty() || p.marks.len() == categories.len();
         if p.values.len() != categories.len() || !marks_ok {
@@ -55,88 +77,85 @@ pub fn panels_svg(
     {
         bail!("nothing to plot: no finite, positive value");
     }
+    Ok(())
+}
+
+/// Panel `k` in `area`: its axes from zero, a bar per category with its
+/// value, "n/a" where it has none, and its dashed marks.
+fn panel(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    k: usize,
+    unit: &str,
+    categories: &[String],
+    p: &Panel,
+) -> Result<()> {
     let ncat = categories.len();
-    let mut svg = String::new();
-    {
-        let root = canvas(&mut svg)?;
-        let root = root.titled(title, (FONT, 22)).map_err(draw_error)?;
-        let areas = root.split_evenly((1, panels.len()));
-        const GREY: RGBColor = RGBColor(120, 120, 120);
-        let text = |colour: &'static RGBColor| {
-            TextStyle::from((FONT, 13).into_font())
-                .pos(Pos::new(HPos::Center, VPos::Bottom))
-                .color(colour)
-        };
-        for (k, (area, p)) in areas.iter().zip(panels).enumerate() {
-            let y_hi = p
-                .values
-                .iter()
-                .chain(&p.marks)
-                .filter_map(valid)
-                .fold(0.0, f64::max);
-            if y_hi <= 0.0 {
-                continue;
-            }
-            let mut chart = ChartBuilder::on(area)
-                .caption(&p.title, (FONT, 18))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(64)
-                // Headroom for the labels above the bars and marks.
-                .build_cartesian_2d(-0.5..ncat as f64 - 0.5, 0.0..y_hi * 1.2)
-                .map_err(draw_error)?;
-            let category = |x: &f64| category_at(categories, *x);
-            chart
-                .configure_mesh()
-                .disable_x_mesh()
-                .x_labels(ncat + 1)
-                .x_label_formatter(&category)
-                .y_label_formatter(&|g| format!("{g:.0}"))
-                .y_desc(unit)
-                .axis_desc_style((FONT, 16))
-                .label_style((FONT, 14))
-                .light_line_style(WHITE)
-                .draw()
-                .map_err(draw_error)?;
-            let c = colour(k);
-            let bars: Vec<(f64, f64)> = p
-                .values
-                .iter()
-                .enumerate()
-                .filter_map(|(i, v)| valid(v).map(|g| (i as f64, g)))
-                .collect();
-            chart
-                .draw_series(
-                    bars.iter()
-                        .map(|&(x, g)| Rectangle::new([(x - 0.3, 0.0), (x + 0.3, g)], c.filled())),
-                )
-                .map_err(draw_error)?;
-            chart
-                .draw_series(
-                    bars.iter()
-                        .map(|&(x, g)| Text::new(value_label(g), (x, g), text(&BLACK))),
-                )
-                .map_err(draw_error)?;
-            // A missing value is not a zero: say so where its bar would stand.
-            let missing = (0..ncat).filter(|&i| valid(&p.values[i]).is_none());
-            chart
-                .draw_series(missing.map(|i| Text::new("n/a", (i as f64, 0.0), text(&GREY))))
-                .map_err(draw_error)?;
-            for (i, m) in p.marks.iter().enumerate() {
-                let Some(m) = valid(m) else { continue };
-                let ends = [(i as f64 - 0.4, m), (i as f64 + 0.4, m)];
-                chart
-                    .draw_series(DashedLineSeries::new(ends, 6, 4, BLACK.stroke_width(2)))
-                    .map_err(draw_error)?;
-                let label = format!("{} {}", p.mark_label, value_label(m));
-                chart
-                    .draw_series([Text::new(label, (i as f64, m), text(&BLACK))])
-                    .map_err(draw_error)?;
-            }
-        }
-        root.present().map_err(draw_error)?;
+    let y_hi = p
+        .values
+        .iter()
+        .chain(&p.marks)
+        .filter_map(valid)
+        .fold(0.0, f64::max);
+    if y_hi <= 0.0 {
+        return Ok(());
     }
-    Ok(svg)
+    let mut chart = ChartBuilder::on(area)
+        .caption(&p.title, (FONT, 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        // Headroom for the labels above the bars and marks.
+        .build_cartesian_2d(-0.5..ncat as f64 - 0.5, 0.0..y_hi * 1.2)
+        .map_err(draw_error)?;
+    let category = |x: &f64| category_at(categories, *x);
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(ncat + 1)
+        .x_label_formatter(&category)
+        .y_label_formatter(&|g| format!("{g:.0}"))
+        .y_desc(unit)
+        .axis_desc_style((FONT, 16))
+        .label_style((FONT, 14))
+        .light_line_style(WHITE)
+        .draw()
+        .map_err(draw_error)?;
+    let c = colour(k);
+    let bars: Vec<(f64, f64)> = p
+        .values
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| valid(v).map(|g| (i as f64, g)))
+        .collect();
+    chart
+        .draw_series(
+            bars.iter()
+                .map(|&(x, g)| Rectangle::new([(x - 0.3, 0.0), (x + 0.3, g)], c.filled())),
+        )
+        .map_err(draw_error)?;
+    chart
+        .draw_series(
+            bars.iter()
+                .map(|&(x, g)| Text::new(value_label(g), (x, g), value_style(&BLACK))),
+        )
+        .map_err(draw_error)?;
+    // A missing value is not a zero: say so where its bar would stand.
+    let missing = (0..ncat).filter(|&i| valid(&p.values[i]).is_none());
+    chart
+        .draw_series(missing.map(|i| Text::new("n/a", (i as f64, 0.0), value_style(&GREY))))
+        .map_err(draw_error)?;
+    for (i, m) in p.marks.iter().enumerate() {
+        let Some(m) = valid(m) else { continue };
+        let ends = [(i as f64 - 0.4, m), (i as f64 + 0.4, m)];
+        chart
+            .draw_series(DashedLineSeries::new(ends, 6, 4, BLACK.stroke_width(2)))
+            .map_err(draw_error)?;
+        let label = format!("{} {}", p.mark_label, value_label(m));
+        chart
+            .draw_series([Text::new(label, (i as f64, m), value_style(&BLACK))])
+            .map_err(draw_error)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

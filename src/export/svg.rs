@@ -1,9 +1,9 @@
 //! Charts as SVG text, from plain data (the lines on a log2 axis, the sweep's
 //! and the ladder's, are `export::lines`'),
 //! [`bars_svg`] draws one bar per precision for one or more machines (and
-//! [`time_bars_svg`], [`percent_bars_svg`] the same in ms and in %), and
-//! [`roofline_svg`] draws achieved GFLOP/s against arithmetic intensity under
-//! the measured memory and compute ceilings. Pure
+//! [`time_bars_svg`], [`percent_bars_svg`] the same in ms and in %; the
+//! roofline is `export::roofline`'s), and the canvas, colours and labels every
+//! chart shares. Pure
 //! functions: data in, an SVG string out; the caller writes the file. The SVG
 //! backend of `plotters` emits `<text>` elements that the viewer renders with
 //! its own fonts, so no font files or system libraries are needed; text widths
@@ -11,6 +11,7 @@
 
 use anyhow::{bail, Result};
 pub use plotters::chart::SeriesLabelPosition;
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -43,130 +44,6 @@ pub(super) fn throughput_unit(max_gflops: f64) -> (f64, &'static str) {
     } else {
         (1.0, "GFLOP/s")
     }
-}
-
-/// One point of a roofline chart.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RooflineDot {
-    /// Printed beside the point: "add f32", "matmul 1024 bf16".
-    pub label: String,
-    /// A matrix product (drawn as a triangle) rather than a memory-bound op.
-    pub matmul: bool,
-    /// Arithmetic intensity: FLOP per byte read and written.
-    pub flop_per_byte: f64,
-    pub gflops: f64,
-}
-
-/// The roofline model as an SVG document: achieved GFLOP/s against FLOP per
-/// byte, both on log10 axes, under the ceiling min(intensity x bandwidth,
-/// compute) of the *measured* ceilings (`memory_gb_per_s`: GB/s x FLOP/byte =
-/// GFLOP/s; `compute_gflops`: the fastest matmul, when one ran). Points that
-/// are not finite and positive are left out.
-pub fn roofline_svg(
-    title: &str,
-    memory_gb_per_s: f64,
-    compute_gflops: Option<f64>,
-    dots: &[RooflineDot],
-) -> Result<String> {
-    let dots: Vec<&RooflineDot> = dots
-        .iter()
-        .filter(|d| d.flop_per_byte.is_finite() && d.flop_per_byte > 0.0)
-        .filter(|d| d.gflops.is_finite() && d.gflops > 0.0)
-        .collect();
-    if dots.is_empty() || !(memory_gb_per_s.is_finite() && memory_gb_per_s > 0.0) {
-        bail!("nothing to plot: no finite, positive point or no memory ceiling");
-    }
-    let compute = compute_gflops.filter(|c| c.is_finite() && *c > 0.0);
-    let roof = |x: f64| compute.map_or(x * memory_gb_per_s, |c| c.min(x * memory_gb_per_s));
-    let fold = |f: fn(f64, f64) -> f64, init: f64, v: &dyn Fn(&RooflineDot) -> f64| {
-        dots.iter().map(|d| v(d)).fold(init, f)
-    };
-    let x_lo = fold(f64::min, f64::INFINITY, &|d| d.flop_per_byte) / 4.0;
-    let x_hi = fold(f64::max, 0.0, &|d| d.flop_per_byte) * 4.0;
-    let y_lo = fold(f64::min, roof(x_lo), &|d| d.gflops) / 4.0;
-    let y_hi = fold(f64::max, roof(x_hi), &|d| d.gflops) * 4.0;
-
-    let mut svg = String::new();
-    {
-        let root = canvas(&mut svg)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 24))
-            .margin(16)
-            .x_label_area_size(56)
-            .y_label_area_size(84)
-            .build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..y_hi).log_scale())
-            .map_err(draw_error)?;
-        chart
-            .configure_mesh()
-            .x_desc("arithmetic intensity (FLOP per byte moved), log scale")
-            .y_desc("throughput (GFLOP/s), log scale")
-            .x_label_formatter(&|x| format!("{x}"))
-            .y_label_formatter(&|y| format!("{y}"))
-            .axis_desc_style((FONT, 18))
-            .label_style((FONT, 15))
-            .light_line_style(WHITE)
-            .draw()
-            .map_err(draw_error)?;
-
-        // The roof: a slope up to the ridge, then flat at the compute ceiling.
-        let mut line = vec![(x_lo, roof(x_lo))];
-        if let Some(c) = compute {
-            let ridge = c / memory_gb_per_s;
-            if ridge > x_lo && ridge < x_hi {
-                line.push((ridge, c));
-            }
-        }
-        line.push((x_hi, roof(x_hi)));
-        let black = colour(6);
-        chart
-            .draw_series(LineSeries::new(line, black.stroke_width(2)))
-            .map_err(draw_error)?
-            .label(match compute {
-                Some(c) => format!("measured ceilings: {memory_gb_per_s:.1} GB/s, {c:.1} GFLOP/s"),
-                None => format!("measured memory ceiling: {memory_gb_per_s:.1} GB/s"),
-            })
-            .legend(move |at| {
-                EmptyElement::at(at)
-                    + PathElement::new(vec![(0, 0), (24, 0)], black.stroke_width(2))
-            });
-        for (matmul, label, c) in [
-            (false, "memory-bound operations", colour(0)),
-            (true, "matmul", colour(1)),
-        ] {
-            let these: Vec<&&RooflineDot> = dots.iter().filter(|d| d.matmul == matmul).collect();
-            if these.is_empty() {
-                continue;
-            }
-            let marker = move |p: (f64, f64)| -> DynElement<SVGBackend, (f64, f64)> {
-                if matmul {
-                    TriangleMarker::new(p, 6, c.filled()).into_dyn()
-                } else {
-                    Circle::new(p, 4, c.filled()).into_dyn()
-                }
-            };
-            chart
-                .draw_series(these.iter().map(|d| marker((d.flop_per_byte, d.gflops))))
-                .map_err(draw_error)?
-                .label(label)
-                .legend(move |at| {
-                    let p = (at.0 + 12, at.1);
-                    if matmul {
-                        TriangleMarker::new(p, 6, c.filled()).into_dyn()
-                    } else {
-                        Circle::new(p, 4, c.filled()).into_dyn()
-                    }
-                });
-            chart
-                .draw_series(these.iter().map(|d| {
-                    EmptyElement::at((d.flop_per_byte, d.gflops))
-                        + Text::new(d.label.clone(), (7, -7), (FONT, 12).into_font())
-                }))
-                .map_err(draw_error)?;
-        }
-        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
-        root.present().map_err(draw_error)?;
-    }
-    Ok(svg)
 }
 
 /// One set of bars: a machine (or run), one value per category.
@@ -210,42 +87,10 @@ enum BarAxis {
     Percent,
 }
 
+/// The bars of `series` over `categories`, the y axis as `axis` says.
 fn bars(title: &str, categories: &[String], series: &[BarSeries], axis: BarAxis) -> Result<String> {
-    if categories.is_empty() || series.is_empty() {
-        bail!("nothing to plot: no categories or no series");
-    }
-    if let Some(s) = series.iter().find(|s| s.values.len() != categories.len()) {
-        bail!(
-            "series '{}' has {} values for {} categories",
-            s.label,
-            s.values.len(),
-            categories.len()
-        );
-    }
-    let valid = |v: &Option<f64>| v.filter(|g| g.is_finite() && *g >= 0.0);
-    let y_hi = series
-        .iter()
-        .flat_map(|s| s.values.iter().filter_map(valid))
-        .fold(0.0, f64::max);
-    if y_hi <= 0.0 {
-        bail!("nothing to plot: no finite, positive value");
-    }
-    let (div, unit) = match axis {
-        BarAxis::Throughput => throughput_unit(y_hi),
-        BarAxis::Milliseconds => (1.0, "ms"),
-        BarAxis::Percent => (1.0, "%"),
-    };
-    let (x_desc, y_desc) = match axis {
-        BarAxis::Throughput => ("precision".to_string(), format!("throughput ({unit})")),
-        BarAxis::Milliseconds => (
-            "phase and precision".to_string(),
-            "time per call (ms)".to_string(),
-        ),
-        BarAxis::Percent => (
-            "op".to_string(),
-            "% of the measured copy ceiling".to_string(),
-        ),
-    };
+    let y_hi = highest_bar(categories, series)?;
+    let (div, x_desc, y_desc) = axis.words(y_hi);
     // Small times need their decimals on the axis.
     let digits = usize::from(axis == BarAxis::Milliseconds && y_hi < 10.0);
     let ncat = categories.len();
@@ -276,49 +121,116 @@ fn bars(title: &str, categories: &[String], series: &[BarSeries], axis: BarAxis)
             .light_line_style(WHITE)
             .draw()
             .map_err(draw_error)?;
-
-        let value_style = TextStyle::from((FONT, 13).into_font())
-            .pos(Pos::new(HPos::Center, VPos::Bottom))
-            .color(&BLACK);
-        let missing_style = TextStyle::from((FONT, 13).into_font())
-            .pos(Pos::new(HPos::Center, VPos::Bottom))
-            .color(&RGBColor(120, 120, 120));
         for (j, s) in series.iter().enumerate() {
-            let c = colour(j);
-            let left = |i: usize| i as f64 - 0.4 + width * j as f64;
-            let bars: Vec<(f64, f64)> = s
-                .values
-                .iter()
-                .enumerate()
-                .filter_map(|(i, v)| valid(v).map(|g| (left(i), g / div)))
-                .collect();
-            chart
-                .draw_series(
-                    bars.iter()
-                        .map(|&(x, g)| Rectangle::new([(x, 0.0), (x + width, g)], c.filled())),
-                )
-                .map_err(draw_error)?
-                .label(&s.label)
-                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()));
-            chart
-                .draw_series(bars.iter().map(|&(x, g)| {
-                    Text::new(value_label(g), (x + width / 2.0, g), value_style.clone())
-                }))
-                .map_err(draw_error)?;
-            // A missing row is not a zero: say so where its bar would stand.
-            let missing = (0..ncat).filter(|&i| valid(&s.values[i]).is_none());
-            chart
-                .draw_series(
-                    missing.map(|i| {
-                        Text::new("n/a", (left(i) + width / 2.0, 0.0), missing_style.clone())
-                    }),
-                )
-                .map_err(draw_error)?;
+            bar_series(&mut chart, s, j, width, div)?;
         }
         legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present().map_err(draw_error)?;
     }
     Ok(svg)
+}
+
+/// A bar's value when it can be drawn: finite and not negative.
+fn bar_value(v: &Option<f64>) -> Option<f64> {
+    v.filter(|g| g.is_finite() && *g >= 0.0)
+}
+
+/// The highest bar of `series`, refusing what cannot be drawn: no
+/// categories or series, a series whose values do not match the categories,
+/// or nothing above zero.
+fn highest_bar(categories: &[String], series: &[BarSeries]) -> Result<f64> {
+    if categories.is_empty() || series.is_empty() {
+        bail!("nothing to plot: no categories or no series");
+    }
+    if let Some(s) = series.iter().find(|s| s.values.len() != categories.len()) {
+        bail!(
+            "series '{}' has {} values for {} categories",
+            s.label,
+            s.values.len(),
+            categories.len()
+        );
+    }
+    let y_hi = series
+        .iter()
+        .flat_map(|s| s.values.iter().filter_map(bar_value))
+        .fold(0.0, f64::max);
+    if y_hi <= 0.0 {
+        bail!("nothing to plot: no finite, positive value");
+    }
+    Ok(y_hi)
+}
+
+impl BarAxis {
+    /// What the values are divided by on this axis (GFLOP/s to TFLOP/s for
+    /// large ones), and the x and y axes' descriptions.
+    fn words(self, y_hi: f64) -> (f64, String, String) {
+        match self {
+            BarAxis::Throughput => {
+                let (div, unit) = throughput_unit(y_hi);
+                (div, "precision".into(), format!("throughput ({unit})"))
+            }
+            BarAxis::Milliseconds => (
+                1.0,
+                "phase and precision".into(),
+                "time per call (ms)".into(),
+            ),
+            BarAxis::Percent => (1.0, "op".into(), "% of the measured copy ceiling".into()),
+        }
+    }
+}
+
+/// Series `j`'s bars (the `j`th of each category's group, `width` wide,
+/// values divided by `div`), each with its value on top, "n/a" where it has
+/// none, and its legend entry.
+fn bar_series<'a>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    s: &BarSeries,
+    j: usize,
+    width: f64,
+    div: f64,
+) -> Result<()> {
+    let (value_style, missing_style) = (value_style(&BLACK), value_style(&GREY));
+    let c = colour(j);
+    let left = |i: usize| i as f64 - 0.4 + width * j as f64;
+    let bars: Vec<(f64, f64)> = s
+        .values
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| bar_value(v).map(|g| (left(i), g / div)))
+        .collect();
+    chart
+        .draw_series(
+            bars.iter()
+                .map(|&(x, g)| Rectangle::new([(x, 0.0), (x + width, g)], c.filled())),
+        )
+        .map_err(draw_error)?
+        .label(&s.label)
+        .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()));
+    chart
+        .draw_series(
+            bars.iter().map(|&(x, g)| {
+                Text::new(value_label(g), (x + width / 2.0, g), value_style.clone())
+            }),
+        )
+        .map_err(draw_error)?;
+    // A missing row is not a zero: say so where its bar would stand.
+    let missing = (0..s.values.len()).filter(|&i| bar_value(&s.values[i]).is_none());
+    chart
+        .draw_series(
+            missing.map(|i| Text::new("n/a", (left(i) + width / 2.0, 0.0), missing_style.clone())),
+        )
+        .map_err(draw_error)?;
+    Ok(())
+}
+
+/// The grey of what is missing ("n/a").
+pub(super) const GREY: RGBColor = RGBColor(120, 120, 120);
+
+/// A value's label, centred on top of its bar or mark, in `colour`.
+pub(super) fn value_style(colour: &'static RGBColor) -> TextStyle<'static> {
+    TextStyle::from((FONT, 13).into_font())
+        .pos(Pos::new(HPos::Center, VPos::Bottom))
+        .color(colour)
 }
 
 /// A bar's value, to about three significant digits.
@@ -462,38 +374,5 @@ mod tests {
             values: vec![None],
         }];
         assert!(bars_svg("t", &cats, &none).is_err());
-    }
-
-    #[test]
-    fn roofline_draws_points_under_the_measured_ceilings() {
-        let dots = [
-            RooflineDot {
-                label: "add f32".into(),
-                matmul: false,
-                flop_per_byte: 1.0 / 12.0,
-                gflops: 0.6,
-            },
-            RooflineDot {
-                label: "matmul 1024 fp32".into(),
-                matmul: true,
-                flop_per_byte: 170.7,
-                gflops: 251.0,
-            },
-        ];
-        let svg = roofline_svg("roofline", 11.1, Some(251.0), &dots).unwrap();
-        for text in [
-            "arithmetic intensity (FLOP per byte moved)",
-            "throughput (GFLOP/s)",
-            "add f32",
-            "matmul 1024 fp32",
-            "memory-bound operations",
-            "measured ceilings: 11.1 GB/s, 251.0 GFLOP/s",
-        ] {
-            assert!(svg.contains(text), "{text}");
-        }
-        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-        // Nothing to draw: refused.
-        assert!(roofline_svg("r", 11.1, None, &[]).is_err());
-        assert!(roofline_svg("r", 0.0, None, &dots).is_err());
     }
 }

@@ -9,7 +9,7 @@ use candle_core::{DType, Device, Tensor};
 use std::cell::RefCell;
 
 use super::model::{Kernels, KvCache};
-use super::weights::Block;
+use super::weights::{Aux, Block};
 use super::{dims, flat, parts, References};
 use crate::bench::gemm_mode::GemmMode;
 use crate::bench::ladder::Ladder;
@@ -18,7 +18,8 @@ use crate::formulas::{block_bytes, gb_per_s};
 use crate::memory::MemoryMeter;
 use crate::precision::Precision;
 use crate::schema::{
-    BlockAccuracy, BlockMeasured, BlockPhase, KernelChoice, OpClass, Phase, RatioInterval, Timed,
+    BlockAccuracy, BlockMeasured, BlockPart, BlockPhase, Bound, KernelChoice, OpClass, Phase,
+    RatioInterval, Timed,
 };
 use crate::stats::relative_errors;
 use crate::telemetry::Telemetry;
@@ -51,10 +52,9 @@ pub(super) fn measure(
     let x = block.input(phase);
     let aux = block.aux(phase, x.dim(1)?, dtype)?;
     // Decode's preallocated cache, made off the clock; each call rewinds it.
-    let cache = match phase {
-        Phase::Prefill => None,
-        Phase::Decode => Some(block.decode_cache()?),
-    };
+    let cache = (phase == Phase::Decode)
+        .then(|| block.decode_cache())
+        .transpose()?;
     let meter = MemoryMeter::for_device(device)?;
     let base = meter.used_bytes()?;
     let label = format!("{} {p}", phase.name());
@@ -68,43 +68,23 @@ pub(super) fn measure(
         &cache,
     )?;
     let mut cache = cache.into_inner();
-
-    // Accuracy from one more, untimed, call (the tokens the reference has),
-    // and the row's peak from it alone: the timed calls took turns with
-    // others (the suite's kernels, the fp32 block) whose use is not the row's.
-    meter.reset_peak()?;
-    let y = block.forward(x, phase, &aux, cache.as_mut(), kernels)?;
-    let peak_bytes = match (base, meter.peak_bytes()?) {
-        (Some(base), Some(peak)) => Some(peak.saturating_sub(base)),
-        _ => None,
-    };
-    let (checked, want) = match phase {
-        Phase::Prefill => (
-            y.narrow(1, 0, block.shape.accuracy_seq)?,
-            &reference.prefill,
-        ),
-        Phase::Decode => (y, &reference.decode),
-    };
-    let got = flat(&checked)?;
-    let checked = checked.to_dtype(DType::F32)?.to_device(&Device::Cpu)?;
-    let (max_rel_err, mean_rel_err) = relative_errors(&got, want);
+    let (accuracy, peak_bytes, checked) = checked_call(
+        block,
+        (x, &aux, phase),
+        cache.as_mut(),
+        kernels,
+        reference,
+        (&meter, base),
+    )?;
 
     let parts = parts::time_parts(block, phase, &aux, dtype, plan, telemetry)?;
-    let part_ms = |pred: fn(OpClass) -> bool| -> f64 {
-        parts
-            .iter()
-            .filter(|x| pred(x.class))
-            .map(|x| x.timed.rate_ms().0)
-            .sum()
-    };
-    let parts_sum_ms = part_ms(|_| true);
+    let (parts_sum_ms, matmul_ms) = (
+        part_ms(&parts, |_| true),
+        part_ms(&parts, OpClass::is_matmul),
+    );
     let (ms, _) = end_to_end.rate_ms();
-    let dims = dims(&block.shape);
-    let bytes_min = block_bytes(&dims, phase == Phase::Decode, dtype.size_in_bytes() as u64);
+    let (bytes_min, bound) = bytes_and_bound(block, phase, dtype, ladder)?;
     let gb = gb_per_s(bytes_min, ms);
-    // The block reads its weights (and decode its cache) and writes little:
-    // the ladder's read at the block's footprint, on up to the pool's threads.
-    let bound = ladder.bound(ladder.kernel_for(1, 0), ladder.pool_threads(), bytes_min)?;
     let measured = BlockMeasured {
         bytes_min,
         tokens_per_s: ph.tokens as f64 / (ms * 1e-3),
@@ -115,7 +95,7 @@ pub(super) fn measure(
         pct_of_copy_ceiling: Some(100.0 * gb / bound.gb_per_s),
         bound: Some(bound),
         peak_bytes,
-        matmul_share: part_ms(OpClass::is_matmul) / parts_sum_ms,
+        matmul_share: matmul_ms / parts_sum_ms,
         parts_sum_ms,
         parts,
         lab_vs_candle: lab_end_to_end.as_ref().map(|t| t.rate_ms().0 / ms),
@@ -130,13 +110,72 @@ pub(super) fn measure(
         speedup_vs_fp32_interval: None,
         matmul_speedup_vs_fp32: None,
         amdahl_speedup_vs_fp32: None,
-        accuracy: BlockAccuracy {
-            tokens_checked: got.len() / block.shape.hidden,
-            max_rel_err,
-            mean_rel_err,
-        },
+        accuracy,
     };
     Ok((measured, checked))
+}
+
+/// The fewest bytes a call of the block moves, and the ladder's bound for
+/// them: the block reads its weights (and decode its cache) and writes
+/// little, so the ladder's read at the block's footprint, on up to the pool's
+/// threads.
+fn bytes_and_bound(
+    block: &Block,
+    phase: Phase,
+    dtype: DType,
+    ladder: &Ladder,
+) -> Result<(u64, Bound)> {
+    let dims = dims(&block.shape);
+    let bytes_min = block_bytes(&dims, phase == Phase::Decode, dtype.size_in_bytes() as u64);
+    let bound = ladder.bound(ladder.kernel_for(1, 0), ladder.pool_threads(), bytes_min)?;
+    Ok((bytes_min, bound))
+}
+
+/// The parts' times summed, ms per call, over the op classes `pred` keeps.
+fn part_ms(parts: &[BlockPart], pred: fn(OpClass) -> bool) -> f64 {
+    parts
+        .iter()
+        .filter(|x| pred(x.class))
+        .map(|x| x.timed.rate_ms().0)
+        .sum()
+}
+
+/// One more, untimed, call of the row's block for its accuracy against the
+/// f64 reference (on the tokens the reference has), and the row's peak from
+/// this call alone (above `base`, what `meter` saw before the row): the timed
+/// calls took turns with others (the suite's kernels, the fp32 block) whose
+/// use is not the row's. Returns the accuracy, the peak and the checked
+/// output as f32 on the host.
+fn checked_call(
+    block: &Block,
+    (x, aux, phase): (&Tensor, &Aux, Phase),
+    cache: Option<&mut KvCache>,
+    kernels: Kernels,
+    reference: &References,
+    (meter, base): (&MemoryMeter, Option<u64>),
+) -> Result<(BlockAccuracy, Option<u64>, Tensor)> {
+    meter.reset_peak()?;
+    let y = block.forward(x, phase, aux, cache, kernels)?;
+    let peak_bytes = match (base, meter.peak_bytes()?) {
+        (Some(base), Some(peak)) => Some(peak.saturating_sub(base)),
+        _ => None,
+    };
+    let (checked, want) = match phase {
+        Phase::Prefill => (
+            y.narrow(1, 0, block.shape.accuracy_seq)?,
+            &reference.prefill,
+        ),
+        Phase::Decode => (y, &reference.decode),
+    };
+    let got = flat(&checked)?;
+    let checked = checked.to_dtype(DType::F32)?.to_device(&Device::Cpu)?;
+    let (max_rel_err, mean_rel_err) = relative_errors(&got, want);
+    let accuracy = BlockAccuracy {
+        tokens_checked: got.len() / block.shape.hidden,
+        max_rel_err,
+        mean_rel_err,
+    };
+    Ok((accuracy, peak_bytes, checked))
 }
 
 /// The row's block call end to end, timed in turn (a sample each at a time,

@@ -159,26 +159,43 @@ pub fn time_parts(
     // adds, three tensors laid out by head and one back, and (decode) the new
     // key and value written into the cache.
     let calls = 1 + usize::from(!decode) + 2 + 2 + 4 + if decode { 2 } else { 0 };
+    let cache_at = decode.then_some(seq);
     part(OpClass::Elementwise, calls, &mut || {
-        let mut scores = (&sh.scores * scale)?;
-        if let Some(mask) = &aux.mask {
-            scores = scores.broadcast_add(mask)?;
-        }
-        drop(scores);
-        drop((candle_nn::ops::silu(&sh.gate)? * &sh.up)?);
-        drop((&sh.x + &sh.o)?);
-        drop((&sh.h1 + &sh.down)?);
-        for (y, n) in [(&sh.q_proj, heads), (&sh.k_proj, kv), (&sh.v_proj, kv)] {
-            drop(y.reshape((b, t, n, d))?.transpose(1, 2)?.contiguous()?);
-        }
-        let back = sh.q.transpose(1, 2)?.contiguous()?.reshape((b, t, h))?;
-        if decode {
-            sh.keys.slice_set(&sh.k, 2, seq)?;
-            sh.values.slice_set(&sh.v, 2, seq)?;
-        }
-        Ok(back)
+        elementwise(&sh, aux, (b, t, h), (heads, kv, d), scale, cache_at)
     })?;
     Ok(parts)
+}
+
+/// The element-wise work of one block call, on [`Shapes`]' inputs: the
+/// scores' scale and (prefill) mask, SiLU and the gate's product, two
+/// residual adds, the three projections laid out by head (`heads`, `kv`
+/// heads of `d`) and the attention's output back to `(b, t, h)`, and (decode)
+/// the new key and value written into the cache at `cache_at`.
+fn elementwise(
+    sh: &Shapes,
+    aux: &Aux,
+    (b, t, h): (usize, usize, usize),
+    (heads, kv, d): (usize, usize, usize),
+    scale: f64,
+    cache_at: Option<usize>,
+) -> Result<Tensor> {
+    let mut scores = (&sh.scores * scale)?;
+    if let Some(mask) = &aux.mask {
+        scores = scores.broadcast_add(mask)?;
+    }
+    drop(scores);
+    drop((candle_nn::ops::silu(&sh.gate)? * &sh.up)?);
+    drop((&sh.x + &sh.o)?);
+    drop((&sh.h1 + &sh.down)?);
+    for (y, n) in [(&sh.q_proj, heads), (&sh.k_proj, kv), (&sh.v_proj, kv)] {
+        drop(y.reshape((b, t, n, d))?.transpose(1, 2)?.contiguous()?);
+    }
+    let back = sh.q.transpose(1, 2)?.contiguous()?.reshape((b, t, h))?;
+    if let Some(seq) = cache_at {
+        sh.keys.slice_set(&sh.k, 2, seq)?;
+        sh.values.slice_set(&sh.v, 2, seq)?;
+    }
+    Ok(back)
 }
 
 /// candle-nn's fused RMSNorm, softmax and rope against `rms_norm_slow`,

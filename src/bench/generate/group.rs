@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use candle_core::Device;
 
 use super::bounds::Bounds;
-use super::measure::{finish, load, peak, pp_ids, pp_test, start, tg_test, Loaded, Rowed};
+use super::measure::{finish, load, peak, pp_ids, pp_test, start, tg_test, Loaded, Rowed, Started};
 use super::weights::Weights;
 use super::{text::Text, Config, Lm, RowKind};
 use crate::bench::block::model::Kernels;
@@ -85,26 +85,7 @@ pub(super) fn group(
     telemetry: &Telemetry,
     bounds: &Bounds,
 ) -> Vec<Result<GenerateMeasured>> {
-    let started = (|| -> Result<_> {
-        let meter = MemoryMeter::for_device(device)?;
-        let base = meter.used_bytes()?;
-        let mut held = Vec::new();
-        let mut started = Vec::new();
-        for &(rowed, label) in rows {
-            let before = meter.used_bytes()?;
-            started.push(start(
-                device,
-                weights,
-                cfg,
-                rowed,
-                label,
-                (text, telemetry, &meter),
-            )?);
-            let after = meter.used_bytes()?;
-            held.push(before.zip(after).map(|(b, a)| a.saturating_sub(b)));
-        }
-        Ok((meter, base, held, started))
-    })();
+    let started = start_all((device, weights, cfg), rows, text, telemetry);
     let (meter, base, held, mut started) = match started {
         Ok(x) => x,
         // A row that cannot start: each measured alone, so one row's error
@@ -168,6 +149,40 @@ pub(super) fn group(
     out
 }
 
+/// The group's rows started, with the meter that watched them, what the
+/// device held before the first (`base`) and what each row's start added
+/// (`held`, where the device can say), so that a row's peak can leave out
+/// what the others hold.
+type StartedAll = (MemoryMeter, Option<u64>, Vec<Option<u64>>, Vec<Started>);
+
+/// Every row of `rows` started in turn (loaded, its answer generated, its
+/// first token timed), measuring what each adds to the device's memory.
+fn start_all(
+    (device, weights, cfg): (&Device, &Weights, &Config),
+    rows: &[(Rowed<'_>, &str)],
+    text: Option<&Text>,
+    telemetry: &Telemetry,
+) -> Result<StartedAll> {
+    let meter = MemoryMeter::for_device(device)?;
+    let base = meter.used_bytes()?;
+    let mut held = Vec::new();
+    let mut started = Vec::new();
+    for &(rowed, label) in rows {
+        let before = meter.used_bytes()?;
+        started.push(start(
+            device,
+            weights,
+            cfg,
+            rowed,
+            label,
+            (text, telemetry, &meter),
+        )?);
+        let after = meter.used_bytes()?;
+        held.push(before.zip(after).map(|(b, a)| a.saturating_sub(b)));
+    }
+    Ok((meter, base, held, started))
+}
+
 /// Every model's pp and tg timings (the rows', then the references'), and
 /// each row's peak.
 type Tested = (Vec<Timed>, Vec<Timed>, Vec<Option<u64>>);
@@ -179,7 +194,7 @@ type Tested = (Vec<Timed>, Vec<Timed>, Vec<Option<u64>>);
 fn test_rows(
     (device, cfg, telemetry): (&Device, &Config, &Telemetry),
     names: &[&str],
-    started: &mut [super::measure::Started],
+    started: &mut [Started],
     refs: &mut [Reference],
     (meter, base, held): (&MemoryMeter, Option<u64>, &[Option<u64>]),
 ) -> Result<Tested> {

@@ -224,33 +224,17 @@ pub(super) fn finish(
 ) -> Result<GenerateMeasured> {
     let d = weights.source().dims().clone();
     let _mode = GemmMode::set(s.precision);
-    let Started {
-        lm,
-        kind,
-        kernels,
-        label,
-        precision,
-        answer,
-        ttft,
-        weight_bytes,
-        weight_bytes_per_token,
-    } = s;
-    let label = label.as_str();
+    let (precision, weight_bytes_per_token) = (s.precision, s.weight_bytes_per_token);
     let n = cfg.tg_tokens;
     let tg_ms = tg.rate_ms().0 / n as f64;
-    let Split {
-        matmuls_pp,
-        matmuls_tg,
-        parts,
-        remainder,
-        overhead,
-    } = split(
+    let split = split(
         (device, cfg, &d),
-        (lm, gguf),
-        (kind, kernels),
-        (telemetry, label),
+        (s.lm, gguf),
+        (s.kind, s.kernels),
+        (telemetry, s.label.as_str()),
         tg_ms,
     )?;
+    let (matmuls_pp, parts) = (&split.matmuls_pp, &split.parts);
     let parts_sum_ms: f64 = parts.iter().map(|p| p.ms_per_token).sum();
 
     let (pp_tps, pp_min, pp_max) = rates(&pp, cfg.pp_tokens);
@@ -270,14 +254,14 @@ pub(super) fn finish(
     )?;
     let held_back_by = held_back(
         pct,
-        (&tg, &matmuls_tg),
-        &parts,
+        (&tg, &split.matmuls_tg),
+        parts,
         (tg_ms, weight_bytes_per_token),
         &tg_bound.bound,
     );
     Ok(GenerateMeasured {
-        answer,
-        ttft,
+        answer: s.answer,
+        ttft: s.ttft,
         pp,
         pp_tokens_per_s: pp_tps,
         pp_tokens_per_s_min: pp_min,
@@ -286,7 +270,7 @@ pub(super) fn finish(
         tg_tokens_per_s: tg_tps,
         tg_tokens_per_s_min: tg_min,
         tg_tokens_per_s_max: tg_max,
-        weight_bytes,
+        weight_bytes: s.weight_bytes,
         weight_bytes_per_token,
         tg_bound_tokens_per_s: Some(tg_bound.tokens_per_s),
         tg_pct_of_bound: Some(pct),
@@ -294,17 +278,17 @@ pub(super) fn finish(
         tg_bound: Some(tg_bound.bound),
         pp_flops: flops,
         pp_gflop_per_s: pp_gflop,
-        matmuls_pp,
+        matmuls_pp: split.matmuls_pp,
         matmuls_pp_gflop_per_s: mm_gflop,
         pp_vs_matmuls_alone_pct: 100.0 * pp_gflop / mm_gflop,
         pp_roofline: Some(roofline),
-        matmuls_tg,
+        matmuls_tg: split.matmuls_tg,
         peak_bytes,
-        parts,
+        parts: split.parts,
         parts_sum_ms: Some(parts_sum_ms),
-        parts_in_pass: overhead.is_some(),
-        parts_remainder_ms: Some(remainder),
-        parts_overhead_ms: overhead,
+        parts_in_pass: split.overhead.is_some(),
+        parts_remainder_ms: Some(split.remainder),
+        parts_overhead_ms: split.overhead,
         held_back_by,
         vs_fp32: None,
         fp32_beside: None,

@@ -176,11 +176,7 @@ pub fn token_parts(
         })
     };
     let t = time(TokenOpClass::Attention, &mut || {
-        let k = repeat_kv(&s.keys, groups)?;
-        let v = repeat_kv(&s.values, groups)?;
-        let att = (s.q.matmul(&k.t()?)? * scale)?;
-        let att = kern.softmax(&att)?;
-        Ok(att.matmul(&v.contiguous()?)?)
+        attention(s, groups, scale, kern)
     })?;
     push(TokenOpClass::Attention, 4 * layers, layers, t);
     let t = time(TokenOpClass::Norms, &mut || {
@@ -200,29 +196,7 @@ pub fn token_parts(
         rope(&s.k)
     })?;
     push(TokenOpClass::Rotary, 2 * layers, layers, t);
-    let (h, hd, kvw) = (d.hidden, d.head_dim, d.kv_width());
-    let t = time(TokenOpClass::Elementwise, &mut || {
-        // Two residual adds, SiLU and the gate's product, Q/K/V laid out by
-        // head and the output back, the cache's two appends.
-        drop(kern.add(&s.x, &s.x)?);
-        drop(kern.add(&s.x, &s.x)?);
-        drop(kern.swiglu(&s.m, &s.m)?);
-        let qh =
-            s.x.reshape((1, 1, d.heads, hd))?
-                .transpose(1, 2)?
-                .contiguous()?;
-        let kv = s.x.narrow(2, 0, kvw)?;
-        for _ in 0..2 {
-            drop(
-                kv.reshape((1, 1, d.kv_heads, hd))?
-                    .transpose(1, 2)?
-                    .contiguous()?,
-            );
-        }
-        drop(Tensor::cat(&[&s.keys, &s.k], 2)?);
-        drop(Tensor::cat(&[&s.values, &s.k], 2)?);
-        Ok(qh.transpose(1, 2)?.reshape((1, 1, h))?)
-    })?;
+    let t = time(TokenOpClass::Elementwise, &mut || elementwise(d, s, kern))?;
     push(TokenOpClass::Elementwise, 10 * layers + 1, layers, t);
     let ids = Tensor::new(&[7u32], device)?;
     let t = time(TokenOpClass::Elementwise, &mut || {
@@ -245,6 +219,42 @@ pub fn token_parts(
         timed: t,
     });
     Ok(parts)
+}
+
+/// One layer's attention at one token, as Candle's model does it: the
+/// cache's keys and values repeated to every query head, the scores, their
+/// softmax and the values' weighted sum.
+fn attention(s: &Shapes, groups: usize, scale: f64, kern: Kernels) -> Result<Tensor> {
+    let k = repeat_kv(&s.keys, groups)?;
+    let v = repeat_kv(&s.values, groups)?;
+    let att = (s.q.matmul(&k.t()?)? * scale)?;
+    let att = kern.softmax(&att)?;
+    Ok(att.matmul(&v.contiguous()?)?)
+}
+
+/// One layer's element-wise work at one token: two residual adds, SiLU and
+/// the gate's product, Q/K/V laid out by head and the output back, the
+/// cache's two appends.
+fn elementwise(d: &Dims, s: &Shapes, kern: Kernels) -> Result<Tensor> {
+    let (h, hd, kvw) = (d.hidden, d.head_dim, d.kv_width());
+    drop(kern.add(&s.x, &s.x)?);
+    drop(kern.add(&s.x, &s.x)?);
+    drop(kern.swiglu(&s.m, &s.m)?);
+    let qh =
+        s.x.reshape((1, 1, d.heads, hd))?
+            .transpose(1, 2)?
+            .contiguous()?;
+    let kv = s.x.narrow(2, 0, kvw)?;
+    for _ in 0..2 {
+        drop(
+            kv.reshape((1, 1, d.kv_heads, hd))?
+                .transpose(1, 2)?
+                .contiguous()?,
+        );
+    }
+    drop(Tensor::cat(&[&s.keys, &s.k], 2)?);
+    drop(Tensor::cat(&[&s.values, &s.k], 2)?);
+    Ok(qh.transpose(1, 2)?.reshape((1, 1, h))?)
 }
 
 /// The parts measured inside the pass ([`in_pass`]): each class per token,

@@ -1,7 +1,7 @@
 //! The memory experiment shown: notes and terminal tables from its result.
 
 use super::{num, Records, Shown};
-use crate::export::svg::{roofline_svg, RooflineDot};
+use crate::export::roofline::{roofline_svg, RooflineDot};
 use crate::export::table::Table;
 use crate::schema::{BandwidthRow, MemoryResults, ResultFile, TimeSource};
 use crate::units::mib;

@@ -253,47 +253,8 @@ pub fn vocabulary(g: &Gguf, rows: usize) -> Result<Vocabulary<'_>> {
             tokens.len()
         );
     }
-    let types: Vec<i32> = match g.get("tokenizer.ggml.token_type") {
-        None => vec![1; tokens.len()],
-        Some(Value::Array(v)) if v.len() == tokens.len() => v
-            .iter()
-            .map(|t| match t {
-                Value::I32(x) => Ok(*x),
-                t => bail!("tokenizer.ggml.token_type holds {}, not i32s", kind(t)),
-            })
-            .collect::<Result<_>>()?,
-        Some(v) => bail!(
-            "tokenizer.ggml.token_type is {} of {} values, not one i32 per token ({})",
-            kind(v),
-            match v {
-                Value::Array(a) => a.len(),
-                _ => 1,
-            },
-            tokens.len()
-        ),
-    };
-    let merges = strings(g, "tokenizer.ggml.merges")?
-        .context("its metadata has no tokenizer.ggml.merges (a tokenizer is needed for text)")?
-        .into_iter()
-        .map(|m| {
-            m.split_once(' ')
-                .with_context(|| format!("tokenizer.ggml.merges holds '{m}', not a pair"))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    if merges.is_empty() {
-        let special = |t: &i32| matches!(*t, CONTROL | USER_DEFINED);
-        let made = tokens
-            .iter()
-            .zip(&types)
-            .filter(|(s, t)| !special(t) && s.chars().count() > 1)
-            .count();
-        if made > 0 {
-            bail!(
-                "tokenizer.ggml.merges is empty, but {made} of its tokens are more than one \
-                 byte, which only merges make"
-            );
-        }
-    }
+    let types = token_types(g, tokens.len())?;
+    let merges = merges(g, &tokens, &types)?;
     let id = |key: &str| -> Result<Option<u32>> {
         match uint(g, key)? {
             Some(i) if i >= tokens.len() => bail!(
@@ -319,6 +280,58 @@ pub fn vocabulary(g: &Gguf, rows: usize) -> Result<Vocabulary<'_>> {
         types,
         merges,
     })
+}
+
+/// Each token's type (`tokenizer.ggml.token_type`, one i32 per token of
+/// `n`), or every token a normal one (1) when the file has none.
+fn token_types(g: &Gguf, n: usize) -> Result<Vec<i32>> {
+    Ok(match g.get("tokenizer.ggml.token_type") {
+        None => vec![1; n],
+        Some(Value::Array(v)) if v.len() == n => v
+            .iter()
+            .map(|t| match t {
+                Value::I32(x) => Ok(*x),
+                t => bail!("tokenizer.ggml.token_type holds {}, not i32s", kind(t)),
+            })
+            .collect::<Result<_>>()?,
+        Some(v) => bail!(
+            "tokenizer.ggml.token_type is {} of {} values, not one i32 per token ({n})",
+            kind(v),
+            match v {
+                Value::Array(a) => a.len(),
+                _ => 1,
+            },
+        ),
+    })
+}
+
+/// The BPE merges (`tokenizer.ggml.merges`), each a pair split at its space;
+/// none only where no token but a special one is longer than one character
+/// (only merges make such tokens).
+fn merges<'a>(g: &'a Gguf, tokens: &[&str], types: &[i32]) -> Result<Vec<(&'a str, &'a str)>> {
+    let merges = strings(g, "tokenizer.ggml.merges")?
+        .context("its metadata has no tokenizer.ggml.merges (a tokenizer is needed for text)")?
+        .into_iter()
+        .map(|m| {
+            m.split_once(' ')
+                .with_context(|| format!("tokenizer.ggml.merges holds '{m}', not a pair"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if merges.is_empty() {
+        let special = |t: &i32| matches!(*t, CONTROL | USER_DEFINED);
+        let made = tokens
+            .iter()
+            .zip(types)
+            .filter(|(s, t)| !special(t) && s.chars().count() > 1)
+            .count();
+        if made > 0 {
+            bail!(
+                "tokenizer.ggml.merges is empty, but {made} of its tokens are more than one \
+                 byte, which only merges make"
+            );
+        }
+    }
+    Ok(merges)
 }
 
 /// The metadata quantized_llama reads, as the checked sizes `d` give it and
