@@ -336,7 +336,7 @@ mod tests {
         assert_eq!(id.isa, ISA.map(String::from));
         assert_eq!(id.isa_level.as_deref(), Some("x86-64-v4"));
         assert_eq!((id.physical_cores, id.logical_cpus), (Some(2), Some(4)));
-        assert_eq!(id.generation_tag(), "intel-f6m143-v4");
+        assert_eq!(id.generation_tag(), "intel-f6m143-v4-bf16-fp16-amx");
     }
 
     #[test]
@@ -362,7 +362,7 @@ mod tests {
         );
         assert_eq!(id.isa, ["avx2", "fma", "avx512f", "avx512_bf16"]);
         assert_eq!(id.isa_level.as_deref(), Some("x86-64-v4"));
-        assert_eq!(id.generation_tag(), "amd-f25m17-v4");
+        assert_eq!(id.generation_tag(), "amd-f25m17-v4-bf16");
     }
 
     #[test]
@@ -436,6 +436,35 @@ mod tests {
              (Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz)"
         );
         assert!(!err.contains('\n'));
+    }
+
+    /// Two CPUs the folder check tells apart get two folders: otherwise the
+    /// second could not write its results at all (an Emerald Rapids VM with
+    /// AMX hidden was refused the folder of one with it).
+    #[test]
+    fn cpus_told_apart_have_different_tags() {
+        let xeon = CpuIdentity::parse(&xeon_spr());
+        let mut no_amx = xeon.clone();
+        no_amx.isa.retain(|f| !f.starts_with("amx"));
+        assert_eq!(no_amx.generation_tag(), "intel-f6m143-v4-bf16-fp16");
+        let mut some_amx = xeon.clone();
+        some_amx.isa.retain(|f| f != "amx_int8");
+        assert_eq!(
+            some_amx.generation_tag(),
+            "intel-f6m143-v4-bf16-fp16-amx-tile-amx-bf16"
+        );
+        let zen4 = CpuIdentity::parse(&epyc_zen4());
+        let mut no_bf16 = zen4.clone();
+        no_bf16.isa.retain(|f| f != "avx512_bf16");
+        let hidden = CpuIdentity::parse_with(&epyc_zen4(), &[("avx512f", false)]);
+        let cpus = [xeon, no_amx, some_amx, zen4, no_bf16, hidden];
+        for a in &cpus {
+            for b in &cpus {
+                let apart = same_generation(a, b).is_err();
+                let tags = (a.generation_tag(), b.generation_tag());
+                assert_eq!(apart, tags.0 != tags.1, "{tags:?}");
+            }
+        }
     }
 
     #[test]

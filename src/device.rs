@@ -71,8 +71,9 @@ impl DeviceInfo {
 
 /// The folder a machine's results go to, named from its hardware so that two
 /// machines never write over each other: a GPU by its name ("NVIDIA H200" ->
-/// "nvidia-h200"); a CPU by its model, its generation (`cpu_tag`, family/model
-/// and ISA level: two VMs that both say "AMD EPYC" differ there) and its
+/// "nvidia-h200"); a CPU by its model, its generation (`cpu_tag`, family/model,
+/// ISA level and the instruction sets beyond it: two VMs that both say "AMD
+/// EPYC" differ there, and one with AMX hidden from one with it) and its
 /// logical CPUs ("Intel(R) Xeon(R) Processor", "f6m106-v4", 2 ->
 /// "intel-xeon-processor-f6m106-v4-2t"). Trademark signs are dropped and every
 /// other run of non-alphanumerics becomes one '-'.

@@ -31,8 +31,9 @@ pub struct CpuIdentity {
 }
 
 impl CpuIdentity {
-    /// A short name for a folder: vendor, family and model, ISA level, such as
-    /// "amd-f25m17-v4" or "intel-f6m143-v4"; the parts not known are left out,
+    /// A short name for a folder: vendor, family and model, ISA level and the
+    /// instruction sets beyond it, such as "amd-f25m17-v4-bf16" or
+    /// "intel-f6m143-v4-bf16-fp16-amx"; the parts not known are left out,
     /// and a CPU of which nothing is known is named by its architecture.
     pub fn generation_tag(&self) -> String {
         let mut parts = Vec::new();
@@ -49,6 +50,7 @@ impl CpuIdentity {
                 Some(v) => v.to_string(),
                 None => "v1".into(),
             });
+            parts.extend(self.isa_beyond(level));
         }
         if parts.is_empty() {
             return std::env::consts::ARCH.into();
@@ -56,8 +58,35 @@ impl CpuIdentity {
         parts.join("-")
     }
 
-    /// The generation in a folder name's few characters: family and model and
-    /// the ISA level ("f25m17-v4"), or what of them is known; `None` when
+    /// The recorded instruction sets that `level` does not imply, in a
+    /// folder name's short words ("bf16", "fp16", "amx"): a hypervisor may
+    /// hide AMX or AVX512-BF16 on the same model at the same level, and
+    /// [`same_generation`] tells such CPUs apart, so their folders must differ
+    /// too, or one could not write its results at all.
+    fn isa_beyond(&self, level: &str) -> Vec<String> {
+        let implied: &[&str] = match level {
+            "x86-64-v4" => &["avx2", "fma", "avx512f"],
+            "x86-64-v3" => &["avx2", "fma"],
+            _ => &[],
+        };
+        let beyond: Vec<&str> = self
+            .isa
+            .iter()
+            .map(String::as_str)
+            .filter(|f| !implied.contains(f))
+            .collect();
+        let amx = ["amx_tile", "amx_bf16", "amx_int8"];
+        let all_amx = amx.iter().all(|a| beyond.contains(a));
+        beyond
+            .into_iter()
+            .filter(|f| !(all_amx && amx.contains(f)))
+            .map(|f| f.strip_prefix("avx512_").unwrap_or(f).replace('_', "-"))
+            .chain(all_amx.then(|| "amx".to_string()))
+            .collect()
+    }
+
+    /// The generation in a folder name's few characters: family and model, the
+    /// ISA level and what is beyond it ("f25m17-v4-bf16"), or what of them is known; `None` when
     /// nothing is (an old file, another architecture).
     pub fn model_tag(&self) -> Option<String> {
         let tag = self.generation_tag();
