@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::svg::{canvas, colour, draw_error, legend, throughput_unit, FONT};
+use super::svg::{canvas, colour, draw_error, frame, legend, throughput_unit, FONT};
 pub use plotters::chart::SeriesLabelPosition;
 
 /// One line of a sweep chart: a precision's throughput at each size.
@@ -98,11 +98,7 @@ pub fn log2_lines_svg(
     let mut svg = String::new();
     {
         let root = canvas(&mut svg)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 24))
-            .margin(16)
-            .x_label_area_size(56)
-            .y_label_area_size(84)
+        let mut chart = frame(&root, title)
             .build_cartesian_2d(x_range.clone().log_scale().base(2.0), 0.0..y_hi * 1.1)
             .map_err(draw_error)?;
         chart

@@ -8,7 +8,7 @@
 use anyhow::{bail, Result};
 use plotters::prelude::*;
 
-use super::svg::{canvas, colour, draw_error, legend, SeriesLabelPosition, FONT};
+use super::svg::{canvas, colour, draw_error, frame, legend, SeriesLabelPosition, FONT};
 
 /// The chart's coordinates: log10 on both axes.
 type Chart<'a> = ChartContext<'a, SVGBackend<'a>, Cartesian2d<LogCoord<f64>, LogCoord<f64>>>;
@@ -59,11 +59,7 @@ pub fn roofline_svg(
     let mut svg = String::new();
     {
         let root = canvas(&mut svg)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 24))
-            .margin(16)
-            .x_label_area_size(56)
-            .y_label_area_size(84)
+        let mut chart = frame(&root, title)
             .build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..y_hi).log_scale())
             .map_err(draw_error)?;
         chart

@@ -99,11 +99,7 @@ fn bars(title: &str, categories: &[String], series: &[BarSeries], axis: BarAxis)
     let mut svg = String::new();
     {
         let root = canvas(&mut svg)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 24))
-            .margin(16)
-            .x_label_area_size(56)
-            .y_label_area_size(84)
+        let mut chart = frame(&root, title)
             // Headroom for the value labels and the legend.
             .build_cartesian_2d(-0.5..ncat as f64 - 0.5, 0.0..y_hi / div * 1.25)
             .map_err(draw_error)?;
@@ -248,6 +244,21 @@ pub(super) fn canvas(svg: &mut String) -> Result<DrawingArea<SVGBackend<'_>, Shi
     let root = SVGBackend::with_string(svg, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(draw_error)?;
     Ok(root)
+}
+
+/// A whole-canvas chart's frame: `title` over it, its margin, and room for
+/// the axes' labels and descriptions.
+pub(super) fn frame<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    title: &str,
+) -> ChartBuilder<'a, 'static, SVGBackend<'b>> {
+    let mut builder = ChartBuilder::on(root);
+    builder
+        .caption(title, (FONT, 24))
+        .margin(16)
+        .x_label_area_size(56)
+        .y_label_area_size(84);
+    builder
 }
 
 pub(super) fn legend<'a, X, Y>(
