@@ -1,6 +1,7 @@
 """The cross-check: Candle's block and PyTorch's on the same weights compute the same
-function. Candle's `block` binary (env CANDLE_LAB_BLOCK_BIN, else target/debug/block; a
-failure, not a skip, when neither exists: run `cargo build --bin block`) runs on the CPU
+function. Candle's `block` binary (env CANDLE_LAB_BLOCK_BIN, else debug/block under
+CARGO_TARGET_DIR or target/; a failure, not a skip, when neither exists: run `cargo build
+--bin block`) runs on the CPU
 at a tiny shape in fp32 and writes the weights (--save-weights W); pytorch/block runs
 on W. The reference both sides are held against is the block in f64, computed here by
 PyTorch from W (blockmodel.reference_outputs, checked against a plain-Python block in
@@ -39,7 +40,9 @@ RUN += ["--iters", "2", "--warmup", "1"]
 
 def candle_block() -> Path | None:
     env = os.environ.get("CANDLE_LAB_BLOCK_BIN")
-    path = Path(env) if env else ROOT / "target" / "debug" / "block"
+    # Where cargo built it, as the kernels and generate twins' tests look.
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    path = Path(env) if env else target / "debug" / "block"
     return path if path.is_file() else None
 
 
