@@ -220,7 +220,8 @@ pub struct KernelCeiling {
     /// What ran ("dst.copy_from_slice(&src)", "cuMemcpyDtoDAsync(dst, src)").
     pub call: String,
     pub bytes_copied: u64,
-    /// The median the rate divides by.
+    /// The time per call the rate divides by: the ladder's point's (its
+    /// fastest sample from 2.8, the median before).
     pub time_ms: f64,
     pub time_source: TimeSource,
     /// 2 x bytes_copied / time_ms, in 10^9 bytes per second.

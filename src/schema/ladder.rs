@@ -91,7 +91,8 @@ pub struct LadderPoint {
     /// Calls timed together in one sample, so that a sample stays far above
     /// the clock's own cost.
     pub calls_per_sample: u64,
-    /// (median sample - the clock's cost) / calls_per_sample.
+    /// (fastest sample - the clock's cost) / calls_per_sample: STREAM's "Best
+    /// Rate" (the median sample before 2.8; see `from_fastest_sample`).
     pub time_per_call_ms: f64,
     /// bytes_moved / time_per_call_ms, in 10^9 bytes per second.
     pub gb_per_s: f64,
@@ -101,6 +102,10 @@ pub struct LadderPoint {
     /// (2.5; false before).
     #[serde(default)]
     pub chunked: bool,
+    /// The time is the fastest sample's, as STREAM's "Best Rate" (2.8; false
+    /// before: the median sample's, which a row's median beat by 8% once).
+    #[serde(default)]
+    pub from_fastest_sample: bool,
     #[serde(flatten)]
     pub timed: Timed,
 }

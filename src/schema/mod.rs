@@ -95,8 +95,9 @@ pub use sweep::{SweepPoint, SweepResults};
 /// intervals (`speedup_interval`), and `generate`'s and `block`'s ratios to
 /// fp32 measured side by side with their intervals; 2.6 `matmul`'s
 /// (`vs_fp32_side_by_side`); 2.7 `kernels`' `freed_memory_kept` (its dram
-/// case's outputs come from memory the process holds).
-pub const SCHEMA_VERSION: &str = "2.7";
+/// case's outputs come from memory the process holds); 2.8 the ladder's
+/// points timed by their fastest sample (`from_fastest_sample`).
+pub const SCHEMA_VERSION: &str = "2.8";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
 

@@ -42,6 +42,21 @@ impl Timed {
         }
     }
 
+    /// The fastest of [`Self::samples_ms`] (the median where no sample is
+    /// kept): what a bound reads, as STREAM's "Best Rate".
+    pub fn fastest_ms(&self) -> f64 {
+        let fastest = self
+            .samples_ms()
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        if fastest.is_finite() {
+            fastest
+        } else {
+            self.rate_ms().0
+        }
+    }
+
     /// The samples [`Self::rate_ms`]'s median is of: CUDA events' on a GPU,
     /// else the wall clock's.
     pub fn samples_ms(&self) -> &[f64] {
@@ -125,4 +140,19 @@ pub struct TelemetrySource {
 pub enum SectionStatus {
     Ok,
     Skipped,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_fastest_sample_is_of_the_rates_clock() {
+        let wall = crate::telemetry::timed_at(&[3.0, 1.5, 2.0], &[]);
+        assert_eq!((wall.fastest_ms(), wall.rate_ms().0), (1.5, 2.0));
+        // On a GPU the events' samples, not the wall clock's.
+        let gpu = crate::telemetry::timed_at(&[3.0, 1.0, 2.0], &[2.5, 2.25, 4.0]);
+        assert_eq!(gpu.fastest_ms(), 2.25);
+        let mut none = wall.clone();
+        none.samples_wall_ms.clear();
+        assert_eq!(none.fastest_ms(), 2.0, "no samples kept: the median");
+    }
 }

@@ -83,11 +83,16 @@ pub(super) fn measure(
 pub(super) fn ceiling(bound: Bound, point: LadderPoint, side_by_side: bool) -> KernelCeiling {
     KernelCeiling {
         call: format!(
-            "the ladder's {} on {} thread(s) at {} ({}){}",
+            "the ladder's {} on {} thread(s) at {} ({}){}{}",
             bound.kernel.name(),
             bound.threads,
             crate::units::size(bound.footprint_bytes),
             bound.level,
+            if point.from_fastest_sample {
+                ", its fastest sample"
+            } else {
+                ""
+            },
             if side_by_side {
                 ", timed in turn with the row"
             } else {

@@ -7,6 +7,13 @@
 //! sample dwarfs the clock), and the row is held against that reading.
 //! [`time_calls`] is the same K-call sample for one work alone (the
 //! ladder's own points).
+//!
+//! A row's time is its median sample; a ladder point's is its fastest, as
+//! STREAM reports its "Best Rate" from the fastest of its trials (McCalpin
+//! 1995): a bound is what the machine did move at that footprint, and a
+//! median of a few microsecond calls moves by several percent between runs,
+//! so a row's median beat a median bound timed beside it (108% once, 86-96%
+//! in three reruns of the same row).
 
 use anyhow::{Context, Result};
 use candle_core::Device;
@@ -17,12 +24,35 @@ use crate::schema::{Bound, LadderKernel, LadderPoint, Timed};
 use crate::telemetry::Telemetry;
 
 /// One work's timing: its samples (each K calls), K, and the time per call:
-/// (the median sample - the clock's cost) / K.
+/// (the median sample - the clock's cost) / K, and the same from the
+/// fastest sample.
 #[derive(Debug)]
 pub struct Called {
     pub timed: Timed,
     pub calls_per_sample: u64,
     pub per_call_ms: f64,
+    pub fastest_per_call_ms: f64,
+}
+
+impl Called {
+    fn new(timed: Timed, k: u64, clock_ms: f64) -> Self {
+        let (median, _) = timed.rate_ms();
+        let fastest = timed.fastest_ms();
+        Self {
+            per_call_ms: per_call(median, clock_ms, k),
+            fastest_per_call_ms: per_call(fastest, clock_ms, k),
+            timed,
+            calls_per_sample: k,
+        }
+    }
+}
+
+/// A call's time from a sample of `k` calls: the clock's own cost
+/// subtracted, never below a thousandth of the raw time (a clock cost
+/// measured larger than a sample must not make a rate infinite).
+fn per_call(sample_ms: f64, clock_ms: f64, k: u64) -> f64 {
+    let raw = sample_ms / k as f64;
+    ((sample_ms - clock_ms) / k as f64).max(raw * 1e-3)
 }
 
 /// The calls a sample of `call` takes: K from the fastest of three single
@@ -81,15 +111,7 @@ pub fn time_calls_beside(
     Ok(timed
         .into_iter()
         .zip(ks)
-        .map(|(timed, k)| {
-            let (median, _) = timed.rate_ms();
-            let per_call = ((median - clock_ms) / k as f64).max(median / k as f64 * 1e-3);
-            Called {
-                timed,
-                calls_per_sample: k,
-                per_call_ms: per_call,
-            }
-        })
+        .map(|(timed, k)| Called::new(timed, k, clock_ms))
         .collect())
 }
 
@@ -149,9 +171,10 @@ impl Ladder<'_> {
                 standard: false,
                 bytes_moved: bytes,
                 calls_per_sample: c.calls_per_sample,
-                time_per_call_ms: c.per_call_ms,
-                gb_per_s: crate::formulas::gb_per_s(bytes, c.per_call_ms),
+                time_per_call_ms: c.fastest_per_call_ms,
+                gb_per_s: crate::formulas::gb_per_s(bytes, c.fastest_per_call_ms),
                 chunked,
+                from_fastest_sample: true,
                 timed: c.timed,
             })
             .collect();
@@ -173,9 +196,10 @@ impl Ladder<'_> {
 
 /// Times `call` K times per sample under `plan`, K chosen from the fastest
 /// of three single calls (the first wakes the pool) so that a sample lasts
-/// [`SAMPLE_MS`] or more; returns the samples, K, and the time per call:
-/// (the median sample - the clock's own cost `clock_ms`) / K. The clock
-/// covers K calls and the device's synchronization after them.
+/// [`SAMPLE_MS`] or more; returns the samples, K, and the time per call
+/// ([`Called`]: from the median sample and from the fastest, each less the
+/// clock's own cost `clock_ms`, over K). The clock covers K calls and the
+/// device's synchronization after them.
 pub fn time_calls(
     device: &Device,
     telemetry: &Telemetry,
@@ -183,7 +207,7 @@ pub fn time_calls(
     label: &str,
     clock_ms: f64,
     mut call: impl FnMut() -> Result<()>,
-) -> Result<(crate::schema::Timed, u64, f64)> {
+) -> Result<Called> {
     let k = calls_for(device, &mut call)?;
     let timed = telemetry.time(device, plan, label, || {
         for _ in 0..k {
@@ -191,9 +215,5 @@ pub fn time_calls(
         }
         Ok(())
     })?;
-    let (median, _) = timed.rate_ms();
-    // Never below a thousandth of the raw time: a clock cost measured larger
-    // than a sample must not make a rate infinite.
-    let per_call = ((median - clock_ms) / k as f64).max(median / k as f64 * 1e-3);
-    Ok((timed, k, per_call))
+    Ok(Called::new(timed, k, clock_ms))
 }

@@ -24,8 +24,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::schema::LadderKernel;
 
-/// Elements of a part when threads take parts as they finish: 256 KiB of
-/// f32, long enough that the shared cursor costs nothing against the bytes.
+/// Elements of a part, at most, when threads take parts as they finish:
+/// 256 KiB of f32, long enough that the shared cursor costs nothing against
+/// the bytes.
 pub const CHUNK: usize = 64 << 10;
 
 /// The arrays one kernel works on, filled once (never zeros).
@@ -74,8 +75,9 @@ impl Arrays {
 
     /// One call on `threads` threads: 1 on the calling thread, else every
     /// thread of Candle's pool, each on its own fixed part, or (`chunked`)
-    /// taking parts of [`CHUNK`] elements as it finishes the last, as the
-    /// suite's ops share their work (Candle's `execute_chunked`).
+    /// taking parts (at most [`CHUNK`] elements, four a thread or more) as it
+    /// finishes the last, as the suite's ops share their work (Candle's
+    /// `execute_chunked`).
     pub fn call(&mut self, threads: usize, chunked: bool) {
         let n = self.a.len();
         let (kernel, sink) = (self.kernel, &self.sink);
@@ -84,8 +86,12 @@ impl Arrays {
             return;
         }
         let pool = candle_core::utils::barrier_pool();
+        // Parts taken as threads finish are at most CHUNK, and at least four
+        // a thread, as the ops' `split` cuts theirs: with CHUNK alone, an
+        // array under it was one part, one thread's, and the suite's add at
+        // 256 KiB an array, shared by two threads, read 103-108% of it.
         let chunk = if chunked {
-            CHUNK
+            CHUNK.min(n.div_ceil(4 * (pool.n_workers() + 1)))
         } else {
             n.div_ceil(pool.n_workers() + 1)
         };

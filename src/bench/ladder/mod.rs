@@ -14,7 +14,8 @@
 //! ([`levels::place`]). Samples are long enough to dwarf the clock: a sample
 //! is K calls, K chosen so it lasts [`SAMPLE_MS`] or more, and the clock's
 //! own cost (an empty work item through the same path) is subtracted before
-//! dividing by K.
+//! dividing by K. A point's rate is its fastest sample's, as STREAM's "Best
+//! Rate" (rows keep their medians): a bound is what the machine did move.
 
 mod beside;
 mod cpu;
@@ -291,7 +292,7 @@ impl<'a> Ladder<'a> {
             if chunked { "*" } else { "" },
             crate::units::size(work.footprint())
         );
-        let (timed, k, per_call) = time_calls(
+        let c = time_calls(
             self.device,
             self.telemetry,
             self.plan,
@@ -307,11 +308,12 @@ impl<'a> Ladder<'a> {
             level: self.level(work.footprint(), threads),
             standard,
             bytes_moved: bytes,
-            calls_per_sample: k,
-            time_per_call_ms: per_call,
-            gb_per_s: crate::formulas::gb_per_s(bytes, per_call),
+            calls_per_sample: c.calls_per_sample,
+            time_per_call_ms: c.fastest_per_call_ms,
+            gb_per_s: crate::formulas::gb_per_s(bytes, c.fastest_per_call_ms),
             chunked,
-            timed,
+            from_fastest_sample: true,
+            timed: c.timed,
         })
     }
 }
@@ -508,6 +510,7 @@ mod tests {
             time_per_call_ms: 1.0,
             gb_per_s,
             chunked: false,
+            from_fastest_sample: true,
             timed: crate::telemetry::timed_at(&[1.0; 3], &[]),
         }
     }
@@ -601,7 +604,12 @@ mod tests {
         assert_eq!(file.points.len(), n);
         assert_eq!(file.points.iter().filter(|p| p.chunked).count(), n / 3);
         for p in &file.points {
-            assert!(p.calls_per_sample >= 1);
+            assert!(p.calls_per_sample >= 1 && p.from_fastest_sample);
+            // The fastest sample's time, less the clock's cost, per call.
+            let k = p.calls_per_sample as f64;
+            let fastest = p.timed.fastest_ms();
+            let want = ((fastest - file.clock_overhead_ms) / k).max(fastest / k * 1e-3);
+            assert!((p.time_per_call_ms - want).abs() <= 1e-12 + 1e-9 * want);
             let expect = p.bytes_moved as f64 / (p.time_per_call_ms * 1e-3) / 1e9;
             assert!((p.gb_per_s - expect).abs() <= 1e-9 * expect);
             assert!(

@@ -59,10 +59,15 @@ pub fn ceiling_row(p: &LadderPoint, datasheet_gb_per_s: Option<f64>) -> Bandwidt
     BandwidthRow {
         op: format!("ladder {}", p.kernel.name()),
         call: format!(
-            "the ladder's {} on {} thread(s), {}",
+            "the ladder's {} on {} thread(s), {}{}",
             p.kernel.name(),
             p.threads,
-            p.level
+            p.level,
+            if p.from_fastest_sample {
+                ", its fastest sample"
+            } else {
+                ""
+            }
         ),
         dtype_in: "u8".into(),
         dtype_out: "u8".into(),
