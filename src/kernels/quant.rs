@@ -27,6 +27,8 @@ mod packed;
 mod portable;
 mod tier;
 #[cfg(target_arch = "x86_64")]
+mod walk;
+#[cfg(target_arch = "x86_64")]
 mod x86;
 
 use std::ops::Range;
@@ -285,8 +287,10 @@ struct Pass<'a> {
 /// `x` (m x k) times the weight's transpose, (m x n).
 fn product(op: &Op<'_>, x: &[f32], m: usize, w: Source<'_>) -> CpuStorage {
     let (n, k) = (op.n, op.k);
-    // Weight rows per unit of shared work: a packed group, or GROUP rows.
+    // Weight rows per unit of shared work: a packed group (two where the
+    // kernels take them in pairs), or GROUP rows.
     let per = match w {
+        Source::Packed(p) if op.tier.pairs_groups() && !p.kind.k_quant() => 2 * ROWS,
         Source::Packed(_) => ROWS,
         Source::Stored(..) => GROUP,
     };
@@ -365,12 +369,14 @@ impl Pass<'_> {
     /// padding's left out.
     fn write_group<const R: usize>(&self, r0: usize, gi: usize, v: [[f32; ROWS]; R]) {
         let n = self.op.n;
+        let real = ROWS.min(n - gi * ROWS);
         for (r, v) in v.iter().enumerate() {
-            for (j, &v) in v.iter().enumerate().take(n - gi * ROWS) {
-                // SAFETY: output (row0 + r0 + r, 8 gi + j) is this task's:
-                // group gi is in its range.
-                unsafe { self.out.write((self.row0 + r0 + r) * n + gi * ROWS + j, v) };
-            }
+            // SAFETY: outputs (row0 + r0 + r, 8 gi ..) are this task's:
+            // group gi is in its range.
+            unsafe {
+                self.out
+                    .write_all((self.row0 + r0 + r) * n + gi * ROWS, &v[..real])
+            };
         }
     }
 
@@ -385,91 +391,4 @@ impl Pass<'_> {
 /// The packed groups a range of rows (from a group's first) covers.
 fn groups(rows: &Range<usize>) -> Range<usize> {
     rows.start / ROWS..rows.end.div_ceil(ROWS)
-}
-
-#[cfg(target_arch = "x86_64")]
-impl Pass<'_> {
-    /// # Safety
-    /// The CPU has AVX2, FMA, F16C, AVX512-VNNI and AVX512-VL.
-    #[target_feature(enable = "avx2,fma,f16c,avx512vnni,avx512vl")]
-    unsafe fn vnni512(&self, rows: Range<usize>) {
-        self.walk::<x86::Vnni512>(rows)
-    }
-
-    /// # Safety
-    /// The CPU has AVX2, FMA, F16C and AVX-VNNI.
-    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
-    unsafe fn avx_vnni(&self, rows: Range<usize>) {
-        self.walk::<x86::AvxVnni>(rows)
-    }
-
-    /// # Safety
-    /// The CPU has AVX2, FMA and F16C.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn avx2(&self, rows: Range<usize>) {
-        self.walk::<x86::Avx2>(rows)
-    }
-
-    /// Each weight row of `rows` against the activations, [`TILE`]
-    /// activation rows at a time, then one at a time.
-    #[inline(always)]
-    fn walk<I: x86::Int>(&self, rows: Range<usize>) {
-        match &self.work {
-            Work::Packed(p, a) => {
-                for gi in groups(&rows) {
-                    let w = p.group(gi).as_ptr();
-                    let mut r = 0;
-                    while r + TILE <= self.m {
-                        self.write_group(r, gi, Self::group::<I, TILE>(p.kind, w, a, r));
-                        r += TILE;
-                    }
-                    while r < self.m {
-                        self.write_group(r, gi, Self::group::<I, 1>(p.kind, w, a, r));
-                        r += 1;
-                    }
-                }
-            }
-            Work::Stored(kind, w, a) => {
-                let bytes = self.op.k / kind.values() * kind.bytes();
-                for j in rows {
-                    let w = w[j * bytes..(j + 1) * bytes].as_ptr();
-                    let mut r = 0;
-                    while r + TILE <= self.m {
-                        self.write(r, j, Self::q6k_tile::<I, TILE>(w, a, r));
-                        r += TILE;
-                    }
-                    while r < self.m {
-                        self.write(r, j, Self::q6k_tile::<I, 1>(w, a, r));
-                        r += 1;
-                    }
-                }
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn group<I: x86::Int, const R: usize>(
-        kind: Kind,
-        w: *const u8,
-        a: &Acts,
-        r0: usize,
-    ) -> [[f32; ROWS]; R] {
-        // SAFETY: `w` is a whole packed group (`Packed::group`); rows
-        // r0..r0 + R of the activations exist (r0 + R <= m).
-        unsafe {
-            match (a, kind) {
-                (Acts::Q8K(a), _) => x86::group_q4k::<I, R>(w, a, r0),
-                (Acts::Q8(a), Kind::Q8_0) => x86::group::<I, x86::Q8_0, R>(w, a, r0),
-                (Acts::Q8(a), Kind::Q4_0) => x86::group::<I, x86::Q4_0, R>(w, a, r0),
-                (Acts::Q8(a), _) => x86::group::<I, x86::Q4_1, R>(w, a, r0),
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn q6k_tile<I: x86::Int, const R: usize>(w: *const u8, a: &Q8K, r0: usize) -> [f32; R] {
-        // SAFETY: `w` is a whole row of blocks (sliced in `walk`); rows
-        // r0..r0 + R of the activations exist (r0 + R <= m).
-        unsafe { x86::row_q6k::<I, R>(w, a, r0) }
-    }
 }

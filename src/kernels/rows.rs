@@ -79,6 +79,24 @@ impl<T: Copy> Out<T> {
         // SAFETY: in bounds (checked above); exclusive by the caller's contract.
         unsafe { self.ptr.add(i).write(v) }
     }
+
+    /// Writes `v` at `i..i + v.len()`, with one bounds check.
+    ///
+    /// # Safety
+    /// No other thread writes or reads those indices while the buffer is
+    /// shared.
+    #[inline(always)]
+    pub(super) unsafe fn write_all(&self, i: usize, v: &[T]) {
+        assert!(
+            i <= self.len && v.len() <= self.len - i,
+            "output {i}..{} of {}",
+            i + v.len(),
+            self.len
+        );
+        // SAFETY: in bounds (checked above); exclusive by the caller's
+        // contract; `v` is another allocation (a caller's array).
+        unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), self.ptr.add(i), v.len()) }
+    }
 }
 
 #[cfg(test)]

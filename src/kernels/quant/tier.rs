@@ -7,7 +7,9 @@ use std::sync::OnceLock;
 /// The instruction set the quantized kernels run with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QuantTier {
-    /// AVX512-VNNI's 256-bit forms (with AVX512-VL), on AVX2.
+    /// AVX512-VNNI (with AVX512F, BW and VL), on AVX2: the 32-value blocks
+    /// sixteen weight rows at a time in 512-bit registers, the k-quants in
+    /// the 256-bit forms.
     Vnni512,
     /// AVX-VNNI, on AVX2.
     AvxVnni,
@@ -40,7 +42,7 @@ impl QuantTier {
         {
             use std::arch::is_x86_feature_detected as has;
             if has!("avx2") && has!("fma") && has!("f16c") {
-                if has!("avx512vnni") && has!("avx512vl") {
+                if has!("avx512f") && has!("avx512bw") && has!("avx512vnni") && has!("avx512vl") {
                     out.push(QuantTier::Vnni512);
                 }
                 if has!("avxvnni") {
@@ -51,6 +53,12 @@ impl QuantTier {
         }
         out.push(QuantTier::Portable);
         out
+    }
+
+    /// Whether the 32-value blocks' kernels take packed groups two at a
+    /// time (512-bit registers).
+    pub(super) fn pairs_groups(self) -> bool {
+        self == QuantTier::Vnni512
     }
 
     pub fn name(self) -> &'static str {

@@ -24,6 +24,9 @@
 
 use std::arch::x86_64::*;
 
+mod wide;
+pub(super) use wide::group_pair;
+
 use super::act::{Q8, Q8K, QK, QK_K};
 use super::blocks::Kind;
 use super::packed::{block_bytes, Q4K_MINIMA, Q4K_SCALES, Q4K_VALUES};
@@ -32,6 +35,9 @@ use super::packed::{block_bytes, Q4K_MINIMA, Q4K_SCALES, Q4K_VALUES};
 pub(super) trait Int: Copy {
     /// Whether Q8_0's signed weights are offset by 128 (else the sign trick).
     const OFFSET_Q8: bool;
+    /// Whether the CPU has AVX-512's full 512-bit registers for the 32-value
+    /// blocks ([`group_pair`]).
+    const WIDE: bool = false;
     /// `acc` plus, in each 32-bit lane, the four products of `u` (unsigned
     /// bytes) and `s` (signed bytes) in it.
     fn dot(acc: __m256i, u: __m256i, s: __m256i) -> __m256i;
@@ -73,6 +79,7 @@ impl Int for Avx2 {
 
 impl Int for Vnni512 {
     const OFFSET_Q8: bool = true;
+    const WIDE: bool = true;
     #[inline(always)]
     fn dot(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
         unsafe { _mm256_dpbusd_epi32(acc, u, s) }
