@@ -6,6 +6,17 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// Half-width of the "no real difference" band around a ratio of 1: ±5%.
+/// The bootstrap interval measures the noise within one run only; between two
+/// runs of the same binary on the same machine the median also drifts (clock
+/// boost, heat, other processes, memory placement) by a few percent, which no
+/// resampling of one run can see. 5% sits above that drift on a quiet machine
+/// and below the differences worth acting on (a precision or build change that
+/// matters moves a matmul by tens of percent). The band is symmetric in ratio
+/// space, 1/1.05 to 1.05, so swapping A and B swaps FAST and SLOW (`compare`'s
+/// verdicts; `kernels`' "never slower").
+pub const BAND: f64 = 0.05;
+
 /// A result is flagged noisy when the interquartile range exceeds this share of
 /// the median: its median then moves by more than timing differences we report.
 pub const NOISY_IQR_OVER_MEDIAN: f64 = 0.10;

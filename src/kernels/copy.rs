@@ -4,12 +4,11 @@
 //! moving bytes, so the only gains are more hands and fewer page faults.
 //! Candle's `Tensor::copy` clones the storage on one thread (a `memcpy` into a
 //! new buffer); here the threads of Candle's pool each `memcpy` a contiguous
-//! share, from 128 Ki elements on (past 256 MiB one share a thread, so that
+//! share, from 32 Ki elements on (past 256 MiB one share a thread, so that
 //! `memcpy` streams its stores), into an output allocated uninitialized
-//! (see [`super::cpu`]; above 64 MiB on huge pages). Below that size it is the
-//! same `memcpy` as Candle's, plus what the CustomOp path costs (about 25 ns
-//! on this suite's CPU, measured against a CustomOp that only clones). On a
-//! GPU 16 bytes per load and store from each thread (`cuda/copy.cu`).
+//! (see [`super::cpu`]; above 64 MiB on huge pages). Below that size it is
+//! Candle's own copy ([`whole_and_small`]). On a GPU 16 bytes per load and
+//! store from each thread (`cuda/copy.cu`).
 
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp1, Layout, Result, Shape, Tensor, WithDType};
@@ -23,7 +22,30 @@ pub fn copy(x: &Tensor) -> Result<Tensor> {
     if x.elem_count() == 0 {
         return x.zeros_like();
     }
+    if whole_and_small(x) {
+        return x.copy();
+    }
     contiguous(x)?.apply_op1_no_bwd(&Copy)
+}
+
+/// Whether `x` is a host tensor too small to share that holds its whole
+/// storage: then the copy is Candle's own (`Tensor::copy`, a clone of the
+/// storage), the same `memcpy` on the same one thread without the CustomOp
+/// path around it, which cost a decode step's 2-5 KiB copies 5-9%
+/// (0.91-0.95x Candle's, intervals below 1, on a 2-core Xeon VM). A view of
+/// a larger storage goes through the op, which copies only the view.
+fn whole_and_small(x: &Tensor) -> bool {
+    if !x.device().is_cpu() || x.elem_count() >= 2 * MIN_TASK || !x.is_contiguous() {
+        return false;
+    }
+    let (storage, layout) = x.storage_and_layout();
+    let len = match &*storage {
+        candle_core::Storage::Cpu(CpuStorage::F32(v)) => v.len(),
+        candle_core::Storage::Cpu(CpuStorage::F16(v)) => v.len(),
+        candle_core::Storage::Cpu(CpuStorage::BF16(v)) => v.len(),
+        _ => return false,
+    };
+    layout.start_offset() == 0 && len == x.elem_count()
 }
 
 struct Copy;
@@ -58,9 +80,12 @@ impl CustomOp1 for Copy {
     }
 }
 
-/// Elements worth a task of their own: `memcpy` moves 256 KiB in a few
-/// microseconds, so a copy is shared from 128 Ki elements on.
-const MIN_TASK: usize = 64 << 10;
+/// Elements worth a task of their own: `memcpy` moves 64 KiB of f32 in about
+/// a microsecond and Candle's pool hands out a task in well under one, so a
+/// copy is shared from two tasks, 32 Ki elements, on. (From 128 Ki, a
+/// prefill's 256 KiB copy was one thread's, 0.98-0.99x Candle's; shared,
+/// 1.16-1.33x, on a 2-core Xeon VM.)
+const MIN_TASK: usize = 16 << 10;
 
 /// A copy this large is past any cache this suite has met: each thread then
 /// copies one part of it, so that `memcpy` sees a whole stream and takes its

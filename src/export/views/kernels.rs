@@ -240,34 +240,14 @@ fn large_target(case: &str, large: &[&KernelRow]) -> Option<String> {
 
 /// "Never slower than Candle's op", over the rows compared.
 fn never_slower(r: &KernelsResults) -> Option<String> {
-    let slower: Vec<String> = r
-        .rows
-        .iter()
-        .filter_map(|row| {
-            let s = row.measured(Implementation::Lab)?.speedup_vs_candle?;
-            (s < 1.0).then(|| format!("{} {} {} ({s:.2}x)", row.op.name(), row.case, row.precision))
-        })
-        .collect();
-    let compared = r
-        .rows
-        .iter()
-        .filter(|row| {
-            row.measured(Implementation::Lab)
-                .and_then(|m| m.speedup_vs_candle)
-                .is_some()
-        })
-        .count();
-    (compared > 0).then(|| {
-        if slower.is_empty() {
-            format!("target met: no lab kernel is slower than Candle's op ({compared} rows)")
-        } else {
-            format!(
-                "target (never slower than Candle's op) missed on {} of {compared} rows: {}",
-                slower.len(),
-                slower.join(", ")
-            )
-        }
-    })
+    let rows = r.rows.iter().filter_map(|row| {
+        let m = row.measured(Implementation::Lab)?;
+        Some((
+            format!("{} {} {}", row.op.name(), row.case, row.precision),
+            m,
+        ))
+    });
+    super::matvec::slower_note("target", rows)
 }
 
 /// A line per variant that failed, with its error.

@@ -83,30 +83,11 @@ fn name(row: &MatvecRow) -> String {
 /// The target (never slower than Candle's op at these shapes), met or missed
 /// and by how much; the rows that reach their bound; failures.
 pub fn notes(r: &KernelsResults) -> Vec<String> {
-    let mut notes = Vec::new();
-    let speed = |row: &MatvecRow| row.measured(Implementation::Lab)?.speedup_vs_candle;
-    let compared = r.matvec.iter().filter(|row| speed(row).is_some()).count();
-    let slower: Vec<String> = r
-        .matvec
-        .iter()
-        .filter_map(|row| {
-            let s = speed(row)?;
-            (s < 1.0).then(|| format!("{} ({s:.2}x)", name(row)))
-        })
-        .collect();
-    if compared > 0 {
-        notes.push(if slower.is_empty() {
-            format!(
-                "matvec target met: the lab's op is never slower than Candle's ({compared} rows)"
-            )
-        } else {
-            format!(
-                "matvec target (never slower than Candle's op) missed on {} of {compared} rows: {}",
-                slower.len(),
-                slower.join(", ")
-            )
-        });
-    }
+    let rows = r.matvec.iter().filter_map(|row| {
+        let m = row.measured(Implementation::Lab)?;
+        Some((name(row), m))
+    });
+    let mut notes: Vec<String> = slower_note("matvec target", rows).into_iter().collect();
     let over: Vec<String> = r
         .matvec
         .iter()
@@ -180,4 +161,100 @@ pub fn records(machine: &str, r: &KernelsResults) -> Vec<Vec<String>> {
         }
     }
     out
+}
+
+/// The "never slower than Candle's op" line over `rows` (a name and the
+/// lab's measurement each), `what` naming the target. A row is slower when
+/// its speed against Candle's is shown below 1 beyond the noise band
+/// ([`crate::stats::BAND`], as `compare` says SLOW): its whole 95% interval
+/// under 1/1.05 (the ratio itself, where it has no interval). Rows under 1
+/// that are not shown slower are listed as such: two ops that both run at
+/// memory's speed read 0.97x or 1.03x by the run's noise alone.
+pub(super) fn slower_note<'a>(
+    what: &str,
+    rows: impl Iterator<Item = (String, &'a VariantMeasured)>,
+) -> Option<String> {
+    let (mut slower, mut within, mut compared) = (Vec::new(), Vec::new(), 0);
+    let floor = 1.0 / (1.0 + crate::stats::BAND);
+    for (name, m) in rows {
+        let Some(s) = m.speedup_vs_candle else {
+            continue;
+        };
+        compared += 1;
+        let hi = m.speedup_interval.map_or(s, |i| i.hi);
+        let line = format!("{name} ({s:.2}x)");
+        if hi < floor {
+            slower.push(line);
+        } else if s < 1.0 {
+            within.push(line);
+        }
+    }
+    let within = match within.is_empty() {
+        true => String::new(),
+        false => format!(
+            "; under 1x but not shown slower (interval reaching the +-5% band): {}",
+            within.join(", ")
+        ),
+    };
+    (compared > 0).then(|| {
+        if slower.is_empty() {
+            format!(
+                "{what} met: no lab kernel is shown slower than Candle's op ({compared} rows){within}"
+            )
+        } else {
+            format!(
+                "{what} (never slower than Candle's op) missed on {} of {compared} rows: {}{within}",
+                slower.len(),
+                slower.join(", ")
+            )
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{KernelAccuracy, RatioInterval, TimeSource};
+
+    fn lab(speedup: f64, lo: f64, hi: f64) -> VariantMeasured {
+        VariantMeasured {
+            time_ms: 1.0,
+            time_source: TimeSource::MedianMs,
+            gb_per_s: 1.0,
+            pct_of_ceiling: 50.0,
+            speedup_vs_candle: Some(speedup),
+            speedup_interval: Some(RatioInterval { lo, hi }),
+            accuracy: KernelAccuracy {
+                elements_checked: 1,
+                max_rel_err: 0.0,
+                mean_rel_err: 0.0,
+            },
+            calls_per_sample: 1,
+            threads_held: None,
+            timed: crate::telemetry::timed_at(&[1.0; 3], &[]),
+        }
+    }
+
+    #[test]
+    fn slower_is_an_interval_below_the_band_not_a_ratio_under_one() {
+        let rows = [
+            ("shown slower", lab(0.9, 0.85, 0.94)),
+            ("within noise", lab(0.97, 0.93, 1.01)),
+            ("faster", lab(1.3, 1.2, 1.4)),
+        ];
+        let note = |rows: &[(&str, VariantMeasured)]| {
+            slower_note("t", rows.iter().map(|(n, m)| (n.to_string(), m))).unwrap()
+        };
+        assert_eq!(
+            note(&rows),
+            "t (never slower than Candle's op) missed on 1 of 3 rows: shown slower (0.90x); \
+             under 1x but not shown slower (interval reaching the +-5% band): within noise (0.97x)"
+        );
+        assert_eq!(
+            note(&rows[1..]),
+            "t met: no lab kernel is shown slower than Candle's op (2 rows); under 1x but not \
+             shown slower (interval reaching the +-5% band): within noise (0.97x)"
+        );
+        assert_eq!(slower_note("t", std::iter::empty()), None);
+    }
 }

@@ -8,20 +8,11 @@
 //! `render` turns them into a table or Markdown.
 
 pub use crate::read::entries::{load, Entry};
-pub use crate::stats::{bootstrap_ratio, Interval, CONFIDENCE, MIN_SAMPLES, RESAMPLES, SEED};
+pub use crate::stats::{bootstrap_ratio, Interval, BAND, CONFIDENCE, MIN_SAMPLES, RESAMPLES, SEED};
 
 mod render;
 pub use render::{method, render_method, Comparison, Format};
 
-/// Half-width of the "no real difference" band around a ratio of 1: ±5%.
-/// The bootstrap interval measures the noise within one run only; between two
-/// runs of the same binary on the same machine the median also drifts (clock
-/// boost, heat, other processes, memory placement) by a few percent, which no
-/// resampling of one run can see. 5% sits above that drift on a quiet machine
-/// and below the differences worth acting on (a precision or build change that
-/// matters moves a matmul by tens of percent). The band is symmetric in ratio
-/// space, 1/1.05 to 1.05, so swapping A and B swaps FAST and SLOW.
-pub const BAND: f64 = 0.05;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// B takes less time than A, by more than the band.
