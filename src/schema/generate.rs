@@ -259,8 +259,9 @@ pub struct Fp32Beside {
 /// A roofline's value for one pass: the attainable GFLOP/s and what bounds it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PpRoofline {
-    /// The GEMM peak: a square matmul of `gemm_size` at `gemm_precision` on
-    /// the pool's threads, in this run.
+    /// The compute peak: a square matmul of `gemm_size` at `gemm_precision`
+    /// on the pool's threads, in this run; for a quantized row (2.8) its own
+    /// product, "q4_1 (the suite's QLinear)" (fp32's GEMM before).
     pub gemm_peak_gflop_per_s: f64,
     pub gemm_size: usize,
     pub gemm_precision: String,

@@ -2,15 +2,17 @@
 //! ([`crate::bench::ladder`]): generation against the ladder's read at the
 //! weights' own footprint (the level they live in: the last cache where
 //! they fit, an LLC bound; memory otherwise), beside the same bound past the
-//! caches (DRAM); prompt processing against a real roofline, min(the GEMM
-//! peak measured in this run at the row's precision on the pool's threads,
+//! caches (DRAM); prompt processing against a real roofline, min(the compute
+//! peak measured in this run at the row's precision on the pool's threads (a
+//! quantized row's: its own product, [`Peak`]),
 //! the pass's arithmetic intensity x that bandwidth) (Williams, Waterman and
 //! Patterson, "Roofline", CACM 2009).
 
 use std::cell::RefCell;
 
 use anyhow::Result;
-use candle_core::{Device, Tensor};
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+use candle_core::{Device, Module, Tensor};
 
 use crate::bench::decoder::tg_bound_tokens_per_s;
 use crate::bench::ladder::Ladder;
@@ -24,7 +26,34 @@ pub struct Bounds<'a> {
     ladder: Ladder<'a>,
     device: &'a Device,
     telemetry: &'a Telemetry,
-    peaks: RefCell<Vec<(Precision, f64)>>,
+    peaks: RefCell<Vec<(Peak, f64)>>,
+}
+
+/// What a row's compute peak is measured on ([`Bounds::pp_roofline`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Peak {
+    /// Candle's matmul at a float precision.
+    Float(Precision),
+    /// A block type's product, on the suite's kernels (true) or Candle's.
+    Quantized(GgmlDType, bool),
+}
+
+impl Peak {
+    /// As the result file names it: "fp32", "q4_1 (the suite's QLinear)".
+    fn name(self) -> String {
+        match self {
+            Peak::Float(p) => p.to_string(),
+            Peak::Quantized(t, lab) => format!(
+                "{} ({})",
+                format!("{t:?}").to_lowercase(),
+                if lab {
+                    "the suite's QLinear"
+                } else {
+                    "Candle's QMatMul"
+                }
+            ),
+        }
+    }
 }
 
 /// A generation bound: the ladder's point, tokens/s at it, and at DRAM's.
@@ -82,37 +111,63 @@ impl<'a> Bounds<'a> {
         })
     }
 
-    /// The GEMM peak at `p` (GFLOP/s) and the matmul's side: a square
-    /// matmul of random inputs on this device at the model's scale (its width
-    /// to the next power of two, 128 to 1024 on the CPU, to 4096 on a GPU),
-    /// measured the first time a precision asks (with the cuBLAS mode the
-    /// caller set for it).
-    fn gemm_peak(&self, p: Precision, width: usize) -> Result<(f64, usize)> {
+    /// The compute peak of a row (GFLOP/s) and the product's side: a square
+    /// product of random inputs on this device at the model's scale (its
+    /// width to the next power of two, 128 to 1024 on the CPU, to 4096 on a
+    /// GPU; 256 at least for a quantized row, a k-quant's block), measured
+    /// the first time a row of its kind asks (with the cuBLAS mode the
+    /// caller set). A float row's is Candle's matmul at its precision; a
+    /// quantized row's is its own product, its block type on its own
+    /// kernels (the suite's `QLinear`, integer dot products, or Candle's
+    /// `QMatMul`): a float GEMM's peak is no ceiling for integer kernels,
+    /// and the lab's q4_1 pp read 106% of the f32 GEMM's on a Xeon VM.
+    fn gemm_peak(&self, of: Peak, width: usize) -> Result<(f64, usize)> {
         let most = if self.device.is_cuda() { 4096 } else { 1024 };
-        let n = width.next_power_of_two().clamp(128, most);
-        if let Some((_, g)) = self.peaks.borrow().iter().find(|(q, _)| *q == p) {
+        let least = if matches!(of, Peak::Float(_)) {
+            128
+        } else {
+            256
+        };
+        let n = width.next_power_of_two().clamp(least, most);
+        if let Some((_, g)) = self.peaks.borrow().iter().find(|(q, _)| *q == of) {
             return Ok((*g, n));
         }
-        let a = Tensor::randn(0f32, 1f32, (n, n), self.device)?.to_dtype(p.dtype())?;
-        let b = Tensor::randn(0f32, 1f32, (n, n), self.device)?.to_dtype(p.dtype())?;
+        let a = Tensor::randn(0f32, 1f32, (n, n), self.device)?;
+        let b = Tensor::randn(0f32, 1f32, (n, n), self.device)?;
         let plan = Plan {
             warmup: 1,
             iters: 3,
         };
-        let label = format!("generate: the GEMM peak, {p} {n}^3");
-        let t = self
-            .telemetry
-            .time(self.device, plan, &label, || Ok(a.matmul(&b)?))?;
+        let label = format!("generate: the compute peak, {} {n}^3", of.name());
+        let time = |f: &dyn Fn() -> Result<Tensor>| {
+            self.telemetry.time(self.device, plan, &label, f)
+        };
+        let t = match of {
+            Peak::Float(p) => {
+                let (a, b) = (a.to_dtype(p.dtype())?, b.to_dtype(p.dtype())?);
+                time(&|| Ok(a.matmul(&b)?))?
+            }
+            Peak::Quantized(t, lab) => {
+                let w = QTensor::quantize_onto(&b, t, self.device)?;
+                if lab {
+                    let lin = crate::kernels::QLinear::new(w)?;
+                    time(&|| Ok(lin.forward(&a)?))?
+                } else {
+                    let mm = QMatMul::from_qtensor(w)?;
+                    time(&|| Ok(mm.forward(&a)?))?
+                }
+            }
+        };
         let g = crate::formulas::matmul_flops(n) / (t.rate_ms().0 * 1e-3) / 1e9;
-        self.peaks.borrow_mut().push((p, g));
+        self.peaks.borrow_mut().push((of, g));
         Ok((g, n))
     }
 
-    /// pp's roofline: `flops` over `bytes` read, at `p`'s GEMM peak (at a
+    /// pp's roofline: `flops` over `bytes` read, at `p`'s compute peak (at a
     /// model `width` wide) and `bandwidth`'s GB/s, against `achieved` GFLOP/s.
     pub fn pp_roofline(
         &self,
-        (p, width): (Precision, usize),
+        (p, width): (Peak, usize),
         (flops, bytes): (f64, u64),
         bandwidth: &Bound,
         achieved: f64,
@@ -135,7 +190,7 @@ impl<'a> Bounds<'a> {
         Ok(PpRoofline {
             gemm_peak_gflop_per_s: peak,
             gemm_size: n,
-            gemm_precision: p.to_string(),
+            gemm_precision: p.name(),
             flop_per_byte: intensity,
             attainable_gflop_per_s: attainable,
             bound_by,

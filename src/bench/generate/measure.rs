@@ -13,7 +13,7 @@
 use anyhow::{Context, Result};
 use candle_core::{Device, Tensor};
 
-use super::bounds::Bounds;
+use super::bounds::{Bounds, Peak};
 use super::parts::{self, Mats};
 use super::pick;
 use super::quantized::Gguf;
@@ -224,7 +224,7 @@ pub(super) fn finish(
 ) -> Result<GenerateMeasured> {
     let d = weights.source().dims().clone();
     let _mode = GemmMode::set(s.precision);
-    let (precision, weight_bytes_per_token) = (s.precision, s.weight_bytes_per_token);
+    let weight_bytes_per_token = s.weight_bytes_per_token;
     let n = cfg.tg_tokens;
     let tg_ms = tg.rate_ms().0 / n as f64;
     let split = split(
@@ -246,8 +246,12 @@ pub(super) fn finish(
     let tg_bound = bounds.tg(weight_bytes_per_token)?;
     let pct = 100.0 * tg_tps / tg_bound.tokens_per_s;
     // pp reads the weights once (the least it can move): its intensity.
+    let peak = match s.kind {
+        RowKind::Float(p) => Peak::Float(p),
+        RowKind::Quantized(t) => Peak::Quantized(t, s.kernels == Kernels::Lab),
+    };
     let roofline = bounds.pp_roofline(
-        (precision, d.hidden),
+        (peak, d.hidden),
         (flops, weight_bytes_per_token),
         &tg_bound.bound,
         pp_gflop,
