@@ -261,7 +261,8 @@ pub struct Fp32Beside {
 pub struct PpRoofline {
     /// The compute peak: a square matmul of `gemm_size` at `gemm_precision`
     /// on the pool's threads, in this run; for a quantized row (2.8) its own
-    /// product, "q4_1 (the suite's QLinear)" (fp32's GEMM before).
+    /// product, 64 rows by a square weight, "q4_1 (the suite's QLinear)"
+    /// (fp32's GEMM before).
     pub gemm_peak_gflop_per_s: f64,
     pub gemm_size: usize,
     pub gemm_precision: String,

@@ -112,7 +112,8 @@ impl<'a> Bounds<'a> {
     }
 
     /// The compute peak of a row (GFLOP/s) and the product's side: a square
-    /// product of random inputs on this device at the model's scale (its
+    /// product (a quantized row's: 64 rows of activations against a square
+    /// weight) of random inputs on this device at the model's scale (its
     /// width to the next power of two, 128 to 1024 on the CPU, to 4096 on a
     /// GPU; 256 at least for a quantized row, a k-quant's block), measured
     /// the first time a row of its kind asks (with the cuBLAS mode the
@@ -132,7 +133,12 @@ impl<'a> Bounds<'a> {
         if let Some((_, g)) = self.peaks.borrow().iter().find(|(q, _)| *q == of) {
             return Ok((*g, n));
         }
-        let a = Tensor::randn(0f32, 1f32, (n, n), self.device)?;
+        // A quantized product's rows: one prompt chunk's (64), whose 8-bit
+        // copy stays in the cache as a prompt's does; at n rows Candle's
+        // Q4_1 product ran slower a multiply-add than at a prompt's 16 (the
+        // model's pp read 114% of it).
+        let rows = if matches!(of, Peak::Float(_)) { n } else { 64 };
+        let a = Tensor::randn(0f32, 1f32, (rows, n), self.device)?;
         let b = Tensor::randn(0f32, 1f32, (n, n), self.device)?;
         let plan = Plan {
             warmup: 1,
@@ -158,7 +164,8 @@ impl<'a> Bounds<'a> {
                 }
             }
         };
-        let g = crate::formulas::matmul_flops(n) / (t.rate_ms().0 * 1e-3) / 1e9;
+        let flops = crate::formulas::matmul_flops(n) * rows as f64 / n as f64;
+        let g = flops / (t.rate_ms().0 * 1e-3) / 1e9;
         self.peaks.borrow_mut().push((of, g));
         Ok((g, n))
     }
