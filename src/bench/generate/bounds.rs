@@ -145,9 +145,8 @@ impl<'a> Bounds<'a> {
             iters: 3,
         };
         let label = format!("generate: the compute peak, {} {n}^3", of.name());
-        let time = |f: &dyn Fn() -> Result<Tensor>| {
-            self.telemetry.time(self.device, plan, &label, f)
-        };
+        let time =
+            |f: &dyn Fn() -> Result<Tensor>| self.telemetry.time(self.device, plan, &label, f);
         let t = match of {
             Peak::Float(p) => {
                 let (a, b) = (a.to_dtype(p.dtype())?, b.to_dtype(p.dtype())?);

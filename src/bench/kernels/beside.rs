@@ -109,6 +109,37 @@ pub(super) fn ceiling(bound: Bound, point: LadderPoint, side_by_side: bool) -> K
     }
 }
 
+/// Holds a row to the run's whole ladder once it is measured
+/// ([`Ladder::faster_than`]): where a larger footprint read faster after the
+/// row was bounded, that reading is its ceiling (its call says so, and what
+/// was read beside the row) and each variant's share is taken again.
+/// Returns whether the ceiling moved.
+pub(super) fn rebound(
+    ladder: &Ladder,
+    ceiling: &mut KernelCeiling,
+    variants: &mut [KernelVariant],
+) -> bool {
+    let Some(point) = ceiling.bound.as_ref().and_then(|b| ladder.faster_than(b)) else {
+        return false;
+    };
+    let beside = ceiling.gb_per_s;
+    let bound = Bound {
+        kernel: point.kernel,
+        threads: point.threads,
+        footprint_bytes: point.footprint_bytes,
+        level: point.level.clone(),
+        gb_per_s: point.gb_per_s,
+        chunked: point.chunked,
+    };
+    *ceiling = self::ceiling(bound, point, false);
+    ceiling.call +=
+        &format!(", read later in the run (the ladder's reading beside the row: {beside:.1} GB/s)");
+    for m in variants.iter_mut().filter_map(|v| v.measured.as_mut()) {
+        m.pct_of_ceiling = 100.0 * m.gb_per_s / ceiling.gb_per_s;
+    }
+    true
+}
+
 /// Each measured variant's speed against Candle's (Candle's time over its
 /// own) and that ratio's 95% bootstrap interval from the per-call samples.
 pub(crate) fn fill_speedups(variants: &mut [KernelVariant]) {

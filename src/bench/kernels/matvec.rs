@@ -348,10 +348,15 @@ fn measure(
         tokens,
         weights: wt.name(),
         weight_bytes,
-        bound_ms: ceiling.time_ms * weight_bytes as f64 / (2 * ceiling.bytes_copied) as f64,
+        bound_ms: bound_ms(&ceiling, weight_bytes),
         ceiling,
         variants,
     })
+}
+
+/// The time the weight's bytes take at the ceiling's rate.
+pub(super) fn bound_ms(ceiling: &crate::schema::KernelCeiling, weight_bytes: u64) -> f64 {
+    ceiling.time_ms * weight_bytes as f64 / (2 * ceiling.bytes_copied) as f64
 }
 
 /// The least wall time [`threads_held`] runs its op for.

@@ -282,10 +282,18 @@ pub fn run(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<Kerne
     }
     // The file's order: op outermost, then case, then precision.
     rows.sort_by_key(|r| cfg.ops.iter().position(|o| *o == r.op));
-    let matvec = match &cfg.matvec {
+    let mut matvec = match &cfg.matvec {
         Some(m) => matvec::run(device, m, cfg.plan, &ladder)?,
         None => Vec::new(),
     };
+    for r in &mut rows {
+        beside::rebound(&ladder, &mut r.ceiling, &mut r.variants);
+    }
+    for r in &mut matvec {
+        if beside::rebound(&ladder, &mut r.ceiling, &mut r.variants) {
+            r.bound_ms = matvec::bound_ms(&r.ceiling, r.weight_bytes);
+        }
+    }
     Ok(KernelsResults {
         matvec,
         warmup: cfg.plan.warmup,

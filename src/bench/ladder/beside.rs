@@ -194,6 +194,37 @@ impl Ladder<'_> {
     }
 }
 
+impl Ladder<'_> {
+    /// A faster reading than `b` the run has made since: its kernel on one
+    /// thread or the pool's, at a larger footprint (past the caches, at
+    /// memory's footprint or more), as [`envelope`] takes a bound, but over
+    /// the whole run. A row bounded early was held only against the points
+    /// read by then; one footprint's reading can fall at a slow moment (a
+    /// 1.3 MiB read at 117 GB/s, where 1.7 MiB read 209-238 later in the
+    /// same run, and the lab's matrix-vector product beat the first by 7%).
+    /// `None` where `b` is as fast as any.
+    pub fn faster_than(&self, b: &Bound) -> Option<LadderPoint> {
+        let points = self.points.borrow();
+        let own = points.iter().find(|p| {
+            (p.kernel, p.threads, p.footprint_bytes) == (b.kernel, b.threads, b.footprint_bytes)
+                && p.gb_per_s == b.gb_per_s
+        })?;
+        let mut threads = vec![1];
+        if self.pool_threads > 1 {
+            threads.push(self.pool_threads);
+        }
+        let memory = self.memory_footprint();
+        let best = envelope(
+            std::slice::from_ref(own),
+            &points,
+            b.kernel,
+            &threads,
+            memory,
+        )?;
+        (best.gb_per_s > b.gb_per_s).then_some(best)
+    }
+}
+
 /// Times `call` K times per sample under `plan`, K chosen from the fastest
 /// of three single calls (the first wakes the pool) so that a sample lasts
 /// [`SAMPLE_MS`] or more; returns the samples, K, and the time per call

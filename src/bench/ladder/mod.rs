@@ -557,6 +557,40 @@ mod tests {
     }
 
     #[test]
+    fn a_row_is_held_to_a_faster_larger_footprint_read_later() {
+        use LadderKernel::{Copy, Read};
+        let t = Telemetry::open(&Device::Cpu);
+        let ladder = Ladder::new(&Device::Cpu, &t, Some(64 << 20)).unwrap();
+        let n = ladder.pool_threads();
+        ladder.points.borrow_mut().extend([
+            point(Read, n, 1, 100.0),
+            point(Read, n, 2, 150.0),
+            point(Read, n, 4, 140.0),
+            point(Read, 1, 8, 120.0),
+            point(Read, n, 0, 900.0),
+            point(Copy, n, 4, 999.0),
+        ]);
+        let bound = |mib: u64, gb_per_s: f64| Bound {
+            kernel: Read,
+            threads: n,
+            footprint_bytes: mib << 20,
+            level: "L3".into(),
+            gb_per_s,
+            chunked: false,
+        };
+        let p = ladder.faster_than(&bound(1, 100.0)).unwrap();
+        assert_eq!((p.gb_per_s, p.footprint_bytes), (150.0, 2 << 20));
+        assert!(
+            ladder.faster_than(&bound(2, 150.0)).is_none(),
+            "the fastest"
+        );
+        assert!(
+            ladder.faster_than(&bound(3, 50.0)).is_none(),
+            "no point of its own"
+        );
+    }
+
+    #[test]
     fn the_cap_holds_every_footprint() {
         let t = Telemetry::open(&Device::Cpu);
         let ladder = Ladder::new(&Device::Cpu, &t, Some(64 << 10)).unwrap();
