@@ -39,6 +39,15 @@ pub enum Peak {
 }
 
 impl Peak {
+    /// A row's: its precision's GEMM, or its block type on its kernels
+    /// (`lab`: the suite's).
+    pub fn of(kind: super::RowKind, lab: bool) -> Peak {
+        match kind {
+            super::RowKind::Float(p) => Peak::Float(p),
+            super::RowKind::Quantized(t) => Peak::Quantized(t, lab),
+        }
+    }
+
     /// As the result file names it: "fp32", "q4_1 (the suite's QLinear)".
     fn name(self) -> String {
         match self {

@@ -246,12 +246,8 @@ pub(super) fn finish(
     let tg_bound = bounds.tg(weight_bytes_per_token)?;
     let pct = 100.0 * tg_tps / tg_bound.tokens_per_s;
     // pp reads the weights once (the least it can move): its intensity.
-    let peak = match s.kind {
-        RowKind::Float(p) => Peak::Float(p),
-        RowKind::Quantized(t) => Peak::Quantized(t, s.kernels == Kernels::Lab),
-    };
     let roofline = bounds.pp_roofline(
-        (peak, d.hidden),
+        (Peak::of(s.kind, s.kernels == Kernels::Lab), d.hidden),
         (flops, weight_bytes_per_token),
         &tg_bound.bound,
         pp_gflop,
