@@ -268,9 +268,12 @@ pub struct PpRoofline {
     pub gemm_precision: String,
     /// The pass's FLOPs over the bytes it must read.
     pub flop_per_byte: f64,
-    /// min(gemm peak, flop_per_byte x the bandwidth).
+    /// min(gemm peak, flop_per_byte x the bandwidth); from 2.8 the compute
+    /// side is the row's matmuls alone at pp's shapes where those ran faster
+    /// than the square product.
     pub attainable_gflop_per_s: f64,
-    /// "compute" (the GEMM peak) or "memory" (intensity x bandwidth).
+    /// "compute" (the GEMM peak), "compute (its matmuls alone at pp's
+    /// shapes)" (2.8) or "memory" (intensity x bandwidth).
     pub bound_by: String,
     /// The achieved GFLOP/s as a percentage of attainable_gflop_per_s.
     pub pct: f64,

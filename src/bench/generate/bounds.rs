@@ -179,15 +179,26 @@ impl<'a> Bounds<'a> {
     }
 
     /// pp's roofline: `flops` over `bytes` read, at `p`'s compute peak (at a
-    /// model `width` wide) and `bandwidth`'s GB/s, against `achieved` GFLOP/s.
+    /// model `width` wide, or the row's `matmuls_alone` GFLOP/s at pp's
+    /// shapes where faster) and `bandwidth`'s GB/s, against `achieved`
+    /// GFLOP/s.
     pub fn pp_roofline(
         &self,
         (p, width): (Peak, usize),
         (flops, bytes): (f64, u64),
         bandwidth: &Bound,
-        achieved: f64,
+        (achieved, matmuls_alone): (f64, f64),
     ) -> Result<PpRoofline> {
-        let (peak, n) = self.gemm_peak(p, width)?;
+        let (gemm, n) = self.gemm_peak(p, width)?;
+        // The compute ceiling is never under what the row's own matmuls did
+        // at pp's shapes, timed alone in this run: Candle's scalar Q4_1
+        // product ran faster a multiply-add at SmolLM2's shapes than at the
+        // square one, and its pp read 109% of the square one's peak.
+        let (peak, compute) = if matmuls_alone > gemm {
+            (matmuls_alone, "compute (its matmuls alone at pp's shapes)")
+        } else {
+            (gemm, "compute")
+        };
         let intensity = flops / bytes as f64;
         let memory = intensity * bandwidth.gb_per_s;
         let (attainable, bound_by) = if memory < peak {
@@ -200,10 +211,10 @@ impl<'a> Bounds<'a> {
                 ),
             )
         } else {
-            (peak, "compute".to_string())
+            (peak, compute.to_string())
         };
         Ok(PpRoofline {
-            gemm_peak_gflop_per_s: peak,
+            gemm_peak_gflop_per_s: gemm,
             gemm_size: n,
             gemm_precision: p.name(),
             flop_per_byte: intensity,
@@ -211,5 +222,47 @@ impl<'a> Bounds<'a> {
             bound_by,
             pct: 100.0 * achieved / attainable,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_compute_ceiling_is_never_under_the_rows_own_matmuls() {
+        let t = Telemetry::open(&Device::Cpu);
+        let bounds = Bounds::new(&Device::Cpu, &t, Some(1 << 20)).unwrap();
+        let fast = Bound {
+            kernel: LadderKernel::Read,
+            threads: 1,
+            footprint_bytes: 1 << 20,
+            level: "L2".into(),
+            gb_per_s: 1e9,
+            chunked: false,
+        };
+        let peak = Peak::Float(Precision::F32);
+        let (flops, bytes) = (1e9, 1 << 20);
+        let r = bounds
+            .pp_roofline((peak, 64), (flops, bytes), &fast, (1.0, 1e9))
+            .unwrap();
+        assert_eq!(r.bound_by, "compute (its matmuls alone at pp's shapes)");
+        assert_eq!((r.attainable_gflop_per_s, r.pct), (1e9, 1e-7));
+        assert!(r.gemm_peak_gflop_per_s < 1e9 && r.gemm_size == 128);
+        // Slower matmuls alone: the square product is the ceiling.
+        let r = bounds
+            .pp_roofline((peak, 64), (flops, bytes), &fast, (1.0, 1e-9))
+            .unwrap();
+        assert_eq!(r.bound_by, "compute");
+        assert_eq!(r.attainable_gflop_per_s, r.gemm_peak_gflop_per_s);
+        // A quantized row's own product on the suite's kernels, 256 wide.
+        let q = Peak::Quantized(GgmlDType::Q4_1, true);
+        let r = bounds
+            .pp_roofline((q, 64), (flops, bytes), &fast, (1.0, 1e-9))
+            .unwrap();
+        assert_eq!(
+            (r.gemm_precision.as_str(), r.gemm_size),
+            ("q4_1 (the suite's QLinear)", 256)
+        );
     }
 }

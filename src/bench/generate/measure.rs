@@ -250,7 +250,7 @@ pub(super) fn finish(
         (Peak::of(s.kind, s.kernels == Kernels::Lab), d.hidden),
         (flops, weight_bytes_per_token),
         &tg_bound.bound,
-        pp_gflop,
+        (pp_gflop, mm_gflop),
     )?;
     let held_back_by = held_back(
         pct,
