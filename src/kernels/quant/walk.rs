@@ -7,8 +7,7 @@
 
 use std::ops::Range;
 
-use super::act::Q8;
-use super::act::Q8K;
+use super::act::{Q8, Q8K};
 use super::blocks::Kind;
 use super::packed::{Packed, ROWS};
 use super::{groups, x86, Acts, Pass, Work, TILE};
