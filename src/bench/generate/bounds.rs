@@ -162,7 +162,9 @@ impl<'a> Bounds<'a> {
                 time(&|| Ok(a.matmul(&b)?))?
             }
             Peak::Quantized(t, lab) => {
-                let w = QTensor::quantize_onto(&b, t, self.device)?;
+                // Candle quantizes from the host (`quantize_onto` refuses a
+                // device tensor) and places the blocks on `device`.
+                let w = QTensor::quantize_onto(&b.to_device(&Device::Cpu)?, t, self.device)?;
                 if lab {
                     let lin = crate::kernels::QLinear::new(w)?;
                     time(&|| Ok(lin.forward(&a)?))?
@@ -229,10 +231,11 @@ impl<'a> Bounds<'a> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_compute_ceiling_is_never_under_the_rows_own_matmuls() {
-        let t = Telemetry::open(&Device::Cpu);
-        let bounds = Bounds::new(&Device::Cpu, &t, Some(1 << 20)).unwrap();
+    /// On every device: the quantized peak's weights are quantized from
+    /// the host (Candle's `quantize_onto` refuses a device tensor).
+    fn compute_ceiling_on(device: &Device) {
+        let t = Telemetry::open(device);
+        let bounds = Bounds::new(device, &t, Some(1 << 20)).unwrap();
         let fast = Bound {
             kernel: LadderKernel::Read,
             threads: 1,
@@ -264,5 +267,21 @@ mod tests {
             (r.gemm_precision.as_str(), r.gemm_size),
             ("q4_1 (the suite's QLinear)", 256)
         );
+        let q = Peak::Quantized(GgmlDType::Q8_0, false);
+        let r = bounds
+            .pp_roofline((q, 64), (flops, bytes), &fast, (1.0, 1e-9))
+            .unwrap();
+        assert!(r.gemm_peak_gflop_per_s > 0.0, "Candle's QMatMul measured");
+    }
+
+    #[test]
+    fn the_compute_ceiling_is_never_under_the_rows_own_matmuls() {
+        compute_ceiling_on(&Device::Cpu);
+    }
+
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn the_compute_ceiling_is_never_under_the_rows_own_matmuls_cuda() {
+        compute_ceiling_on(&Device::new_cuda(0).unwrap());
     }
 }
