@@ -153,7 +153,7 @@ impl<'a> Bounds<'a> {
             warmup: 1,
             iters: 3,
         };
-        let label = format!("generate: the compute peak, {} {n}^3", of.name());
+        let label = format!("generate: the compute peak, {} {rows}x{n}x{n}", of.name());
         let time =
             |f: &dyn Fn() -> Result<Tensor>| self.telemetry.time(self.device, plan, &label, f);
         let t = match of {

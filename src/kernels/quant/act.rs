@@ -51,7 +51,9 @@ pub(super) struct Q8K {
 
 /// `x` (rows of `k`, a multiple of 32) in Q8 blocks: in AVX2 and F16C
 /// where the CPU has them ([`x86`]), else in portable code; the same bits
-/// either way (a test holds them equal).
+/// either way for finite activations (a test holds them equal). A NaN or an
+/// infinity makes a block meaningless on both paths, in different ways (the
+/// portable maximum skips NaN; the vector one and its conversion do not).
 pub(super) fn q8(x: &[f32], k: usize) -> Q8 {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("f16c") {

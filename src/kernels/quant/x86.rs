@@ -10,7 +10,9 @@
 //!   high bits joined) and multiplied into every activation row of the tile.
 //! - Unsigned weight bytes times signed activation bytes, four products
 //!   summed into each 32-bit lane: one `vpdpbusd` with AVX512-VNNI (its
-//!   256-bit form) or AVX-VNNI, `vpmaddubsw` + `vpmaddwd` with AVX2. Whatever
+//!   512-bit form for two groups of 32-value blocks at once, [`wide`]; the
+//!   256-bit form for the rest) or AVX-VNNI, `vpmaddubsw` + `vpmaddwd` with
+//!   AVX2. Whatever
 //!   the weights subtract (Q4_0's 8, Q4_1's minimum, the k-quants' minima and
 //!   Q6_K's 32) is not subtracted per value: it multiplies the activation
 //!   block's sum, computed once when the activations were quantized.
