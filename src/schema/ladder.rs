@@ -136,6 +136,20 @@ pub struct Bound {
     pub chunked: bool,
 }
 
+impl LadderPoint {
+    /// The bound this point sets: its kernel, threads, footprint, level and rate.
+    pub fn bound(&self) -> Bound {
+        Bound {
+            kernel: self.kernel,
+            threads: self.threads,
+            footprint_bytes: self.footprint_bytes,
+            level: self.level.clone(),
+            gb_per_s: self.gb_per_s,
+            chunked: self.chunked,
+        }
+    }
+}
+
 impl Ladder {
     /// The point measured for `kernel` at `threads` and `footprint`, if any.
     pub fn point(

@@ -123,15 +123,7 @@ pub(super) fn rebound(
         return false;
     };
     let beside = ceiling.gb_per_s;
-    let bound = Bound {
-        kernel: point.kernel,
-        threads: point.threads,
-        footprint_bytes: point.footprint_bytes,
-        level: point.level.clone(),
-        gb_per_s: point.gb_per_s,
-        chunked: point.chunked,
-    };
-    *ceiling = self::ceiling(bound, point, false);
+    *ceiling = self::ceiling(point.bound(), point, false);
     ceiling.call +=
         &format!(", read later in the run (the ladder's reading beside the row: {beside:.1} GB/s)");
     for m in variants.iter_mut().filter_map(|v| v.measured.as_mut()) {

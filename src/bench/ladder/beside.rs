@@ -182,15 +182,7 @@ impl Ladder<'_> {
         let best = envelope(&at, &self.points.borrow(), kernel, &threads, memory)
             .context("no ladder point beside the row")?;
         self.points.borrow_mut().extend(at);
-        let bound = Bound {
-            kernel,
-            threads: best.threads,
-            footprint_bytes: best.footprint_bytes,
-            level: best.level.clone(),
-            gb_per_s: best.gb_per_s,
-            chunked: best.chunked,
-        };
-        Ok((bound, best, called))
+        Ok((best.bound(), best, called))
     }
 }
 

@@ -169,14 +169,7 @@ impl<'a> Ladder<'a> {
         let memory = self.memory_footprint();
         let best = envelope(&at, &self.points.borrow(), kernel, &counts, memory)
             .context("no ladder point")?;
-        Ok(Bound {
-            kernel,
-            threads: best.threads,
-            footprint_bytes: best.footprint_bytes,
-            level: best.level,
-            gb_per_s: best.gb_per_s,
-            chunked: best.chunked,
-        })
+        Ok(best.bound())
     }
 
     /// Every kernel at a footprint in each level and in memory, on one
