@@ -76,45 +76,45 @@ esac
 
 # --- The plan -------------------------------------------------------------------
 # One line a step, in the order the steps run: its name (SIZE: 8192 on the GPU,
-# 192 on the CPU), its call on the GPU, its limit there (s), what it is expected
-# to take there (s; no GPU has run the suite yet: expectations from the sizes and
-# the H200's rates, generate's host side measured: docs/gpu.md), its limit on the
-# CPU (-: not run there), and what it is. A program step's limit is at least 15 s
-# (a CUDA process starts, loads cuBLAS and the kernels' PTX). Order by value:
-# each comparison with PyTorch whole in the first call, then generate; the test
-# harnesses lead the second call, and the sweep, which keeps its finished points,
-# ends it.
+# 192 on the CPU), its call on the GPU, its limit there (s), what it took there
+# (s: the lent H200's first run, 2026-12-04, docs/gpu.md; memory's is an
+# expectation until a GPU finishes it), its limit on the CPU (-: not run
+# there), and what it is. A program step's limit is at least 15 s (a CUDA
+# process starts, loads cuBLAS and the kernels' PTX). Order by value: each
+# comparison with PyTorch whole in the first call, then generate; the test
+# harnesses lead the second call, and the sweep, which keeps its finished
+# points, ends it.
 PLAN=$(cat <<'END_OF_PLAN'
-nvidia-smi              1  10  1-3    -   the GPU, its driver and clocks (nvidia-smi.txt)
-matmul                  1  15  5-10   30  4096 in every precision, and the reference lab's fp32 on the CPU
-matmul-SIZE             1  35  17-28  30  SIZE in seven precisions (each timed in turn with fp32 too), no CPU
-pytorch-matmul-SIZE     1  30  15-25  45  PyTorch at the same settings (no bf16-reduced)
+nvidia-smi              1  10  1      -   the GPU, its driver and clocks (nvidia-smi.txt)
+matmul                  1  15  7      30  4096 in every precision, and the reference lab's fp32 on the CPU
+matmul-SIZE             1  25  14     30  SIZE in seven precisions (each timed in turn with fp32 too), no CPU
+pytorch-matmul-SIZE     1  25  12     45  PyTorch at the same settings (no bf16-reduced)
 compare                 1   5  1      20  Candle against PyTorch at SIZE (informational)
-block                   1 100  45-90  30  the Llama-like layer, four precisions, each on both kernel sets
-pytorch-block           1  70  30-60  45  PyTorch on the weights the block wrote
-compare-block           1  10  1      20  the two blocks compared (informational)
-kernels                 1  45  20-40  30  six ops x four cases x three precisions
-pytorch-kernels         1  45  20-40  45  PyTorch on the same cases
+block                   1  70  38     30  the Llama-like layer, four precisions, each on both kernel sets
+pytorch-block           1  30  11     45  PyTorch on the weights the block wrote
+compare-block           1   5  1      20  the two blocks compared (informational)
+kernels                 1  50  34     30  six ops x four cases x three precisions
+pytorch-kernels         1  20  7      45  PyTorch on the same cases
 compare-kernels         1  10  1      20  the two compared (informational)
-generate                1  90  38-78  45  random weights at Llama-3.2-1B's shape, four rows beside fp32's copy, each saved
-memory                  1  35  15-30  30  allocation, peak and the copy ceilings
-overhead                1  15  5-10   30  launch overhead and first calls (the JIT cache warm)
-test-candle_lab         2  30  5-20   120 the library's tests, its CUDA ones among them
-test-cli                2  60  15-45  90  the programs as a user runs them
-test-generate           2  30  5-20   60  generate end to end, on the CPU and CUDA
-test-kernels            2  20  3-15   60  the suite's kernels against Candle's, on CUDA too
-test-matvec             2  20  3-15   60  the matrix-vector and quantized kernels, on CUDA too
-test-block              2  20  3-15   45  the block on CUDA
-test-sweep              2  40  10-25  60  the sweep's files, an interrupted sweep
-test-memory_overhead    2  15  5-10   45  memory's and overhead's fields on CUDA
-test-summary            2  15  3-10   45  a fresh run's summary, on CUDA
-test-cuda_pool          2  15  2-5    30  the CUDA pool's peak
-test-alloc_peak         2  15  1-3    30  the counting allocator
-cpu_vs_gpu              2  20  5-10   30  fp32 at 4096 on both sides
-cpu_vs_gpu-SIZE         2  30  15-30  30  fp32 at SIZE: the CPU's side dominates
-basics                  2  15  3-5    30  what a tensor is, on the GPU
-precision               2  15  2-3    30  what each format keeps
-sweep                   2  60  25-50  60  11 sizes to 16384 x 3 precisions, 1 s a point at most
+generate                1  90  52     45  random weights at Llama-3.2-1B's shape, four rows beside fp32's copy, each saved
+memory                  1 145  40-140 30  transfers to 1 GiB, the ladder, operations on 1 GiB tensors, the roofline's matmuls
+overhead                1  15  1      30  launch overhead and first calls (the JIT cache warm)
+test-candle_lab         2  30  11     120 the library's tests, its CUDA ones among them
+test-cli                2  60  7      90  the programs as a user runs them
+test-generate           2  30  8      60  generate end to end, on the CPU and CUDA
+test-kernels            2  20  4      60  the suite's kernels against Candle's, on CUDA too
+test-matvec             2  20  2      60  the matrix-vector and quantized kernels, on CUDA too
+test-block              2  20  5      45  the block on CUDA
+test-sweep              2  40  4      60  the sweep's files, an interrupted sweep
+test-memory_overhead    2  15  3      45  memory's and overhead's fields on CUDA
+test-summary            2  15  5      45  a fresh run's summary, on CUDA
+test-cuda_pool          2  15  1      30  the CUDA pool's peak
+test-alloc_peak         2  15  1      30  the counting allocator
+cpu_vs_gpu              2  20  2      30  fp32 at 4096 on both sides
+cpu_vs_gpu-SIZE         2  30  9      30  fp32 at SIZE: the CPU's side dominates
+basics                  2  15  1      30  what a tensor is, on the GPU
+precision               2  15  1      30  what each format keeps
+sweep                   2  60  19     60  11 sizes to 16384 x 3 precisions, 1 s a point at most
 END_OF_PLAN
 )
 setup_fresh=30 setup_reused=10 # the setup's allowance: unpack, checks, libraries

@@ -24,9 +24,6 @@ use super::{check_dtype, contiguous, span};
 /// `x` (batch, heads, tokens, head_dim) rotated by `cos` and `sin` (tokens,
 /// head_dim / 2), all three of one dtype (f32, f16 or bf16; computed in f32).
 pub fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
-    if !x.device().is_cpu() {
-        return candle_nn::rotary_emb::rope(x, cos, sin);
-    }
     let (_, _, t, d) = x.dims4()?;
     for (name, table) in [("cos", cos), ("sin", sin)] {
         if table.dims() != [t, d / 2] || d % 2 == 1 {
@@ -49,7 +46,13 @@ pub fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
     if x.elem_count() == 0 {
         return x.zeros_like();
     }
-    contiguous(x)?.apply_op3_no_bwd(&*contiguous(cos)?, &*contiguous(sin)?, &Rope { t, d })
+    let (x, cos, sin) = (contiguous(x)?, contiguous(cos)?, contiguous(sin)?);
+    if !x.device().is_cpu() {
+        // candle-nn's CUDA kernel reads its inputs as contiguous and refuses
+        // any other layout (a transposed q or k): hence the copies above.
+        return candle_nn::rotary_emb::rope(&x, &cos, &sin);
+    }
+    x.apply_op3_no_bwd(&cos, &sin, &Rope { t, d })
 }
 
 struct Rope {

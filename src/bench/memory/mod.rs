@@ -26,7 +26,7 @@ use crate::bench::ladder::Ladder;
 use crate::bench::matmul::{self, Inputs, Precision};
 use crate::clock::Plan;
 use crate::memory::fits::Need;
-use crate::schema::MemoryResults;
+use crate::schema::{MemoryResults, SectionStatus};
 use crate::telemetry::Telemetry;
 pub use ops::{traffic, Op};
 pub use rows::{bandwidth_row, ceiling_row, roofline, transfer_row};
@@ -171,11 +171,24 @@ pub fn run(
     telemetry: &Telemetry,
 ) -> Result<MemoryResults> {
     let datasheet = gpu_name.and_then(crate::peaks::datasheet_memory_gb_per_s);
+    // One line as each part ends: the bars are hidden off a terminal, and a
+    // run stopped at its limit (the GPU call's) then still says how far it got.
+    let started = std::time::Instant::now();
+    let done = |part: &str| {
+        crate::note!(
+            "memory: {part} done, {:.1} s in",
+            started.elapsed().as_secs_f64()
+        );
+    };
     let transfers = transfers::transfers(device, cfg, telemetry)?;
+    if transfers.status == SectionStatus::Ok {
+        done("transfers");
+    }
 
     // The ladder first: every level, then the point each row reads.
     let ladder = Ladder::new(device, telemetry, cfg.ladder_max)?;
     ladder.measure_all()?;
+    done("the bandwidth ladder");
     let threads = ladder.pool_threads();
     let bytes = cfg.tensor_bytes();
     let copy = ladder.point(ladder.kernel_for(1, 1), threads, 2 * bytes)?;
@@ -183,13 +196,16 @@ pub fn run(
 
     let n = cfg.elements();
     let ops = measure_ops(device, cfg, telemetry, &ladder, datasheet)?;
+    done("the memory-bound operations");
 
     let mcfg = cfg.matmul();
     let matmuls = if mcfg.precisions.is_empty() {
         Vec::new()
     } else {
         let inputs = Inputs::random(mcfg.size, mcfg.accuracy_rows)?;
-        matmul::run(device, gpu_name, &mcfg, &inputs)?
+        let rows = matmul::run(device, gpu_name, &mcfg, &inputs)?;
+        done("the roofline's matmuls");
+        rows
     };
     // The roof is memory's: the ladder's copy past every cache, every thread.
     let dram = ladder.bound(ladder.kernel_for(1, 1), threads, ladder.memory_footprint())?;
@@ -281,7 +297,6 @@ pub(crate) fn no_gpu_reason(device: &Device) -> Option<String> {
 mod tests {
     use super::*;
     use crate::memory::fits::{self, HostCheck};
-    use crate::schema::SectionStatus;
 
     fn small(dtypes: Vec<DType>) -> Config {
         Config {

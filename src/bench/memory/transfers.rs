@@ -97,6 +97,7 @@ fn transfer_rows(
         row(D2H, CandleToDevice, "D2H to_device", &mut || {
             Ok(Some(device_tensor.to_device(&Device::Cpu)?))
         })?;
+        crate::note!("memory: the {label} transfers done, six ways");
     }
     Ok(rows)
 }
