@@ -65,9 +65,13 @@ fn every_committed_result_reads_back() {
 fn write_read_write_is_identical() {
     for path in committed_results() {
         let text = std::fs::read_to_string(&path).unwrap();
-        let first = to_pretty(&from_json(&text).unwrap());
-        if text.contains(&format!("\"schema_version\": \"{SCHEMA_VERSION}\"")) {
-            // Files this version wrote come back byte for byte.
+        let file = from_json(&text).unwrap();
+        let first = to_pretty(&file);
+        // Files this version's Rust writer wrote come back byte for byte. The
+        // PyTorch twins' files are Python's JSON (`1e-08`, nulls written out)
+        // of the same schema: they must read, and read the same once written.
+        let ours = file.environment.framework == "candle";
+        if ours && text.contains(&format!("\"schema_version\": \"{SCHEMA_VERSION}\"")) {
             assert_eq!(first, text, "{}", path.display());
         }
         let second = to_pretty(&from_json(&first).unwrap());
