@@ -77,8 +77,9 @@ esac
 # --- The plan -------------------------------------------------------------------
 # One line a step, in the order the steps run: its name (SIZE: 8192 on the GPU,
 # 192 on the CPU), its call on the GPU, its limit there (s), what it took there
-# (s: the lent H200's first run, 2026-12-04, docs/gpu.md; memory's is an
-# expectation until a GPU finishes it), its limit on the CPU (-: not run
+# (s: the lent H200's first run, 2026-12-04, docs/gpu.md; test-candle_lab's
+# and test-sweep's from runs that failed; memory's is an expectation until a
+# GPU finishes it), its limit on the CPU (-: not run
 # there), and what it is. A program step's limit is at least 15 s (a CUDA
 # process starts, loads cuBLAS and the kernels' PTX). Order by value: each
 # comparison with PyTorch whole in the first call, then generate; the test

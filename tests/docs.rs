@@ -350,8 +350,8 @@ fn every_module_and_package_is_in_the_architecture_layout() {
 
 /// The files the programs and tools write into a machine folder (and
 /// `results/README.md`), by file name, per writer. The truth the docs describe
-/// is the code, not the committed folder (which holds no sweep and no
-/// cpu_vs_gpu: `just results` leaves them out on this CPU-only machine):
+/// is the code, not the committed folders (a CPU machine's holds no sweep and
+/// no cpu_vs_gpu: `just results` leaves them out in a CPU-only build):
 /// each experiment's JSON and every `export::FORMATS` entry that applies to
 /// it; what `report` builds from the committed results (its charts and the
 /// README); and `summary`'s file, which tools/summary.rs names.

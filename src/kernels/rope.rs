@@ -12,7 +12,8 @@
 //! VM): 0.05 ms a token against candle-nn's 0.07-0.10, of a 20-50 ms token: a
 //! small saving. (An earlier reading of 10% of the token was the q and k
 //! projections booked as rotary by a span that held them too.) On a GPU
-//! candle-nn's kernel runs: a launch either way.
+//! candle-nn's kernel runs, on contiguous copies of what is not: a launch
+//! either way.
 
 use std::mem::MaybeUninit;
 
@@ -48,8 +49,8 @@ pub fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
     }
     let (x, cos, sin) = (contiguous(x)?, contiguous(cos)?, contiguous(sin)?);
     if !x.device().is_cpu() {
-        // candle-nn's CUDA kernel reads its inputs as contiguous and refuses
-        // any other layout (a transposed q or k): hence the copies above.
+        // candle-nn's rope refuses an input that is not contiguous (a
+        // transposed q or k), on every device: hence the copies above.
         return candle_nn::rotary_emb::rope(&x, &cos, &sin);
     }
     x.apply_op3_no_bwd(&cos, &sin, &Rope { t, d })

@@ -1,5 +1,6 @@
-//! The schema's promises, checked: committed files read back, files round-trip
-//! byte for byte, the committed JSON Schema is the one the types generate and
+//! The schema's promises, checked: committed files read back, the Rust
+//! writer's files round-trip byte for byte (the PyTorch twins' read back the
+//! same once written), the committed JSON Schema is the one the types generate and
 //! every file validates against it, and what cannot be read is refused in one line.
 
 use std::path::{Path, PathBuf};

@@ -211,6 +211,7 @@ pub fn run(
     let dram = ladder.bound(ladder.kernel_for(1, 1), threads, ladder.memory_footprint())?;
     let roofline = roofline(dram.gb_per_s, datasheet, &ops, mcfg.size, &matmuls);
     let out_of_memory = oom::out_of_memory(device)?;
+    done("the out-of-memory demonstration");
 
     let (rows, cols) = cfg.shape();
     Ok(MemoryResults {

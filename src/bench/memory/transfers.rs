@@ -61,6 +61,7 @@ fn transfer_rows(
         Direction::DeviceToHost as D2H, Direction::HostToDevice as H2D, HostMemory,
     };
     let mut rows = Vec::new();
+    let started = std::time::Instant::now();
     for bytes in transfer_sizes(max_bytes) {
         let n = bytes as usize;
         let label = format!("{} MiB", bytes >> 20);
@@ -97,7 +98,10 @@ fn transfer_rows(
         row(D2H, CandleToDevice, "D2H to_device", &mut || {
             Ok(Some(device_tensor.to_device(&Device::Cpu)?))
         })?;
-        crate::note!("memory: the {label} transfers done, six ways");
+        crate::note!(
+            "memory: the {label} transfers done, six ways, {:.1} s in",
+            started.elapsed().as_secs_f64()
+        );
     }
     Ok(rows)
 }

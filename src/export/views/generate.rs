@@ -94,6 +94,7 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
         if let Some(cells) = parts_cells(p, x) {
             parts.row(cells);
         }
+        notes.extend(parts_past_the_token(p, x));
         notes.push(answer_note(p, &x.answer));
     }
     notes.push(bound_note(r));
@@ -104,6 +105,19 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
         tables: vec![speed, vs, parts],
         notes,
     }
+}
+
+/// A row whose parts, each timed alone, add up to more than a whole token (a
+/// negative "outside the parts"): why that is not an error.
+fn parts_past_the_token(p: &str, x: &GenerateMeasured) -> Option<String> {
+    let past = -x.parts_remainder_ms?;
+    (!x.parts_in_pass && past >= 0.005).then(|| {
+        format!(
+            "{p}: its parts, each timed alone, add up to {past:.2} ms more than a whole token: \
+             alone, each class pays its own start (on a CPU the hand-off to the pool's threads, \
+             on a GPU a launch and a wait), which inside a token overlaps with the work around it"
+        )
+    })
 }
 
 /// A row's answer: its text, or its first token ids, and where it parts
@@ -126,10 +140,13 @@ fn answer_note(p: &str, a: &Answer) -> String {
 fn first_note(r: &GenerateResults) -> Option<String> {
     let m = &r.model;
     if m.source == WeightSource::Random {
+        // The name says "random weights at the shape of ..." itself.
+        let shape = m.name.strip_prefix("random weights at the shape of ");
         Some(format!(
             "RANDOM WEIGHTS (seed {}) at the shape of {}: speed and memory only; its tokens \
              are ids, not text, and say nothing about a model's quality",
-            r.seed, m.name
+            r.seed,
+            shape.unwrap_or(&m.name)
         ))
     } else {
         let u = r.prompt.user.as_ref()?;
@@ -364,7 +381,7 @@ impl super::View for GenerateResults {
                 format!("{} ({})", m.name, m.file.as_deref().unwrap_or(""))
             }
             crate::schema::WeightSource::Random => format!(
-                "random weights at the shape {} (no text)",
+                "random weights at the shape of {} (no text)",
                 m.shape.as_deref().unwrap_or("")
             ),
         };
@@ -472,6 +489,23 @@ mod tests {
         // The failed row has no bar in either panel, nor a bound.
         assert_eq!(svg.matches("\nn/a\n").count(), 2, "{svg}");
         assert_eq!(svg.matches("bound ").count(), 2, "a mark per measured row");
+    }
+
+    #[test]
+    fn parts_timed_alone_that_sum_past_the_token_are_explained() {
+        let f = file();
+        let Body::Generate(r) = &f.body else {
+            panic!("not generate")
+        };
+        let mut x = r.rows[0].measured.clone().unwrap();
+        x.parts_remainder_ms = Some(-0.43);
+        let said = parts_past_the_token("q4_1", &x).unwrap();
+        assert!(said.contains("0.43 ms more than a whole token"), "{said}");
+        x.parts_in_pass = true; // spans: a remainder is the spans' own
+        assert_eq!(parts_past_the_token("q4_1", &x), None);
+        x.parts_in_pass = false;
+        x.parts_remainder_ms = Some(0.2);
+        assert_eq!(parts_past_the_token("q4_1", &x), None);
     }
 
     #[test]
