@@ -10,8 +10,8 @@
 //! - [`swiglu`] (`silu(gate) * up` in one pass),
 //! - [`rope`] (the rotary embedding, with no thread hand-off at a decode step),
 //! - [`copy`] and [`add`] (element-wise, at the copy ceiling on the CPU),
-//! - [`decode_attention`] (a decode step's attention over a cache, a head a
-//!   task, no tiny GEMMs),
+//! - [`cached_attention`] (attention over a cache, causal by position, for a
+//!   decode step or a prompt chunk: a head's row a task, no tiny GEMMs),
 //! - [`linear`] (`x W^T` on float weights, a decode row or a prompt chunk:
 //!   matrix-vector products on every thread),
 //! - [`QLinear`] (the same on GGUF blocks as stored: Q8_0, Q4_0, Q4_1, Q4_K,
@@ -54,7 +54,7 @@ mod swiglu;
 use candle_core::{bail, DType, Layout, Result, Tensor};
 
 pub use add::add;
-pub use attend::decode_attention;
+pub use attend::cached_attention;
 pub use copy::copy;
 pub(crate) use cpu::advise_huge_pages;
 pub use matvec::tiles::Tier as FloatTier;

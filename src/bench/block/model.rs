@@ -176,8 +176,9 @@ impl Kernels {
     }
 
     /// softmax(Q K^T / sqrt(d) + mask) V, as [`attention`]: on the lab's
-    /// kernels a decode step on the CPU (one query row, no mask) is the
-    /// suite's one-pass op, anything else the composed form.
+    /// kernels on the CPU, a decode step (one query row, no mask) and a
+    /// prompt chunk under the causal mask are the suite's one-pass op, which
+    /// applies that mask by position; anything else is the composed form.
     pub(crate) fn attention(
         self,
         q: &Tensor,
@@ -186,8 +187,28 @@ impl Kernels {
         mask: Option<&Tensor>,
         c: &LayerConfig,
     ) -> Result<Tensor> {
-        if self == Self::Lab && mask.is_none() && q.dim(2)? == 1 && q.device().is_cpu() {
-            return Ok(crate::kernels::decode_attention(q, keys, values)?);
+        // A mask given here is always `causal_mask(t, n - t)` (the callers'),
+        // which the suite's op applies by position: checked in debug builds.
+        let (t, n) = (q.dim(2)?, keys.dim(2)?);
+        let causal = match mask {
+            None => t == 1,
+            Some(m) => m.dims() == [t, n],
+        };
+        #[cfg(debug_assertions)]
+        if let (true, Some(m)) = (causal, mask) {
+            let want = causal_mask(t, n - t, m.dtype(), m.device())?;
+            let same = m
+                .eq(&want)?
+                .to_dtype(DType::F32)?
+                .min_all()?
+                .to_scalar::<f32>()?;
+            ensure!(
+                same == 1.0,
+                "the lab's attention was given a mask that is not causal"
+            );
+        }
+        if self == Self::Lab && causal && q.device().is_cpu() {
+            return Ok(crate::kernels::cached_attention(q, keys, values)?);
         }
         attention(q, keys, values, mask, c, self)
     }
