@@ -274,9 +274,9 @@ fn an_interrupt_leaves_the_three_files_agreeing() {
             .status();
         let status = wait(&mut child);
         // An interrupt that comes before the program has set its handler
-        // ends it as SIGINT ends any program, before it could write anything:
-        // a CUDA build loads the driver's and cuBLAS's libraries before main,
-        // which outlasted a short delay on the H200's machine.
+        // ends it as SIGINT ends any program, before it could write anything.
+        // It happened on the H200's machine, likely because a CUDA build
+        // loads the driver's and cuBLAS's libraries before main.
         let killed_early = status.signal() == Some(libc::SIGINT);
         assert!(
             killed_early || matches!(status.code(), Some(0 | 130)),

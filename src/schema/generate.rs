@@ -65,6 +65,9 @@ pub enum WeightSource {
     Random,
 }
 
+/// How a random model's `name` begins: what follows is the shape it has.
+pub const RANDOM_NAME_PREFIX: &str = "random weights at the shape of ";
+
 /// The model: its file or shape, its architecture's sizes, how it is stored.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ModelInfo {
@@ -75,7 +78,8 @@ pub struct ModelInfo {
     pub file_bytes: Option<u64>,
     /// The named shape (`llama-3.2-1b`) of random weights; null for a file.
     pub shape: Option<String>,
-    /// general.name of the file, or the shape's name.
+    /// general.name of the file, or [`RANDOM_NAME_PREFIX`] and the shape's
+    /// name.
     pub name: String,
     pub layers: usize,
     pub hidden: usize,

@@ -57,6 +57,7 @@ pub use cpu_vs_gpu::CpuVsGpuResults;
 pub use generate::{
     Answer, Fp32Beside, GenerateMeasured, GenerateResults, GenerateRow, ModelInfo, ModelPath,
     PpRoofline, PromptInfo, StoredType, TokenOpClass, TokenPart, VsFp32, WeightSource, LAB_SUFFIX,
+    RANDOM_NAME_PREFIX,
 };
 pub use kernels::{
     Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow, KernelVariant,

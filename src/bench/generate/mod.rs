@@ -268,7 +268,7 @@ pub fn model_info(source: &Source) -> ModelInfo {
             None,
             None,
             Some(shape.name.to_string()),
-            format!("random weights at the shape of {}", shape.of),
+            format!("{}{}", crate::schema::RANDOM_NAME_PREFIX, shape.of),
             vec![StoredType {
                 ggml_type: "F32".into(),
                 tensors: tensor_shapes(d).len(),

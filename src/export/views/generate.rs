@@ -111,6 +111,7 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
 /// negative "outside the parts"): why that is not an error.
 fn parts_past_the_token(p: &str, x: &GenerateMeasured) -> Option<String> {
     let past = -x.parts_remainder_ms?;
+    // From 0.005 ms: what the note prints at two decimals is then not 0.00.
     (!x.parts_in_pass && past >= 0.005).then(|| {
         format!(
             "{p}: its parts, each timed alone, add up to {past:.2} ms more than a whole token: \
@@ -141,7 +142,7 @@ fn first_note(r: &GenerateResults) -> Option<String> {
     let m = &r.model;
     if m.source == WeightSource::Random {
         // The name says "random weights at the shape of ..." itself.
-        let shape = m.name.strip_prefix("random weights at the shape of ");
+        let shape = m.name.strip_prefix(crate::schema::RANDOM_NAME_PREFIX);
         Some(format!(
             "RANDOM WEIGHTS (seed {}) at the shape of {}: speed and memory only; its tokens \
              are ids, not text, and say nothing about a model's quality",
@@ -381,7 +382,8 @@ impl super::View for GenerateResults {
                 format!("{} ({})", m.name, m.file.as_deref().unwrap_or(""))
             }
             crate::schema::WeightSource::Random => format!(
-                "random weights at the shape of {} (no text)",
+                "{}{} (no text)",
+                crate::schema::RANDOM_NAME_PREFIX,
                 m.shape.as_deref().unwrap_or("")
             ),
         };
