@@ -249,6 +249,18 @@ fn qlinear_on(device: &Device) {
                 let (one, all) = (values(&one), values(&all));
                 assert_within(&what(tier.name()), &one, &want, &bound);
                 assert_eq!(one, all, "{}: threads change nothing", what(tier.name()));
+                // A row's sums do not depend on the tile it was in: a prompt
+                // chunk's rows are the bits of each row alone (a decode step).
+                for i in (0..m).filter(|_| m > 1) {
+                    let row = x.narrow(0, i, 1).unwrap();
+                    let alone = values(&lin.forward_on(&row, Threads::One, tier).unwrap());
+                    assert_eq!(
+                        alone,
+                        one[i * n..(i + 1) * n],
+                        "{}: row {i} alone",
+                        what(tier.name())
+                    );
+                }
             }
             // Candle's QMatMul quantizes the activations the same way (its
             // Q8_1 sums in f16): the two agree far inside the bound above.

@@ -145,9 +145,9 @@ pub(super) fn bf16_round(x: f32) -> bf16 {
 /// `#[target_feature]` function is not reliably inlined into it, so the body
 /// is a function of its own.)
 macro_rules! simd_kernel {
-    ($(#[$doc:meta])* fn $name:ident<E: Elem>($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
+    ($(#[$doc:meta])* $vis:vis fn $name:ident<E: Elem>($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
         $(#[$doc])*
-        fn $name<E: Elem>($($arg: $ty),*) {
+        $vis fn $name<E: Elem>($($arg: $ty),*) {
             #[inline(always)]
             fn body<E: Elem>($($arg: $ty),*) $body
             #[cfg(target_arch = "x86_64")]

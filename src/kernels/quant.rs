@@ -14,8 +14,9 @@
 //! are held, their rows split across every thread of Candle's pool
 //! ([`super::rows`]); Candle's CPU path has the same blocks and threads but
 //! no vector code for Q4_1 (a scalar loop). A prompt chunk multiplies each
-//! unpacked weight block into four activation rows before the next block is
-//! read, so its weights come from memory once per 64 rows.
+//! unpacked weight block into four activation rows (eight, sixteen weight
+//! rows at a time, with AVX-512) before the next block is read, so its
+//! weights come from memory once per 64 rows.
 //!
 //! On a GPU the quantized op is Candle's own (its CUDA matrix-vector and
 //! matrix-matrix kernels for these blocks): a `QLinear` whose tensor is on a

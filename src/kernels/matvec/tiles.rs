@@ -289,7 +289,13 @@ unsafe fn tile<I: Isa, E: Weight, const R: usize, const G: usize>(
     let mut p = 0;
     while p < body {
         // SAFETY: p + LANES <= k within every row (the caller's contract).
-        let wv: [I::V; G] = std::array::from_fn(|j| unsafe { E::load::<I>(w.add(j * k + p)) });
+        // A loop, not `std::array::from_fn`: a closure is built without the
+        // caller's target features, and where the inliner leaves it a call,
+        // so are the loads in it.
+        let mut wv = [I::zero(); G];
+        for (j, wv) in wv.iter_mut().enumerate() {
+            *wv = unsafe { E::load::<I>(w.add(j * k + p)) };
+        }
         for (i, acc) in acc.iter_mut().enumerate() {
             let xv = unsafe { I::load(x.add(i * k + p)) };
             for (a, &wv) in acc.iter_mut().zip(&wv) {

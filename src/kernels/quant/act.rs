@@ -149,9 +149,13 @@ mod x86 {
         // SAFETY: 32 values in and out (asserted); the CPU's features are
         // the caller's.
         unsafe {
-            let v: [__m256; 4] = std::array::from_fn(|i| _mm256_loadu_ps(x.as_ptr().add(8 * i)));
+            // Loops, not `std::array::from_fn`: see `super::x86` on closures.
+            let (mut v, mut a) = ([_mm256_setzero_ps(); 4], [_mm256_setzero_ps(); 4]);
             let sign = _mm256_set1_ps(-0.0);
-            let a: [__m256; 4] = std::array::from_fn(|i| _mm256_andnot_ps(sign, v[i]));
+            for i in 0..4 {
+                v[i] = _mm256_loadu_ps(x.as_ptr().add(8 * i));
+                a[i] = _mm256_andnot_ps(sign, v[i]);
+            }
             let m = _mm256_max_ps(_mm256_max_ps(a[0], a[1]), _mm256_max_ps(a[2], a[3]));
             let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps::<1>(m));
             let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
@@ -161,14 +165,15 @@ mod x86 {
             let (half, minus_half) = (_mm256_set1_ps(0.5), _mm256_set1_ps(-0.5));
             // round_away: truncate, then one up (or down) where the
             // fraction is a half or more (a compare's mask is -1).
-            let r: [__m256i; 4] = std::array::from_fn(|i| {
+            let mut r = [_mm256_setzero_si256(); 4];
+            for (i, r) in r.iter_mut().enumerate() {
                 let y = _mm256_mul_ps(v[i], inv);
                 let t = _mm256_cvttps_epi32(y);
                 let frac = _mm256_sub_ps(y, _mm256_cvtepi32_ps(t));
                 let up = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_GE_OQ>(frac, half));
                 let down = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_LE_OQ>(frac, minus_half));
-                _mm256_add_epi32(_mm256_sub_epi32(t, up), down)
-            });
+                *r = _mm256_add_epi32(_mm256_sub_epi32(t, up), down);
+            }
             let s = _mm256_add_epi32(_mm256_add_epi32(r[0], r[1]), _mm256_add_epi32(r[2], r[3]));
             let s = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
             let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));

@@ -11,6 +11,7 @@ use super::act::{Q8, Q8K};
 use super::blocks::Kind;
 use super::packed::{Packed, ROWS};
 use super::{groups, x86, Acts, Pass, Work, TILE};
+use x86::WIDE_TILE;
 
 impl Pass<'_> {
     /// # Safety
@@ -80,12 +81,17 @@ impl Pass<'_> {
     }
 
     /// Packed groups `gi` and `gi + 1` against every activation row, in
-    /// 512-bit registers ([`x86::group_pair`]); only where
-    /// [`x86::Int::WIDE`], inside [`Pass::vnni512`].
+    /// 512-bit registers ([`x86::group_pair`]), [`WIDE_TILE`] rows a tile,
+    /// then [`TILE`], then one; only where [`x86::Int::WIDE`], inside
+    /// [`Pass::vnni512`].
     #[inline(always)]
     fn pair(&self, p: &Packed, a: &Q8, gi: usize) {
         let (w0, w1) = (p.group(gi).as_ptr(), p.group(gi + 1).as_ptr());
         let mut r = 0;
+        while r + WIDE_TILE <= self.m {
+            self.write_pair(r, gi, Self::group_pair::<WIDE_TILE>(p.kind, w0, w1, a, r));
+            r += WIDE_TILE;
+        }
         while r + TILE <= self.m {
             self.write_pair(r, gi, Self::group_pair::<TILE>(p.kind, w0, w1, a, r));
             r += TILE;

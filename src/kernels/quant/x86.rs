@@ -27,11 +27,18 @@
 use std::arch::x86_64::*;
 
 mod wide;
-pub(super) use wide::group_pair;
+pub(super) use wide::{group_pair, WIDE as WIDE_TILE};
 
 use super::act::{Q8, Q8K, QK, QK_K};
 use super::blocks::Kind;
 use super::packed::{block_bytes, Q4K_MINIMA, Q4K_SCALES, Q4K_VALUES};
+
+// No closures in the kernels (`std::array::from_fn(|c| ...)`, `let f = |..|
+// ...`): a closure is a function of its own, built without its caller's
+// target features, so where the inliner leaves it a call, each intrinsic in
+// it is a call too. Seen here: q8_0's matrix-vector product ran 4x slower
+// when a kernel beside it grew and the inliner stopped short. Plain loops
+// over arrays instead.
 
 /// The integer multiply-adds of one instruction set.
 pub(super) trait Int: Copy {
@@ -118,6 +125,12 @@ unsafe fn load(p: *const u8) -> __m256i {
     unsafe { _mm256_loadu_si256(p.cast()) }
 }
 
+/// Eight bytes at `p` as eight unsigned 32-bit lanes.
+#[inline(always)]
+unsafe fn bytes8(p: *const u8) -> __m256i {
+    unsafe { _mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast())) }
+}
+
 /// Eight f16 at `p` as eight f32 lanes (F16C: every tier is built with it).
 #[inline(always)]
 unsafe fn f16x8(p: *const u8) -> __m256 {
@@ -169,14 +182,13 @@ pub(super) struct Q4_1;
 unsafe fn nibbles(p: *const u8) -> [__m256i; 8] {
     unsafe {
         let mask = _mm256_set1_epi8(15);
-        let raw: [__m256i; 4] = std::array::from_fn(|g| load(p.add(32 * g)));
-        std::array::from_fn(|c| {
-            if c < 4 {
-                _mm256_and_si256(raw[c], mask)
-            } else {
-                _mm256_and_si256(_mm256_srli_epi16::<4>(raw[c - 4]), mask)
-            }
-        })
+        let mut v = [_mm256_setzero_si256(); 8];
+        for g in 0..4 {
+            let raw = load(p.add(32 * g));
+            v[g] = _mm256_and_si256(raw, mask);
+            v[g + 4] = _mm256_and_si256(_mm256_srli_epi16::<4>(raw), mask);
+        }
+        v
     }
 }
 
@@ -185,15 +197,20 @@ impl Packed32 for Q8_0 {
     const SIGNED: bool = true;
     #[inline(always)]
     unsafe fn values<I: Int>(p: *const u8) -> [__m256i; 8] {
-        std::array::from_fn(|c| unsafe {
-            let q = load(p.add(16 + 32 * c));
-            if I::OFFSET_Q8 {
+        let mut v = [unsafe { _mm256_setzero_si256() }; 8];
+        for (c, v) in v.iter_mut().enumerate() {
+            // SAFETY: chunk c of the packed block at p (the caller's contract).
+            unsafe {
+                let q = load(p.add(16 + 32 * c));
                 // As unsigned q + 128, the 128 taken back from the sum.
-                _mm256_xor_si256(q, _mm256_set1_epi8(-128))
-            } else {
-                q
+                *v = if I::OFFSET_Q8 {
+                    _mm256_xor_si256(q, _mm256_set1_epi8(-128))
+                } else {
+                    q
+                };
             }
-        })
+        }
+        v
     }
     #[inline(always)]
     unsafe fn scales<I: Int>(p: *const u8) -> (__m256, __m256) {
@@ -309,12 +326,12 @@ pub(super) unsafe fn group<I: Int, B: Packed32, const R: usize>(
             }
         }
     }
-    std::array::from_fn(|r| {
-        let mut out = [0f32; 8];
-        // SAFETY: `out` holds eight f32.
-        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), _mm256_add_ps(sum[r], corr[r])) };
-        out
-    })
+    let mut out = [[0f32; 8]; R];
+    for (r, o) in out.iter_mut().enumerate() {
+        // SAFETY: `o` holds eight f32.
+        unsafe { _mm256_storeu_ps(o.as_mut_ptr(), _mm256_add_ps(sum[r], corr[r])) };
+    }
+    out
 }
 
 /// Q4_K, repacked ([`super::packed`]): eight weight rows against `R`
@@ -341,11 +358,10 @@ pub(super) unsafe fn group_q4k<I: Int, const R: usize>(
         unsafe {
             let blk = w.add(b * gb);
             prefetch_ahead(blk, gb);
-            let bytes8 = |at: usize| _mm256_cvtepu8_epi32(_mm_loadl_epi64(blk.add(at).cast()));
             let mut isum = [_mm256_setzero_si256(); R];
             for s in 0..8 {
                 let v = nibbles(blk.add(Q4K_VALUES + 128 * s));
-                let sc = bytes8(Q4K_SCALES + 8 * s);
+                let sc = bytes8(blk.add(Q4K_SCALES + 8 * s));
                 for (r, isum) in isum.iter_mut().enumerate() {
                     let i = (r0 + r) * nb + b;
                     let x = a.qs.as_ptr().add(i * QK_K + 32 * s).cast::<i32>();
@@ -365,7 +381,10 @@ pub(super) unsafe fn group_q4k<I: Int, const R: usize>(
                 let mut mins = _mm256_setzero_si256();
                 for s in 0..8 {
                     let s32 = i32::from(*bs.add(2 * s)) + i32::from(*bs.add(2 * s + 1));
-                    let m = _mm256_mullo_epi32(bytes8(Q4K_MINIMA + 8 * s), _mm256_set1_epi32(s32));
+                    let m = _mm256_mullo_epi32(
+                        bytes8(blk.add(Q4K_MINIMA + 8 * s)),
+                        _mm256_set1_epi32(s32),
+                    );
                     mins = _mm256_add_epi32(mins, m);
                 }
                 let dx = _mm256_broadcast_ss(&*a.d.as_ptr().add(i));
@@ -375,12 +394,12 @@ pub(super) unsafe fn group_q4k<I: Int, const R: usize>(
             }
         }
     }
-    std::array::from_fn(|r| {
-        let mut out = [0f32; 8];
-        // SAFETY: `out` holds eight f32.
-        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), sum[r]) };
-        out
-    })
+    let mut out = [[0f32; 8]; R];
+    for (r, o) in out.iter_mut().enumerate() {
+        // SAFETY: `o` holds eight f32.
+        unsafe { _mm256_storeu_ps(o.as_mut_ptr(), sum[r]) };
+    }
+    out
 }
 
 /// Q6_K: `R` activation rows from `r0` against weight row `w`.
@@ -400,7 +419,8 @@ pub(super) unsafe fn row_q6k<I: Int, const R: usize>(w: *const u8, a: &Q8K, r0: 
             let m4 = _mm256_set1_epi8(15);
             let m30 = _mm256_set1_epi8(0x30);
             // Values 32t.. of each half h: low 4 bits and high 2 bits joined.
-            let q: [__m256i; 8] = std::array::from_fn(|g| {
+            let mut q = [_mm256_setzero_si256(); 8];
+            for (g, q) in q.iter_mut().enumerate() {
                 let (h, t) = (g / 4, g % 4);
                 let ql = _mm256_loadu_si256(blk.add(64 * h + 32 * (t % 2)).cast());
                 let qh = _mm256_loadu_si256(blk.add(128 + 32 * h).cast());
@@ -415,16 +435,17 @@ pub(super) unsafe fn row_q6k<I: Int, const R: usize>(w: *const u8, a: &Q8K, r0: 
                     2 => qh,
                     _ => _mm256_srli_epi16::<2>(qh),
                 };
-                _mm256_or_si256(_mm256_and_si256(lo, m4), _mm256_and_si256(hi, m30))
-            });
+                *q = _mm256_or_si256(_mm256_and_si256(lo, m4), _mm256_and_si256(hi, m30));
+            }
             // Two scales per 32 values: one per 16, eight 16-bit lanes each,
             // picked from the sixteen by a shuffle (ggml's `get_scale_shuffle`).
             let sc = _mm_loadu_si128(sc.cast());
-            let s: [__m256i; 8] = std::array::from_fn(|g| {
+            let mut s = [_mm256_setzero_si256(); 8];
+            for (g, s) in s.iter_mut().enumerate() {
                 let (lo, hi) = (2 * g as i64, 2 * g as i64 + 1);
                 let pick = _mm_set_epi64x(hi * 0x0101_0101_0101_0101, lo * 0x0101_0101_0101_0101);
-                _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, pick))
-            });
+                *s = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, pick));
+            }
             let s16 = _mm256_cvtepi8_epi16(sc);
             for (r, acc) in acc.iter_mut().enumerate() {
                 let i = (r0 + r) * nb + b;
@@ -444,5 +465,9 @@ pub(super) unsafe fn row_q6k<I: Int, const R: usize>(w: *const u8, a: &Q8K, r0: 
             }
         }
     }
-    std::array::from_fn(|r| hsum(acc[r]))
+    let mut out = [0f32; R];
+    for (o, &acc) in out.iter_mut().zip(&acc) {
+        *o = hsum(acc);
+    }
+    out
 }
