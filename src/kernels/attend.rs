@@ -22,8 +22,8 @@
 //! mask and softmax for 10-16% more pp on SmolLM2's q4_1 (2-core Xeon VM).
 //! A prompt chunk (t > 1) takes its rows a block at a time against the keys
 //! transposed ([`prompt`]), where one row at a time paid a sum across lanes
-//! per key: SmolLM2's q4_1 pp256 went from 986 to 1294 tok/s (one run each,
-//! 5 samples), pp64 4-7% (two A B pairs), pp16 within its noise.
+//! per key: SmolLM2's q4_1 pp256 went from 986 to 1294 tok/s (one run of
+//! each build, 3 samples), pp64 4-7% (two A B pairs), pp16 within its noise.
 //! Computed in f32 for f32, f16 and bf16 (widened on load, rounded once).
 //! On a GPU the composed form runs (the caller's choice): this is CPU code.
 
