@@ -302,6 +302,29 @@ fn layouts_on(device: &Device) {
         let mixed = values(&kernels::swiglu(&transposed, &up).unwrap());
         let plain = values(&kernels::swiglu(&up, &up).unwrap());
         assert_eq!(mixed, plain);
+        // Gate and up as a stacked projection hands them out: the two halves
+        // of (batch, tokens, 2 x width), each a view with its rows apart.
+        let stacked = random(&[2, 5, 2 * 33], dtype, device, 502, 1.0);
+        let (gate, up) = (
+            stacked.narrow(2, 0, 33).unwrap(),
+            stacked.narrow(2, 33, 33).unwrap(),
+        );
+        let (g, u) = (gate.contiguous().unwrap(), up.contiguous().unwrap());
+        for (got, want) in [
+            (kernels::swiglu(&gate, &up), kernels::swiglu(&g, &u)),
+            (kernels::swiglu(&gate, &u), kernels::swiglu(&g, &u)),
+            (kernels::add(&gate, &up), kernels::add(&g, &u)),
+        ] {
+            let (got, want) = (got.unwrap(), want.unwrap());
+            assert_eq!(got.dims(), [2, 5, 33]);
+            assert_eq!(values(&got), values(&want), "halves of a stacked output");
+        }
+        // A scalar is one row of one.
+        let one = Tensor::new(1.5f32, device)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        assert_eq!(values(&kernels::add(&one, &one).unwrap()), [3.0]);
     }
 }
 

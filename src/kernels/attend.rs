@@ -45,9 +45,12 @@ const LANES: usize = 16;
 /// and `values` (batch, kv_heads, n, d), t from 1 to n, query head `h`
 /// reading key/value head `h / (heads / kv_heads)` (grouped-query attention),
 /// query row i (the cache's position n - t + i) the keys up to its own
-/// position; returns (batch, heads, t, d). The keys and values may be a view
-/// of a larger cache (rows of d apart, heads any distance apart), read in
-/// place; any other layout is copied first.
+/// position; returns (batch, heads, t, d), as a view of (batch, t, heads, d)
+/// storage: the heads merged back token by token, which the output
+/// projection reads, are then `transpose(1, 2)` with no copy (the composed
+/// form copies them there). The keys and values may be a view of a larger
+/// cache (rows of d apart, heads any distance apart), read in place; any
+/// other layout is copied first.
 pub fn cached_attention(q: &Tensor, keys: &Tensor, values: &Tensor) -> Result<Tensor> {
     let (b, heads, t, d) = q.dims4()?;
     let (kb, kv_heads, n, kd) = keys.dims4()?;
@@ -81,7 +84,8 @@ pub fn cached_attention(q: &Tensor, keys: &Tensor, values: &Tensor) -> Result<Te
         n,
         d,
     };
-    contiguous(q)?.apply_op3_no_bwd(&*rows(keys, d)?, &*rows(values, d)?, &op)
+    let y = contiguous(q)?.apply_op3_no_bwd(&*rows(keys, d)?, &*rows(values, d)?, &op)?;
+    y.transpose(1, 2)
 }
 
 /// `x` itself when its rows of `d` lie next to each other (a cache's view),
@@ -132,38 +136,40 @@ impl Attend {
         let (n, d) = (self.n, self.d);
         let groups = self.heads / self.kv_heads;
         let scale = 1.0 / (d as f32).sqrt();
-        // A unit: one query row of one head, (batch, head, row) in q's order.
+        // A unit: one query row of one head, (batch, head, row) in q's order,
+        // which at one row (t = 1 here) is also the output's (batch, row, head).
         let (t, units) = (self.t, self.b * self.heads * self.t);
-        Ok(output(units * d, |dst| {
-            let out = Out::new(dst);
-            share(units, 2 * n * d, Threads::Pool, |range| {
-                let mut scores = vec![0f32; n];
-                let mut acc = [0f32; BLOCK];
-                for u in range {
-                    let bh = u / t;
-                    let g = (bh / self.heads) * self.kv_heads + (bh % self.heads) / groups;
-                    // Row u % t sees the keys up to its own position.
-                    let seen = n - t + u % t + 1;
-                    let keys = &k.0[ks[g]..ks[g] + seen * d];
-                    let values = &v.0[vs[g]..vs[g] + seen * d];
-                    let q = &q[u * d..(u + 1) * d];
-                    head(
-                        q,
-                        keys,
-                        values,
-                        d,
-                        scale,
-                        &mut scores[..seen],
-                        &mut acc[..d],
-                    );
-                    for (i, &a) in acc[..d].iter().enumerate() {
+        Ok(output(
+            units * d,
+            |dst: &mut [std::mem::MaybeUninit<E>]| {
+                let out = Out::new(dst);
+                share(units, 2 * n * d, Threads::Pool, |range| {
+                    let mut scores = vec![0f32; n];
+                    let mut acc = [0f32; BLOCK];
+                    for u in range {
+                        let bh = u / t;
+                        let g = (bh / self.heads) * self.kv_heads + (bh % self.heads) / groups;
+                        // Row u % t sees the keys up to its own position.
+                        let seen = n - t + u % t + 1;
+                        let keys = &k.0[ks[g]..ks[g] + seen * d];
+                        let values = &v.0[vs[g]..vs[g] + seen * d];
+                        let q = &q[u * d..(u + 1) * d];
+                        head(
+                            q,
+                            keys,
+                            values,
+                            d,
+                            scale,
+                            &mut scores[..seen],
+                            &mut acc[..d],
+                        );
                         // SAFETY: unit u's d outputs are written by this task
                         // alone (`share` hands out each unit once).
-                        unsafe { out.write(u * d + i, E::from_f64(f64::from(a))) };
+                        unsafe { write_row(&out, u * d, &acc[..d]) };
                     }
-                }
-            });
-        }))
+                });
+            },
+        ))
     }
 }
 
@@ -183,41 +189,61 @@ impl Attend {
         let blocks = t.div_ceil(prompt::QROWS);
         // A unit: one block of query rows of one head, in q's order.
         let units = self.b * self.heads * blocks;
-        output(self.b * self.heads * t * d, |dst| {
-            let out = Out::new(dst);
-            share(units, 2 * n * d * prompt::QROWS, Threads::Pool, |range| {
-                let mut p = vec![0f32; prompt::QROWS * np];
-                let mut acc = [[0f32; BLOCK]; prompt::QROWS];
-                for u in range {
-                    let (bh, r0) = (u / blocks, (u % blocks) * prompt::QROWS);
-                    let rows = prompt::QROWS.min(t - r0);
-                    let g = (bh / self.heads) * self.kv_heads + (bh % self.heads) / groups;
-                    // Row r sees the keys up to its own position, n - t + r.
-                    let mut seen = [0; prompt::QROWS];
-                    for (i, s) in seen[..rows].iter_mut().enumerate() {
-                        *s = n - t + r0 + i + 1;
-                    }
-                    let first = (bh * t + r0) * d;
-                    prompt::tile(
-                        &q[first..first + rows * d],
-                        &kt[g * d * np..(g + 1) * d * np],
-                        &vf[g * n * d..(g + 1) * n * d],
-                        &seen[..rows],
-                        scale,
-                        &mut p,
-                        &mut acc,
-                    );
-                    for (r, a) in acc[..rows].iter().enumerate() {
-                        for (i, &a) in a[..d].iter().enumerate() {
+        output(
+            self.b * self.heads * t * d,
+            |dst: &mut [std::mem::MaybeUninit<E>]| {
+                let out = Out::new(dst);
+                share(units, 2 * n * d * prompt::QROWS, Threads::Pool, |range| {
+                    let mut p = vec![0f32; prompt::QROWS * np];
+                    let mut acc = [[0f32; BLOCK]; prompt::QROWS];
+                    for u in range {
+                        let (bh, r0) = (u / blocks, (u % blocks) * prompt::QROWS);
+                        let rows = prompt::QROWS.min(t - r0);
+                        let g = (bh / self.heads) * self.kv_heads + (bh % self.heads) / groups;
+                        // Row r sees the keys up to its own position, n - t + r.
+                        let mut seen = [0; prompt::QROWS];
+                        for (i, s) in seen[..rows].iter_mut().enumerate() {
+                            *s = n - t + r0 + i + 1;
+                        }
+                        let first = (bh * t + r0) * d;
+                        // Output row r0 + r of head h at (batch, r0 + r, h).
+                        let (bi, h) = (bh / self.heads, bh % self.heads);
+                        let at = |r: usize| ((bi * t + r0 + r) * self.heads + h) * d;
+                        prompt::tile(
+                            &q[first..first + rows * d],
+                            &kt[g * d * np..(g + 1) * d * np],
+                            &vf[g * n * d..(g + 1) * n * d],
+                            &seen[..rows],
+                            scale,
+                            &mut p,
+                            &mut acc,
+                        );
+                        for (r, a) in acc[..rows].iter().enumerate() {
                             // SAFETY: unit u's rows are written by this task
                             // alone (`share` hands out each unit once).
-                            unsafe { out.write(first + r * d + i, E::from_f64(f64::from(a))) };
+                            unsafe { write_row(&out, at(r), &a[..d]) };
                         }
                     }
-                }
-            });
-        })
+                });
+            },
+        )
     }
+}
+
+/// `a` rounded to `E` into `out` from `at`, one bounds check a row (one a
+/// value, with the conversion beside it, was a quarter of a 16-token
+/// prompt's attention).
+///
+/// # Safety
+/// As [`Out::write_all`]: no other thread touches `at..at + a.len()`.
+#[inline(always)]
+unsafe fn write_row<E: Elem>(out: &Out<E>, at: usize, a: &[f32]) {
+    let mut row = [E::from_f64(0.0); BLOCK];
+    for (o, &a) in row.iter_mut().zip(a) {
+        *o = E::from_f64(f64::from(a));
+    }
+    // SAFETY: the caller's.
+    unsafe { out.write_all(at, &row[..a.len()]) };
 }
 
 simd_kernel! {
@@ -299,7 +325,7 @@ impl CustomOp3 for Attend {
             }
             _ => bail!("lab attention: q, keys and values must be one dtype of f32, f16, bf16"),
         };
-        Ok((out, l1.shape().clone()))
+        Ok((out, Shape::from((self.b, self.t, self.heads, self.d))))
     }
 }
 
@@ -375,6 +401,8 @@ mod tests {
                 let (k, v) = (kc.narrow(2, 0, n).unwrap(), vc.narrow(2, 0, n).unwrap());
                 let got = cached_attention(&q, &k, &v).unwrap();
                 assert_eq!(got.dims(), q.dims());
+                // The heads merged back token by token need no copy.
+                assert!(got.transpose(1, 2).unwrap().is_contiguous());
                 let got = got.to_dtype(DType::F32).unwrap().flatten_all().unwrap();
                 let got = got.to_vec1::<f32>().unwrap();
                 let want = reference(&q, &k.contiguous().unwrap(), &v.contiguous().unwrap());

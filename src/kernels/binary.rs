@@ -1,9 +1,13 @@
 //! The one shape of the suite's two-input element-wise kernels (a + b, and
-//! SwiGLU's silu(gate) * up): both inputs of one shape and dtype, made
-//! contiguous, each thread taking a contiguous share of the output a block at
-//! a time in f32, the output allocated uninitialized ([`super::cpu`]); on a
-//! GPU one element-wise PTX kernel per dtype. An op is its per-block function
-//! for each dtype and its PTX module ([`Binary`]); this file is the rest.
+//! SwiGLU's silu(gate) * up): both inputs of one shape and dtype, each
+//! thread taking a contiguous share of the output a block at a time in f32,
+//! the output allocated uninitialized ([`super::cpu`]); on a GPU one
+//! element-wise PTX kernel per dtype. An input whose rows lie a fixed stride
+//! apart is read in place on the CPU (a row at a time): gate and up, the two
+//! halves of a stacked projection's output, are such views, which the
+//! composed form copies out before it reads them. An op is its per-block
+//! function for each dtype and its PTX module ([`Binary`]); this file is the
+//! rest.
 
 use std::mem::MaybeUninit;
 
@@ -12,7 +16,7 @@ use candle_core::{bail, CpuStorage, CustomOp2, Layout, Result, Shape, Tensor};
 use half::{bf16, f16};
 
 use super::cpu::{output, split, Elem};
-use super::{check_same, contiguous, span};
+use super::{check_same, contiguous, row_stride, rows_in_place};
 
 /// The per-block function of one dtype: `out[i] = f(a[i], b[i])`, in f32.
 type Block<E> = fn(&[E], &[E], &mut [MaybeUninit<E>]);
@@ -39,16 +43,73 @@ impl Binary {
         if a.elem_count() == 0 {
             return a.zeros_like();
         }
-        contiguous(a)?.apply_op2_no_bwd(&*contiguous(b)?, self)
+        if !a.device().is_cpu() {
+            return contiguous(a)?.apply_op2_no_bwd(&*contiguous(b)?, self);
+        }
+        rows_in_place(a)?.apply_op2_no_bwd(&*rows_in_place(b)?, self)
     }
 
-    fn run<E: Elem>(&self, f: Block<E>, a: &[E], b: &[E]) -> CpuStorage {
-        output(a.len(), |dst| {
-            split(dst, 1, self.min_task, |first, chunk| {
-                let end = first + chunk.len();
-                f(&a[first..end], &b[first..end], chunk);
+    /// The op over `n` elements, rows of `w`, each input's row r at its
+    /// `start + r * stride` (contiguous inputs are one run of n).
+    fn run<E: Elem>(&self, f: Block<E>, (a, b): (&[E], &[E]), [ra, rb]: [Rows; 2]) -> CpuStorage {
+        let (n, w) = (ra.n, ra.w);
+        if ra.contiguous() && rb.contiguous() {
+            let (a, b) = (&a[ra.start..ra.start + n], &b[rb.start..rb.start + n]);
+            return output(n, |dst| {
+                split(dst, 1, self.min_task, |first, chunk| {
+                    let end = first + chunk.len();
+                    f(&a[first..end], &b[first..end], chunk);
+                })
+            });
+        }
+        output(n, |dst| {
+            split(dst, w, self.min_task, |first, chunk| {
+                for (k, out) in chunk.chunks_mut(w).enumerate() {
+                    let r = first / w + k;
+                    f(ra.row(a, r), rb.row(b, r), out);
+                }
             })
         })
+    }
+}
+
+/// An input's rows: `n` elements in rows of `w`, row r at `start + r * stride`.
+#[derive(Clone, Copy)]
+struct Rows {
+    start: usize,
+    stride: usize,
+    w: usize,
+    n: usize,
+}
+
+impl Rows {
+    /// The rows of layout `l` over storage of `len` elements, checked to lie
+    /// inside it (the op's inputs are [`rows_in_place`]'s, so they have rows).
+    fn of(op: &str, l: &Layout, len: usize) -> Result<Self> {
+        let n = l.shape().elem_count();
+        // A scalar is one row of one.
+        let w = l.dims().last().copied().unwrap_or(1);
+        let Some((start, stride)) = row_stride(l) else {
+            bail!("lab {op}: an input whose rows are not a fixed stride apart");
+        };
+        let rows = Self {
+            start,
+            stride,
+            w,
+            n,
+        };
+        if n > 0 && start + (n / w - 1) * stride + w > len {
+            bail!("lab {op}: an input's rows lie past its storage");
+        }
+        Ok(rows)
+    }
+
+    fn contiguous(&self) -> bool {
+        self.stride == self.w
+    }
+
+    fn row<'a, E>(&self, x: &'a [E], r: usize) -> &'a [E] {
+        &x[self.start + r * self.stride..][..self.w]
     }
 }
 
@@ -64,12 +125,20 @@ impl CustomOp2 for Binary {
         s2: &CpuStorage,
         l2: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let (a, b) = span(self.op, l1)?;
-        let (c, d) = span(self.op, l2)?;
+        let rows = |l, len| Rows::of(self.op, l, len);
         let out = match (s1, s2) {
-            (CpuStorage::F32(x), CpuStorage::F32(y)) => self.run(self.f32, &x[a..b], &y[c..d]),
-            (CpuStorage::F16(x), CpuStorage::F16(y)) => self.run(self.f16, &x[a..b], &y[c..d]),
-            (CpuStorage::BF16(x), CpuStorage::BF16(y)) => self.run(self.bf16, &x[a..b], &y[c..d]),
+            (CpuStorage::F32(x), CpuStorage::F32(y)) => {
+                let r = [rows(l1, x.len())?, rows(l2, y.len())?];
+                self.run(self.f32, (x, y), r)
+            }
+            (CpuStorage::F16(x), CpuStorage::F16(y)) => {
+                let r = [rows(l1, x.len())?, rows(l2, y.len())?];
+                self.run(self.f16, (x, y), r)
+            }
+            (CpuStorage::BF16(x), CpuStorage::BF16(y)) => {
+                let r = [rows(l1, x.len())?, rows(l2, y.len())?];
+                self.run(self.bf16, (x, y), r)
+            }
             (x, y) => bail!(
                 "lab {}: dtypes {} and {} (f32, f16 or bf16, both the same)",
                 self.op,

@@ -8,7 +8,9 @@
 //!   `candle_nn::ops::rms_norm` computes),
 //! - [`softmax_last_dim`] (online max and sum),
 //! - [`swiglu`] (`silu(gate) * up` in one pass),
-//! - [`rope`] (the rotary embedding, with no thread hand-off at a decode step),
+//! - [`rope`] (the rotary embedding, with no thread hand-off at a decode step)
+//!   and [`heads`] (a projection's output cut into heads, rotated or not, in
+//!   one pass from where it lies),
 //! - [`copy`] and [`add`] (element-wise, at the copy ceiling on the CPU),
 //! - [`cached_attention`] (attention over a cache, causal by position, for a
 //!   decode step or a prompt chunk: a head's row a task, no tiny GEMMs),
@@ -23,7 +25,9 @@
 //! op has no last dimension for, or shapes that disagree are one
 //! `candle_core::Error` from the op, never a panic. A non-contiguous input is
 //! made contiguous first (one copy, the same as Candle's own ops need), so the
-//! result is right for any layout; the kernels themselves read rows in place.
+//! result is right for any layout, except where a kernel reads a view's rows
+//! where they lie (the element-wise pairs, rope and heads, attention's cache):
+//! those say so.
 //!
 //! The CPU code is plain Rust written so that the compiler vectorizes it (f32
 //! lanes, no branches in the inner loops), split by rows across Candle's own
@@ -61,7 +65,7 @@ pub use matvec::tiles::Tier as FloatTier;
 pub use matvec::{linear, linear_on, linear_with};
 pub use quant::{QLinear, QuantTier};
 pub use rms_norm::{rms_norm, rms_norm_mul};
-pub use rope::rope;
+pub use rope::{heads, rope};
 pub use rows::Threads;
 pub use softmax::softmax_last_dim;
 pub use swiglu::swiglu;
@@ -89,6 +93,41 @@ fn contiguous(x: &Tensor) -> Result<std::borrow::Cow<'_, Tensor>> {
         Ok(std::borrow::Cow::Borrowed(x))
     } else {
         Ok(std::borrow::Cow::Owned(x.contiguous()?))
+    }
+}
+
+/// Where the rows of a layout (its last dimension) start, when each row is
+/// contiguous and they lie one fixed stride apart, as a view of a stacked
+/// projection's output does: (the first row's offset, the stride); `None`
+/// for any other layout. Contiguous rows are `width` apart; a scalar is one
+/// row of one.
+fn row_stride(l: &Layout) -> Option<(usize, usize)> {
+    let (dims, strides) = (l.dims(), l.stride());
+    let Some((&width, lead)) = dims.split_last() else {
+        return Some((l.start_offset(), 1));
+    };
+    if width > 1 && strides[lead.len()] != 1 {
+        return None;
+    }
+    let (mut stride, mut inside) = (None, 1);
+    for (&n, &s) in lead.iter().zip(strides).rev().filter(|(&n, _)| n > 1) {
+        let want = *stride.get_or_insert(s) * inside;
+        if s != want {
+            return None;
+        }
+        inside *= n;
+    }
+    Some((l.start_offset(), stride.unwrap_or(width)))
+}
+
+/// `x` itself when it is on the CPU and its rows are contiguous and a fixed
+/// stride apart ([`row_stride`]), else a contiguous copy: what the kernels
+/// that read rows in place take.
+fn rows_in_place(x: &Tensor) -> Result<std::borrow::Cow<'_, Tensor>> {
+    if x.device().is_cpu() && row_stride(x.layout()).is_some() {
+        Ok(std::borrow::Cow::Borrowed(x))
+    } else {
+        contiguous(x)
     }
 }
 
@@ -130,4 +169,33 @@ fn check_same(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
         );
     }
     check_dtype(op, a.dtype())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::Device;
+
+    #[test]
+    fn row_stride_finds_rows_a_fixed_stride_apart_and_nothing_else() {
+        let x = Tensor::zeros((2, 5, 12), DType::F32, &Device::Cpu).unwrap();
+        let at = |t: &Tensor| row_stride(t.layout());
+        assert_eq!(at(&x), Some((0, 12)));
+        // Columns of a stacked output: rows 12 apart from offset 4.
+        assert_eq!(at(&x.narrow(2, 4, 3).unwrap()), Some((4, 12)));
+        // Whole rows from an offset are still contiguous rows.
+        assert_eq!(at(&x.narrow(0, 1, 1).unwrap()), Some((60, 12)));
+        // A row block of each batch: the gap between batches breaks the stride.
+        assert_eq!(at(&x.narrow(1, 1, 3).unwrap()), None);
+        // A transpose's last dimension is not contiguous.
+        assert_eq!(at(&x.transpose(1, 2).unwrap()), None);
+        // Sizes of one are no constraint: one row, any stride.
+        let one = x.narrow(0, 1, 1).unwrap().narrow(1, 2, 1).unwrap();
+        assert_eq!(
+            at(&one.narrow(2, 3, 5).unwrap()),
+            Some((12 * 5 + 2 * 12 + 3, 5))
+        );
+        let scalar = Tensor::new(1f32, &Device::Cpu).unwrap();
+        assert_eq!(at(&scalar), Some((0, 1)));
+    }
 }

@@ -372,11 +372,14 @@ impl Pass<'_> {
         let n = self.op.n;
         let real = ROWS.min(n - gi * ROWS);
         for (r, v) in v.iter().enumerate() {
+            let at = (self.row0 + r0 + r) * n + gi * ROWS;
             // SAFETY: outputs (row0 + r0 + r, 8 gi ..) are this task's:
             // group gi is in its range.
             unsafe {
-                self.out
-                    .write_all((self.row0 + r0 + r) * n + gi * ROWS, &v[..real])
+                match real == ROWS {
+                    true => self.out.write_array(at, v),
+                    false => self.out.write_all(at, &v[..real]),
+                }
             };
         }
     }

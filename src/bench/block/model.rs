@@ -24,17 +24,19 @@
 //! the fused kernels are held against).
 
 use anyhow::{bail, ensure, Context, Result};
-use candle_core::{DType, Device, Tensor, D};
+use candle_core::{DType, Device, Tensor};
 use candle_nn::Linear;
 
 use crate::clock::spans::span;
 use crate::kernels::QLinear;
 use crate::schema::BlockShape;
-use crate::schema::TokenOpClass::{Attention, Elementwise, Matmuls, Norms, Rotary};
+use crate::schema::TokenOpClass::{Attention, Elementwise, Matmuls, Norms};
 
 mod cache;
+mod kernels;
 mod proj;
 pub use cache::KvCache;
+pub use kernels::Kernels;
 pub use proj::{Fan, Input, Proj};
 
 /// A layer's sizes and constants.
@@ -119,98 +121,6 @@ impl From<&BlockShape> for LayerConfig {
             rms_eps: s.rms_eps,
             rope_theta: s.rope_theta,
         }
-    }
-}
-
-/// Which kernels a forward pass uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kernels {
-    /// candle-nn's fused `rms_norm`, `softmax_last_dim` and `rope`: what the
-    /// block is timed with by default (`--kernels candle`).
-    Fused,
-    /// The same math from primitive ops (`rms_norm_slow`, `softmax`,
-    /// `rope_slow`): the f64 reference, which the fused kernels are checked against.
-    Composed,
-    /// The suite's own kernels (`crate::kernels`, `--kernels lab`): RMSNorm
-    /// fused with its weight, softmax, SwiGLU's gate in one pass, the
-    /// residual adds, a decode step's attention, and the projections'
-    /// matrix-vector products; rope
-    /// stays candle-nn's fused one (the suite has none).
-    Lab,
-}
-
-impl Kernels {
-    /// The forward pass's kernels for `--kernels` (`Both` times candle's
-    /// first: its own rows say which ran).
-    pub fn of(choice: crate::schema::KernelChoice) -> Self {
-        match choice {
-            crate::schema::KernelChoice::Lab => Self::Lab,
-            _ => Self::Fused,
-        }
-    }
-
-    /// RMSNorm of `x` with weight `w`.
-    pub(crate) fn rms_norm(self, x: &Tensor, w: &Tensor, eps: f32) -> Result<Tensor> {
-        Ok(match self {
-            Self::Fused => candle_nn::ops::rms_norm(x, w, eps)?,
-            Self::Composed => candle_nn::ops::rms_norm_slow(x, w, eps)?,
-            Self::Lab => crate::kernels::rms_norm_mul(x, w, eps)?,
-        })
-    }
-
-    /// Softmax over the last dimension.
-    pub(crate) fn softmax(self, x: &Tensor) -> Result<Tensor> {
-        Ok(match self {
-            Self::Fused => candle_nn::ops::softmax_last_dim(x)?,
-            Self::Composed => candle_nn::ops::softmax(x, D::Minus1)?,
-            Self::Lab => crate::kernels::softmax_last_dim(x)?,
-        })
-    }
-
-    /// silu(gate) * up.
-    pub(crate) fn swiglu(self, gate: &Tensor, up: &Tensor) -> Result<Tensor> {
-        Ok(match self {
-            Self::Lab => crate::kernels::swiglu(gate, up)?,
-            _ => (candle_nn::ops::silu(gate)? * up)?,
-        })
-    }
-
-    /// softmax(Q K^T / sqrt(d) + mask) V, as [`attention`]: on the lab's
-    /// kernels on the CPU, a decode step (one query row, no mask) and a
-    /// prompt chunk under the causal mask are the suite's one-pass op, which
-    /// applies that mask by position; anything else is the composed form.
-    pub(crate) fn attention(
-        self,
-        q: &Tensor,
-        keys: &Tensor,
-        values: &Tensor,
-        mask: Option<&Tensor>,
-        c: &LayerConfig,
-    ) -> Result<Tensor> {
-        // A mask given here is always `causal_mask(t, n - t)` (the callers'),
-        // which the suite's op applies by position: checked in debug builds.
-        let (t, n) = (q.dim(2)?, keys.dim(2)?);
-        let causal = mask.map_or(t == 1, |m| m.dims() == [t, n]);
-        #[cfg(debug_assertions)]
-        if let (true, Some(m)) = (causal, mask) {
-            let same = m.eq(&causal_mask(t, n - t, m.dtype(), m.device())?)?;
-            ensure!(
-                same.min_all()?.to_scalar::<u8>()? == 1,
-                "lab: a mask not causal"
-            );
-        }
-        if self == Self::Lab && causal && q.device().is_cpu() {
-            return Ok(crate::kernels::cached_attention(q, keys, values)?);
-        }
-        attention(q, keys, values, mask, c, self)
-    }
-
-    /// a + b, of one shape (the residual adds).
-    pub(crate) fn add(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        Ok(match self {
-            Self::Lab => crate::kernels::add(a, b)?,
-            _ => (a + b)?,
-        })
     }
 }
 
@@ -362,26 +272,21 @@ impl Layer {
         let x = &x.contiguous()?;
         let (b, t, h) = x.dims3()?;
         let c = &self.cfg;
-        let (heads, kv_heads, d) = (c.heads, c.kv_heads, c.head_dim);
+        let (heads, kv_heads) = (c.heads, c.kv_heads);
         let eps = c.rms_eps as f32;
         let norm = |x: &Tensor, w: &Tensor| k.rms_norm(x, w, eps);
-        let heads_of = |y: Tensor, n: usize| -> Result<Tensor> {
-            Ok(y.reshape((b, t, n, d))?.transpose(1, 2)?.contiguous()?)
-        };
         // Each op in a span: a recorded pass (generate's parts) times it by
         // class; any other call runs the ops alone (`clock::spans`).
         let xn = span(Norms, || norm(x, &self.attn_norm))?;
         let proj = |p: &Proj, x: &Tensor| span(Matmuls, || p.forward(x, k));
-        let layout = |y: Tensor, n: usize| span(Elementwise, || heads_of(y, n));
-        // The rotary span holds the rotation alone: a span inside a span
-        // counts in the outer one, so wrapping the projections too would
-        // book the q and k matmuls (an eighth of a layer's weights) as rotary.
+        // The heads' spans hold the layout and the rotation alone (in
+        // `Kernels::heads`): a span inside a span counts in the outer one, so
+        // wrapping the projections too would book the q and k matmuls (an
+        // eighth of a layer's weights) as rotary.
         let [q, keys, values] = outputs(span(Matmuls, || self.attn_in.forward(&xn, k))?)?;
-        let q = layout(q, heads)?;
-        let q = span(Rotary, || rope.apply(&q, k))?;
-        let keys = layout(keys, kv_heads)?;
-        let keys = span(Rotary, || rope.apply(&keys, k))?;
-        let values = layout(values, kv_heads)?;
+        let q = k.heads(&q, heads, Some(rope))?;
+        let keys = k.heads(&keys, kv_heads, Some(rope))?;
+        let values = k.heads(&values, kv_heads, None)?;
         let (keys, values) = match cache {
             Some(cache) => span(Elementwise, || cache.append(&keys, &values))?,
             None => (keys, values),

@@ -102,7 +102,19 @@ impl Pass<'_> {
         }
     }
 
+    /// Groups `gi` and `gi + 1`'s outputs: each row's sixteen in one copy
+    /// where both groups are whole (they lie side by side in the output).
     fn write_pair<const R: usize>(&self, r0: usize, gi: usize, v: [[f32; 2 * ROWS]; R]) {
+        let n = self.op.n;
+        if (gi + 2) * ROWS <= n {
+            for (r, v) in v.iter().enumerate() {
+                let at = (self.row0 + r0 + r) * n + gi * ROWS;
+                // SAFETY: outputs (row0 + r0 + r, 8 gi .. 8 gi + 16) are this
+                // task's: groups gi and gi + 1 are in its range.
+                unsafe { self.out.write_array(at, v) };
+            }
+            return;
+        }
         let half = |h: usize| -> [[f32; ROWS]; R] {
             std::array::from_fn(|r| std::array::from_fn(|j| v[r][h * ROWS + j]))
         };

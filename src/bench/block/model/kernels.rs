@@ -1,0 +1,128 @@
+//! Which kernels a layer's forward pass runs ([`Kernels`]): candle-nn's
+//! fused ones, the same math from primitive ops (the reference), or the
+//! suite's own, each op of the layer behind one method here, so the layer
+//! says what it computes and this file says with whose kernels.
+
+#[cfg(debug_assertions)]
+use anyhow::ensure;
+use anyhow::Result;
+use candle_core::{Tensor, D};
+
+#[cfg(debug_assertions)]
+use super::causal_mask;
+use super::{attention, LayerConfig, Rope};
+use crate::clock::spans::span;
+use crate::schema::TokenOpClass::{Elementwise, Rotary};
+
+/// Which kernels a forward pass uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernels {
+    /// candle-nn's fused `rms_norm`, `softmax_last_dim` and `rope`: what the
+    /// block is timed with by default (`--kernels candle`).
+    Fused,
+    /// The same math from primitive ops (`rms_norm_slow`, `softmax`,
+    /// `rope_slow`): the f64 reference, which the fused kernels are checked against.
+    Composed,
+    /// The suite's own kernels (`crate::kernels`, `--kernels lab`): RMSNorm
+    /// fused with its weight, softmax, SwiGLU's gate in one pass, the
+    /// residual adds, the heads' layout and rope in one pass, attention over
+    /// the cache, and the projections' matrix-vector products (on a GPU,
+    /// rope and attention are candle's).
+    Lab,
+}
+
+impl Kernels {
+    /// The forward pass's kernels for `--kernels` (`Both` times candle's
+    /// first: its own rows say which ran).
+    pub fn of(choice: crate::schema::KernelChoice) -> Self {
+        match choice {
+            crate::schema::KernelChoice::Lab => Self::Lab,
+            _ => Self::Fused,
+        }
+    }
+
+    /// RMSNorm of `x` with weight `w`.
+    pub(crate) fn rms_norm(self, x: &Tensor, w: &Tensor, eps: f32) -> Result<Tensor> {
+        Ok(match self {
+            Self::Fused => candle_nn::ops::rms_norm(x, w, eps)?,
+            Self::Composed => candle_nn::ops::rms_norm_slow(x, w, eps)?,
+            Self::Lab => crate::kernels::rms_norm_mul(x, w, eps)?,
+        })
+    }
+
+    /// Softmax over the last dimension.
+    pub(crate) fn softmax(self, x: &Tensor) -> Result<Tensor> {
+        Ok(match self {
+            Self::Fused => candle_nn::ops::softmax_last_dim(x)?,
+            Self::Composed => candle_nn::ops::softmax(x, D::Minus1)?,
+            Self::Lab => crate::kernels::softmax_last_dim(x)?,
+        })
+    }
+
+    /// silu(gate) * up.
+    pub(crate) fn swiglu(self, gate: &Tensor, up: &Tensor) -> Result<Tensor> {
+        Ok(match self {
+            Self::Lab => crate::kernels::swiglu(gate, up)?,
+            _ => (candle_nn::ops::silu(gate)? * up)?,
+        })
+    }
+
+    /// softmax(Q K^T / sqrt(d) + mask) V, as [`attention`]: on the lab's
+    /// kernels on the CPU, a decode step (one query row, no mask) and a
+    /// prompt chunk under the causal mask are the suite's one-pass op, which
+    /// applies that mask by position; anything else is the composed form.
+    pub(crate) fn attention(
+        self,
+        q: &Tensor,
+        keys: &Tensor,
+        values: &Tensor,
+        mask: Option<&Tensor>,
+        c: &LayerConfig,
+    ) -> Result<Tensor> {
+        // A mask given here is always `causal_mask(t, n - t)` (the callers'),
+        // which the suite's op applies by position: checked in debug builds.
+        let (t, n) = (q.dim(2)?, keys.dim(2)?);
+        let causal = mask.map_or(t == 1, |m| m.dims() == [t, n]);
+        #[cfg(debug_assertions)]
+        if let (true, Some(m)) = (causal, mask) {
+            let same = m.eq(&causal_mask(t, n - t, m.dtype(), m.device())?)?;
+            ensure!(
+                same.min_all()?.to_scalar::<u8>()? == 1,
+                "lab: a mask not causal"
+            );
+        }
+        if self == Self::Lab && causal && q.device().is_cpu() {
+            return Ok(crate::kernels::cached_attention(q, keys, values)?);
+        }
+        attention(q, keys, values, mask, c, self)
+    }
+
+    /// `y` (batch, tokens, n x head_dim), a projection's output or a view of
+    /// one, as (batch, n, tokens, head_dim), contiguous, and rotated at
+    /// `rope`'s positions when given. The lab's is one op that reads `y` where
+    /// it lies (booked as rotary when it rotates, else element-wise); the
+    /// others copy the heads out (element-wise), then rotate them (rotary).
+    pub(crate) fn heads(self, y: &Tensor, n: usize, rope: Option<&Rope>) -> Result<Tensor> {
+        if self == Self::Lab {
+            let class = if rope.is_some() { Rotary } else { Elementwise };
+            let tables = rope.map(|r| (&r.cos, &r.sin));
+            return span(class, || Ok(crate::kernels::heads(y, n, tables)?));
+        }
+        let (b, t, w) = y.dims3()?;
+        let split = span(Elementwise, || {
+            Ok(y.reshape((b, t, n, w / n))?.transpose(1, 2)?.contiguous()?)
+        })?;
+        match rope {
+            Some(rope) => span(Rotary, || rope.apply(&split, self)),
+            None => Ok(split),
+        }
+    }
+
+    /// a + b, of one shape (the residual adds).
+    pub(crate) fn add(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        Ok(match self {
+            Self::Lab => crate::kernels::add(a, b)?,
+            _ => (a + b)?,
+        })
+    }
+}
