@@ -89,8 +89,8 @@ struct Flags {
     /// Whose kernels the end-to-end rows run with: candle (candle-nn's fused
     /// RMSNorm, softmax and rope), lab (the suite's own RMSNorm, softmax,
     /// SwiGLU, residual adds, rope and attention, `just kernels`; on a GPU
-    /// rope and attention stay candle's), or both (candle's, then each row
-    /// timed again with the suite's, side by side).
+    /// rope is candle-nn's and attention the composed form), or both
+    /// (candle's, then each row timed again with the suite's, side by side).
     #[arg(long, default_value = "candle")]
     kernels: KernelChoice,
 }

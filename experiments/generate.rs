@@ -74,8 +74,9 @@ struct Flags {
     /// RMSNorm and softmax, Candle's SwiGLU and adds; the quantized rows are
     /// candle-transformers' `quantized_llama`), lab (the suite's own, `just
     /// kernels`: its matrix-vector and quantized linear ops on the GGUF
-    /// blocks as stored; on a GPU rope and attention stay candle's), or both
-    /// (each row, then again with the suite's, side by side).
+    /// blocks as stored; on a GPU rope is candle-nn's and attention the
+    /// composed form), or both (each row, then again with the suite's, side
+    /// by side).
     #[arg(long, default_value = "candle")]
     kernels: KernelChoice,
 

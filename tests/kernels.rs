@@ -319,6 +319,21 @@ fn layouts_on(device: &Device) {
             assert_eq!(got.dims(), [2, 5, 33]);
             assert_eq!(values(&got), values(&want), "halves of a stacked output");
         }
+        // A row broadcast down a column (rows 0 apart), and columns one wide
+        // (copied first): read through their layouts.
+        let row = random(&[1, 40], dtype, device, 503, 1.0);
+        let (wide, col) = (
+            row.broadcast_as((6, 40)).unwrap(),
+            base.narrow(1, 7, 1).unwrap(),
+        );
+        for x in [&wide, &col] {
+            let plain = x.contiguous().unwrap();
+            let (got, want) = (
+                kernels::add(x, x).unwrap(),
+                kernels::add(&plain, &plain).unwrap(),
+            );
+            assert_eq!(values(&got), values(&want), "{:?}", x.layout());
+        }
         // A scalar is one row of one.
         let one = Tensor::new(1.5f32, device)
             .unwrap()

@@ -231,8 +231,8 @@ impl Attend {
 }
 
 /// `a` rounded to `E` into `out` from `at`, one bounds check a row (one a
-/// value, with the conversion beside it, was a quarter of a 16-token
-/// prompt's attention).
+/// value, with the conversion beside it, held a quarter of `perf`'s samples
+/// in a 16-token prompt's attention, the Xeon VM).
 ///
 /// # Safety
 /// As [`Out::write_all`]: no other thread touches `at..at + a.len()`.

@@ -19,8 +19,9 @@ const LN2_LO: f32 = -2.121_944_4e-4;
 /// smallest normal (2^-126 at -87.3365) or below, and is taken as 0: LO sits
 /// just above -126 ln 2, so that the clamped input's 2^n x exp(r) is never
 /// subnormal (at -87.33655, r came out a hair under 0 and the product
-/// subnormal: a microcode assist a vector, a quarter of a 16-token prompt's
-/// attention, whose masked scores are -inf).
+/// subnormal: a microcode assist a vector, a quarter of `perf`'s samples in
+/// a 16-token prompt's attention tile on the Xeon VM, whose masked scores
+/// are -inf).
 const HI: f32 = 88.376_26;
 const LO: f32 = -87.33;
 /// Adding and subtracting this rounds a float below 2^22 to an integer.

@@ -25,9 +25,9 @@
 //! op has no last dimension for, or shapes that disagree are one
 //! `candle_core::Error` from the op, never a panic. A non-contiguous input is
 //! made contiguous first (one copy, the same as Candle's own ops need), so the
-//! result is right for any layout, except where a kernel reads a view's rows
-//! where they lie (the element-wise pairs, rope and heads, attention's cache):
-//! those say so.
+//! result is right for any layout; the kernels that read a view's rows where
+//! they lie (the element-wise pairs, rope and heads, attention's cache) copy
+//! only the layouts they cannot read, and say so.
 //!
 //! The CPU code is plain Rust written so that the compiler vectorizes it (f32
 //! lanes, no branches in the inner loops), split by rows across Candle's own
@@ -122,14 +122,19 @@ fn row_stride(l: &Layout) -> Option<(usize, usize)> {
 
 /// `x` itself when it is on the CPU and its rows are contiguous and a fixed
 /// stride apart ([`row_stride`]), else a contiguous copy: what the kernels
-/// that read rows in place take.
+/// that read rows in place take. Rows under [`IN_PLACE_WIDTH`] apart that
+/// are not contiguous are copied: a call a row would cost more than the copy.
 fn rows_in_place(x: &Tensor) -> Result<std::borrow::Cow<'_, Tensor>> {
-    if x.device().is_cpu() && row_stride(x.layout()).is_some() {
+    let wide = x.dims().last().is_some_and(|&w| w >= IN_PLACE_WIDTH);
+    if x.device().is_cpu() && (wide || x.is_contiguous()) && row_stride(x.layout()).is_some() {
         Ok(std::borrow::Cow::Borrowed(x))
     } else {
         contiguous(x)
     }
 }
+
+/// The narrowest rows read in place where they are not contiguous.
+const IN_PLACE_WIDTH: usize = 16;
 
 /// The rows of a tensor and their width: everything before the last
 /// dimension, and the last dimension. A scalar has no last dimension.

@@ -48,7 +48,14 @@ pub fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
         return candle_nn::rotary_emb::rope(&*contiguous(x)?, &cos, &sin);
     }
     let x = rows_apart(x)?;
-    x.apply_op3_no_bwd(&cos, &sin, &Heads { b, n, t, d })
+    let op = Heads {
+        op: "rope",
+        b,
+        n,
+        t,
+        d,
+    };
+    x.apply_op3_no_bwd(&cos, &sin, &op)
 }
 
 /// `x` (batch, tokens, heads x head_dim), a projection's output or a view of
@@ -75,7 +82,13 @@ pub fn heads(x: &Tensor, heads: usize, tables: Option<(&Tensor, &Tensor)>) -> Re
         };
     }
     let x = rows_apart(x)?;
-    let op = Heads { b, n: heads, t, d };
+    let op = Heads {
+        op: "heads",
+        b,
+        n: heads,
+        t,
+        d,
+    };
     match tables {
         Some((cos, sin)) => x.apply_op3_no_bwd(&*contiguous(cos)?, &*contiguous(sin)?, &op),
         None => x.apply_op1_no_bwd(&op),
@@ -115,6 +128,8 @@ fn rows_apart(x: &Tensor) -> Result<std::borrow::Cow<'_, Tensor>> {
 /// The op of [`rope`] and [`heads`]: (batch, heads, tokens, head_dim) out,
 /// each row of head_dim read from wherever the input's layout puts it.
 struct Heads {
+    /// Its name in errors.
+    op: &'static str,
     b: usize,
     n: usize,
     t: usize,
@@ -129,15 +144,19 @@ impl Heads {
     /// three strides, from a 4-d (batch, heads, tokens, d) layout or a 3-d
     /// (batch, tokens, heads x d) one, checked to lie inside `len`.
     fn strides(&self, l: &Layout, len: usize) -> Result<(usize, [usize; 3])> {
-        let s = l.stride();
+        let (s, op) = (l.stride(), self.op);
+        if self.d > 1 && s.last() != Some(&1) {
+            bail!("lab {op}: the input's rows of head_dim are not contiguous");
+        }
         let strides = match s.len() {
             4 => [s[0], s[1], s[2]],
-            _ => [s[0], self.d, s[1]],
+            3 => [s[0], self.d, s[1]],
+            r => bail!("lab {op}: an input of rank {r} (3 or 4)"),
         };
         let dims = [self.b, self.n, self.t];
         let last: usize = dims.iter().zip(strides).map(|(&n, s)| (n - 1) * s).sum();
         if l.start_offset() + last + self.d > len {
-            bail!("lab rope: the input's rows lie past its storage");
+            bail!("lab {op}: the input's rows lie past its storage");
         }
         Ok((l.start_offset(), strides))
     }
@@ -266,6 +285,19 @@ mod tests {
                 );
             }
         }
+        // A view at an offset (the tokens cut from a longer tensor) reads right.
+        let long = Tensor::randn(0f32, 1.0, (2, 3, 9, 8), dev).unwrap();
+        let (view, cos, sin) = (
+            long.narrow(2, 4, 5).unwrap(),
+            Tensor::randn(0f32, 1.0, (5, 4), dev).unwrap(),
+            Tensor::randn(0f32, 1.0, (5, 4), dev).unwrap(),
+        );
+        let (a, b) = (
+            rope(&view, &cos, &sin).unwrap(),
+            rope(&view.contiguous().unwrap(), &cos, &sin).unwrap(),
+        );
+        let same = (a - b).unwrap().abs().unwrap().max_all().unwrap();
+        assert_eq!(same.to_scalar::<f32>().unwrap(), 0.0);
         // A transposed (non-contiguous) input reads right.
         let x = Tensor::randn(0f32, 1.0, (1, 4, 3, 8), dev).unwrap();
         let xt = x
@@ -292,13 +324,27 @@ mod tests {
     }
 
     /// `heads` on a view of a stacked projection's output (its rows further
-    /// apart than its width), against the reshape, transpose, copy and
-    /// candle-nn rope it replaces: the same bits.
+    /// apart than its width; batches of them; a view cut along the tokens),
+    /// against the reshape, transpose and copy it replaces (the same bits),
+    /// and rotated, against that copy rotated by this file's rope (the same
+    /// bits) and by candle-nn's (within its rounding).
     fn heads_as_composed(dev: &Device) {
-        for dtype in [DType::F32, DType::F16, DType::BF16] {
-            for (b, t, n, d, other) in [(1, 1, 9, 64, 6), (1, 7, 3, 8, 5), (2, 5, 2, 16, 0)] {
-                let stacked = Tensor::randn(0f32, 1.0, (b, t, (n + other) * d), dev).unwrap();
-                let stacked = stacked.to_dtype(dtype).unwrap();
+        for (dtype, tol) in [
+            (DType::F32, 1e-6),
+            (DType::F16, 2e-3),
+            (DType::BF16, 1.6e-2),
+        ] {
+            let cases = [
+                (1, 1, 9, 64, 6, 0),
+                (1, 7, 3, 8, 5, 0),
+                (2, 5, 2, 16, 0, 0),
+                (2, 5, 3, 8, 4, 0),
+                (3, 4, 2, 8, 1, 2),
+            ];
+            for (b, t, n, d, other, skip) in cases {
+                let stacked =
+                    Tensor::randn(0f32, 1.0, (b, t + skip, (n + other) * d), dev).unwrap();
+                let stacked = stacked.to_dtype(dtype).unwrap().narrow(1, skip, t).unwrap();
                 let x = stacked.narrow(2, other * d, n * d).unwrap();
                 let cos = Tensor::randn(0f32, 1.0, (t, d / 2), dev).unwrap();
                 let sin = Tensor::randn(0f32, 1.0, (t, d / 2), dev).unwrap();
@@ -322,6 +368,11 @@ mod tests {
                 let rotated = heads(&x, n, Some((&cos, &sin))).unwrap();
                 let want = rope(&split, &cos, &sin).unwrap();
                 assert_eq!(bits(&rotated), bits(&want), "{dtype:?} {:?}", (b, t, n, d));
+                let nn = bits(&candle_nn::rotary_emb::rope(&split, &cos, &sin).unwrap());
+                let scale = nn.iter().fold(0f32, |m, v| m.max(v.abs()));
+                for (g, w) in bits(&rotated).iter().zip(&nn) {
+                    assert!((g - w).abs() <= tol * scale, "{dtype:?} {g} vs {w}");
+                }
             }
         }
         let x = Tensor::zeros((1, 2, 10), DType::F32, dev).unwrap();

@@ -58,8 +58,8 @@ simd_kernel! {
     /// `seen[rows - 1]` rows of d). Writes each row's softmax(q k^T x scale)
     /// weighted sum of the values into `acc` (rows of [`BLOCK`]), which
     /// holds the query rows widened until the scores are done (no zeroed
-    /// array of its own: 4 KiB a block was a tenth of a 16-token prompt's
-    /// attention); `p` is scratch of `QROWS` rows of `padded(n)`. Every
+    /// array of its own: zeroing 4 KiB a block held a tenth of `perf`'s
+    /// samples in a 16-token prompt's attention); `p` is scratch of `QROWS` rows of `padded(n)`. Every
     /// loop runs all [`QROWS`] rows (a short block's others hold what they
     /// held, and are zeroed in `p` and not kept), so its accumulators are
     /// registers, not memory.

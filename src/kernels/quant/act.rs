@@ -52,8 +52,9 @@ pub(super) struct Q8K {
 /// `x` (rows of `k`, a multiple of 32) in Q8 blocks: in AVX-512 or AVX2
 /// where the CPU has them ([`x86`]), else in portable code; the same bits
 /// either way for finite activations (a test holds them equal). A NaN or an
-/// infinity makes a block meaningless on both paths, in different ways (the
-/// portable maximum skips NaN; the vector one and its conversion do not).
+/// infinity makes a block meaningless on every path, in different ways (the
+/// portable maximum skips NaN and the vector ones do not; AVX2's packing
+/// saturates what AVX-512's narrowing truncates).
 pub(super) fn q8(x: &[f32], k: usize) -> Q8 {
     #[cfg(target_arch = "x86_64")]
     if x86::has_avx512() {
@@ -75,8 +76,9 @@ fn q8_portable(x: &[f32], k: usize) -> Q8 {
 /// [`q8`] with `part` quantizing the blocks ([`blocks`], each path's loop
 /// compiled for its instructions), then the blocks' numbers rounded to f16
 /// as ggml stores them ([`finish`]). On the calling thread: shared across
-/// Candle's pool, 16 rows of 576 took longer (4.4 us against 3.4) and of
-/// 1536 hardly less (8.3 against 8.8), on the 2-core Xeon measured.
+/// Candle's pool, 16 rows of 576 took longer (4.4 us against 3.4 in the same
+/// run, best of 3000) and of 1536 hardly less (8.3 against 8.8), on the
+/// 2-core Xeon measured.
 fn q8_with(
     x: &[f32],
     k: usize,
@@ -114,8 +116,9 @@ fn blocks(
 
 /// From each block's scale (in `d`) and sum (in `s`): `d` = f16(scale),
 /// `s` = d x sum, `s16` = f16(f16(sum) x d), the blocks' numbers as Candle
-/// rounds them. The f16 roundings go a slice at a time (`half`'s, F16C's
-/// conversions where the CPU has them): one block at a time, they were
+/// rounds them. The f16 roundings go over every block's numbers in slices
+/// of 64 (`half`'s, F16C's conversions where the CPU has them): one block
+/// at a time, they were
 /// three dependent round trips through an f16 register a block, most of the
 /// quantization's time (16 rows of 576 in 5.1 us, on the Xeon measured).
 fn finish(d: &mut [f32], s: &mut [f32], s16: &mut [f32]) {

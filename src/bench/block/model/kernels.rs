@@ -3,9 +3,7 @@
 //! suite's own, each op of the layer behind one method here, so the layer
 //! says what it computes and this file says with whose kernels.
 
-#[cfg(debug_assertions)]
-use anyhow::ensure;
-use anyhow::Result;
+use anyhow::{ensure, Result};
 use candle_core::{Tensor, D};
 
 #[cfg(debug_assertions)]
@@ -27,7 +25,7 @@ pub enum Kernels {
     /// fused with its weight, softmax, SwiGLU's gate in one pass, the
     /// residual adds, the heads' layout and rope in one pass, attention over
     /// the cache, and the projections' matrix-vector products (on a GPU,
-    /// rope and attention are candle's).
+    /// rope is candle-nn's and attention the composed form).
     Lab,
 }
 
@@ -99,16 +97,21 @@ impl Kernels {
 
     /// `y` (batch, tokens, n x head_dim), a projection's output or a view of
     /// one, as (batch, n, tokens, head_dim), contiguous, and rotated at
-    /// `rope`'s positions when given. The lab's is one op that reads `y` where
-    /// it lies (booked as rotary when it rotates, else element-wise); the
-    /// others copy the heads out (element-wise), then rotate them (rotary).
+    /// `rope`'s positions when given. The lab's on the CPU is one op that
+    /// reads `y` where it lies (booked as rotary when it rotates, else
+    /// element-wise); the others, and the lab's on a GPU, copy the heads out
+    /// (element-wise), then rotate them (rotary).
     pub(crate) fn heads(self, y: &Tensor, n: usize, rope: Option<&Rope>) -> Result<Tensor> {
-        if self == Self::Lab {
+        if self == Self::Lab && y.device().is_cpu() {
             let class = if rope.is_some() { Rotary } else { Elementwise };
             let tables = rope.map(|r| (&r.cos, &r.sin));
             return span(class, || Ok(crate::kernels::heads(y, n, tables)?));
         }
         let (b, t, w) = y.dims3()?;
+        ensure!(
+            n > 0 && w.is_multiple_of(n),
+            "{w} columns are not {n} heads"
+        );
         let split = span(Elementwise, || {
             Ok(y.reshape((b, t, n, w / n))?.transpose(1, 2)?.contiguous()?)
         })?;
