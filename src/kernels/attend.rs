@@ -36,7 +36,7 @@ use candle_core::{bail, CpuStorage, CustomOp3, Layout, Result, Shape, Tensor};
 use super::cpu::{output, simd_kernel, Elem, BLOCK};
 use super::exp::exp;
 use super::rows::{share, Out, Threads};
-use super::{check_dtype, contiguous};
+use super::{as_is_or_copied, check_dtype, contiguous};
 
 /// f32 lanes of the dot products' accumulators.
 const LANES: usize = 16;
@@ -92,11 +92,7 @@ pub fn cached_attention(q: &Tensor, keys: &Tensor, values: &Tensor) -> Result<Te
 /// else a contiguous copy.
 fn rows(x: &Tensor, d: usize) -> Result<Cow<'_, Tensor>> {
     let s = x.stride();
-    if s[3] == 1 && s[2] == d {
-        Ok(Cow::Borrowed(x))
-    } else {
-        Ok(Cow::Owned(x.contiguous()?))
-    }
+    as_is_or_copied(x, s[3] == 1 && s[2] == d)
 }
 
 struct Attend {
@@ -128,48 +124,52 @@ impl Attend {
         Ok(starts)
     }
 
+    /// The key/value head (its index in [`Attend::starts`]) that query head
+    /// `bh` (batch x heads + head) reads: `heads / kv_heads` consecutive
+    /// query heads share one.
+    fn kv_head(&self, bh: usize) -> usize {
+        let groups = self.heads / self.kv_heads;
+        (bh / self.heads) * self.kv_heads + (bh % self.heads) / groups
+    }
+
     fn run<E: Elem>(&self, q: &[E], k: (&[E], &Layout), v: (&[E], &Layout)) -> Result<CpuStorage> {
         let (ks, vs) = (self.starts(k.1, k.0.len())?, self.starts(v.1, v.0.len())?);
         if self.t > 1 {
             return Ok(self.prompt(q, k.0, &ks, v.0, &vs));
         }
         let (n, d) = (self.n, self.d);
-        let groups = self.heads / self.kv_heads;
         let scale = 1.0 / (d as f32).sqrt();
         // A unit: one query row of one head, (batch, head, row) in q's order,
         // which at one row (t = 1 here) is also the output's (batch, row, head).
         let (t, units) = (self.t, self.b * self.heads * self.t);
-        Ok(output(
-            units * d,
-            |dst: &mut [std::mem::MaybeUninit<E>]| {
-                let out = Out::new(dst);
-                share(units, 2 * n * d, Threads::Pool, |range| {
-                    let mut scores = vec![0f32; n];
-                    let mut acc = [0f32; BLOCK];
-                    for u in range {
-                        let bh = u / t;
-                        let g = (bh / self.heads) * self.kv_heads + (bh % self.heads) / groups;
-                        // Row u % t sees the keys up to its own position.
-                        let seen = n - t + u % t + 1;
-                        let keys = &k.0[ks[g]..ks[g] + seen * d];
-                        let values = &v.0[vs[g]..vs[g] + seen * d];
-                        let q = &q[u * d..(u + 1) * d];
-                        head(
-                            q,
-                            keys,
-                            values,
-                            d,
-                            scale,
-                            &mut scores[..seen],
-                            &mut acc[..d],
-                        );
-                        // SAFETY: unit u's d outputs are written by this task
-                        // alone (`share` hands out each unit once).
-                        unsafe { write_row(&out, u * d, &acc[..d]) };
-                    }
-                });
-            },
-        ))
+        Ok(output::<E>(units * d, |dst| {
+            let out = Out::new(dst);
+            share(units, 2 * n * d, Threads::Pool, |range| {
+                let mut scores = vec![0f32; n];
+                let mut acc = [0f32; BLOCK];
+                for u in range {
+                    let bh = u / t;
+                    let g = self.kv_head(bh);
+                    // Row u % t sees the keys up to its own position.
+                    let seen = n - t + u % t + 1;
+                    let keys = &k.0[ks[g]..ks[g] + seen * d];
+                    let values = &v.0[vs[g]..vs[g] + seen * d];
+                    let q = &q[u * d..(u + 1) * d];
+                    head(
+                        q,
+                        keys,
+                        values,
+                        d,
+                        scale,
+                        &mut scores[..seen],
+                        &mut acc[..d],
+                    );
+                    // SAFETY: unit u's d outputs are written by this task
+                    // alone (`share` hands out each unit once).
+                    unsafe { write_row(&out, u * d, &acc[..d]) };
+                }
+            });
+        }))
     }
 }
 
@@ -184,49 +184,45 @@ impl Attend {
         for ((kt, vf), (&ka, &va)) in heads.zip(ks.iter().zip(vs)) {
             prompt::widen(&k[ka..ka + n * d], &v[va..va + n * d], d, kt, vf);
         }
-        let groups = self.heads / self.kv_heads;
         let scale = 1.0 / (d as f32).sqrt();
         let blocks = t.div_ceil(prompt::QROWS);
         // A unit: one block of query rows of one head, in q's order.
         let units = self.b * self.heads * blocks;
-        output(
-            self.b * self.heads * t * d,
-            |dst: &mut [std::mem::MaybeUninit<E>]| {
-                let out = Out::new(dst);
-                share(units, 2 * n * d * prompt::QROWS, Threads::Pool, |range| {
-                    let mut p = vec![0f32; prompt::QROWS * np];
-                    let mut acc = [[0f32; BLOCK]; prompt::QROWS];
-                    for u in range {
-                        let (bh, r0) = (u / blocks, (u % blocks) * prompt::QROWS);
-                        let rows = prompt::QROWS.min(t - r0);
-                        let g = (bh / self.heads) * self.kv_heads + (bh % self.heads) / groups;
-                        // Row r sees the keys up to its own position, n - t + r.
-                        let mut seen = [0; prompt::QROWS];
-                        for (i, s) in seen[..rows].iter_mut().enumerate() {
-                            *s = n - t + r0 + i + 1;
-                        }
-                        let first = (bh * t + r0) * d;
-                        // Output row r0 + r of head h at (batch, r0 + r, h).
-                        let (bi, h) = (bh / self.heads, bh % self.heads);
-                        let at = |r: usize| ((bi * t + r0 + r) * self.heads + h) * d;
-                        prompt::tile(
-                            &q[first..first + rows * d],
-                            &kt[g * d * np..(g + 1) * d * np],
-                            &vf[g * n * d..(g + 1) * n * d],
-                            &seen[..rows],
-                            scale,
-                            &mut p,
-                            &mut acc,
-                        );
-                        for (r, a) in acc[..rows].iter().enumerate() {
-                            // SAFETY: unit u's rows are written by this task
-                            // alone (`share` hands out each unit once).
-                            unsafe { write_row(&out, at(r), &a[..d]) };
-                        }
+        output::<E>(self.b * self.heads * t * d, |dst| {
+            let out = Out::new(dst);
+            share(units, 2 * n * d * prompt::QROWS, Threads::Pool, |range| {
+                let mut p = vec![0f32; prompt::QROWS * np];
+                let mut acc = [[0f32; BLOCK]; prompt::QROWS];
+                for u in range {
+                    let (bh, r0) = (u / blocks, (u % blocks) * prompt::QROWS);
+                    let rows = prompt::QROWS.min(t - r0);
+                    let g = self.kv_head(bh);
+                    // Row r sees the keys up to its own position, n - t + r.
+                    let mut seen = [0; prompt::QROWS];
+                    for (i, s) in seen[..rows].iter_mut().enumerate() {
+                        *s = n - t + r0 + i + 1;
                     }
-                });
-            },
-        )
+                    let first = (bh * t + r0) * d;
+                    // Output row r0 + r of head h at (batch, r0 + r, h).
+                    let (bi, h) = (bh / self.heads, bh % self.heads);
+                    let at = |r: usize| ((bi * t + r0 + r) * self.heads + h) * d;
+                    prompt::tile(
+                        &q[first..first + rows * d],
+                        &kt[g * d * np..(g + 1) * d * np],
+                        &vf[g * n * d..(g + 1) * n * d],
+                        &seen[..rows],
+                        scale,
+                        &mut p,
+                        &mut acc,
+                    );
+                    for (r, a) in acc[..rows].iter().enumerate() {
+                        // SAFETY: unit u's rows are written by this task
+                        // alone (`share` hands out each unit once).
+                        unsafe { write_row(&out, at(r), &a[..d]) };
+                    }
+                }
+            });
+        })
     }
 }
 

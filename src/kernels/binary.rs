@@ -16,7 +16,7 @@ use candle_core::{bail, CpuStorage, CustomOp2, Layout, Result, Shape, Tensor};
 use half::{bf16, f16};
 
 use super::cpu::{output, split, Elem};
-use super::{check_same, contiguous, row_stride, rows_in_place};
+use super::{check_same, row_stride, rows_in_place};
 
 /// The per-block function of one dtype: `out[i] = f(a[i], b[i])`, in f32.
 type Block<E> = fn(&[E], &[E], &mut [MaybeUninit<E>]);
@@ -43,9 +43,8 @@ impl Binary {
         if a.elem_count() == 0 {
             return a.zeros_like();
         }
-        if !a.device().is_cpu() {
-            return contiguous(a)?.apply_op2_no_bwd(&*contiguous(b)?, self);
-        }
+        // Off the CPU, `rows_in_place` is a contiguous copy (the PTX kernels'
+        // layout).
         rows_in_place(a)?.apply_op2_no_bwd(&*rows_in_place(b)?, self)
     }
 

@@ -89,7 +89,13 @@ fn unsupported<T>(op: &str, dtype: DType) -> Result<T> {
 /// `x` itself when it is contiguous, else a contiguous copy of it (borrowed
 /// or owned: no reference count is touched for the common case).
 fn contiguous(x: &Tensor) -> Result<std::borrow::Cow<'_, Tensor>> {
-    if x.is_contiguous() {
+    as_is_or_copied(x, x.is_contiguous())
+}
+
+/// `x` itself when `as_is` (its layout is one the kernel reads in place),
+/// else a contiguous copy: what every kernel's wrapper hands its op.
+fn as_is_or_copied(x: &Tensor, as_is: bool) -> Result<std::borrow::Cow<'_, Tensor>> {
+    if as_is {
         Ok(std::borrow::Cow::Borrowed(x))
     } else {
         Ok(std::borrow::Cow::Owned(x.contiguous()?))
@@ -126,11 +132,8 @@ fn row_stride(l: &Layout) -> Option<(usize, usize)> {
 /// are not contiguous are copied: a call a row would cost more than the copy.
 fn rows_in_place(x: &Tensor) -> Result<std::borrow::Cow<'_, Tensor>> {
     let wide = x.dims().last().is_some_and(|&w| w >= IN_PLACE_WIDTH);
-    if x.device().is_cpu() && (wide || x.is_contiguous()) && row_stride(x.layout()).is_some() {
-        Ok(std::borrow::Cow::Borrowed(x))
-    } else {
-        contiguous(x)
-    }
+    let rows = (wide || x.is_contiguous()) && row_stride(x.layout()).is_some();
+    as_is_or_copied(x, x.device().is_cpu() && rows)
 }
 
 /// The narrowest rows read in place where they are not contiguous.

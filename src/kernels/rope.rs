@@ -28,7 +28,7 @@ use candle_core::backend::BackendStorage;
 use candle_core::{bail, CpuStorage, CustomOp1, CustomOp3, Layout, Result, Shape, Tensor};
 
 use super::cpu::{output, split, Elem};
-use super::{check_dtype, contiguous};
+use super::{as_is_or_copied, check_dtype, contiguous};
 
 /// `x` (batch, heads, tokens, head_dim) rotated by `cos` and `sin` (tokens,
 /// head_dim / 2), all three of one dtype (f32, f16 or bf16; computed in f32).
@@ -119,10 +119,7 @@ fn check_tables(x: &Tensor, t: usize, d: usize, cos: &Tensor, sin: &Tensor) -> R
 
 /// `x` itself when its last dimension is contiguous, else a contiguous copy.
 fn rows_apart(x: &Tensor) -> Result<std::borrow::Cow<'_, Tensor>> {
-    match x.stride().last() == Some(&1) {
-        true => Ok(std::borrow::Cow::Borrowed(x)),
-        false => Ok(std::borrow::Cow::Owned(x.contiguous()?)),
-    }
+    as_is_or_copied(x, x.stride().last() == Some(&1))
 }
 
 /// The op of [`rope`] and [`heads`]: (batch, heads, tokens, head_dim) out,

@@ -70,7 +70,7 @@ pub(super) fn q8(x: &[f32], k: usize) -> Q8 {
 }
 
 fn q8_portable(x: &[f32], k: usize) -> Q8 {
-    q8_with(x, k, |x, q, d, s| blocks(x, q, (d, s), block_portable))
+    q8_with(x, k, |x, q, ds| blocks(x, q, ds, block_portable))
 }
 
 /// [`q8`] with `part` quantizing the blocks ([`blocks`], each path's loop
@@ -82,7 +82,7 @@ fn q8_portable(x: &[f32], k: usize) -> Q8 {
 fn q8_with(
     x: &[f32],
     k: usize,
-    part: impl FnOnce(&[f32], &mut [i8], &mut [f32], &mut [f32]),
+    part: impl FnOnce(&[f32], &mut [i8], (&mut [f32], &mut [f32])),
 ) -> Q8 {
     let blocks = k / QK;
     let n = x.len() / QK;
@@ -93,7 +93,7 @@ fn q8_with(
         s16: vec![0.0; n],
         blocks,
     };
-    part(x, &mut out.qs, &mut out.d, &mut out.s);
+    part(x, &mut out.qs, (&mut out.d, &mut out.s));
     finish(&mut out.d, &mut out.s, &mut out.s16);
     out
 }
@@ -118,9 +118,9 @@ fn blocks(
 /// `s` = d x sum, `s16` = f16(f16(sum) x d), the blocks' numbers as Candle
 /// rounds them. The f16 roundings go over every block's numbers in slices
 /// of 64 (`half`'s, F16C's conversions where the CPU has them): one block
-/// at a time, they were
-/// three dependent round trips through an f16 register a block, most of the
-/// quantization's time (16 rows of 576 in 5.1 us, on the Xeon measured).
+/// at a time, they were three dependent round trips through an f16 register
+/// a block, most of the quantization's time (16 rows of 576 in 5.1 us, on
+/// the Xeon measured).
 fn finish(d: &mut [f32], s: &mut [f32], s16: &mut [f32]) {
     let mut tmp = [f16::ZERO; 64];
     let mut round16 = |v: &mut [f32]| {
@@ -168,7 +168,7 @@ mod x86 {
     /// The CPU has AVX2.
     pub(super) unsafe fn q8(x: &[f32], k: usize) -> super::Q8 {
         // SAFETY: the caller's features.
-        super::q8_with(x, k, |x, q, d, s| unsafe { part(x, q, (d, s)) })
+        super::q8_with(x, k, |x, q, ds| unsafe { part(x, q, ds) })
     }
 
     /// # Safety
@@ -193,7 +193,7 @@ mod x86 {
     /// The CPU has AVX512F and AVX512BW.
     pub(super) unsafe fn q8_512(x: &[f32], k: usize) -> super::Q8 {
         // SAFETY: the caller's features.
-        super::q8_with(x, k, |x, q, d, s| unsafe { part512(x, q, (d, s)) })
+        super::q8_with(x, k, |x, q, ds| unsafe { part512(x, q, ds) })
     }
 
     /// # Safety
