@@ -163,13 +163,19 @@ pub fn records(machine: &str, r: &KernelsResults) -> Vec<Vec<String>> {
     out
 }
 
+/// A share of its bound from which a row is read as held by the memory
+/// level the bound names (the ladder's own kernels reach 90-100% of it).
+const AT_BOUND_PCT: f64 = 80.0;
+
 /// The "never slower than Candle's op" line over `rows` (a name and the
 /// lab's measurement each), `what` naming the target. A row is slower when
 /// its speed against Candle's is shown below 1 beyond the noise band
 /// ([`crate::stats::BAND`], as `compare` says SLOW): its whole 95% interval
 /// under 1/1.05 (the ratio itself, where it has no interval). Rows under 1
 /// that are not shown slower are listed as such: two ops that both run at
-/// memory's speed read 0.97x or 1.03x by the run's noise alone.
+/// memory's speed read 0.97x or 1.03x by the run's noise alone. A row shown
+/// slower says how near its bound both ops ran, which is why it is slower:
+/// sharing a saturated memory level, or held by costs that are not bytes.
 pub(super) fn slower_note<'a>(
     what: &str,
     rows: impl Iterator<Item = (String, &'a VariantMeasured)>,
@@ -182,11 +188,15 @@ pub(super) fn slower_note<'a>(
         };
         compared += 1;
         let hi = m.speedup_interval.map_or(s, |i| i.hi);
-        let line = format!("{name} ({s:.2}x)");
         if hi < floor {
-            slower.push(line);
+            // Candle's share of the bound follows from the ratio: its rate
+            // is the lab's times the speedup.
+            let (lab, candle) = (m.pct_of_ceiling, m.pct_of_ceiling / s);
+            slower.push(format!(
+                "{name} ({s:.2}x; {lab:.0}% of its bound, Candle's {candle:.0}%)"
+            ));
         } else if s < 1.0 {
-            within.push(line);
+            within.push(format!("{name} ({s:.2}x)"));
         }
     }
     let within = match within.is_empty() {
@@ -203,7 +213,10 @@ pub(super) fn slower_note<'a>(
             )
         } else {
             format!(
-                "{what} (never slower than Candle's op) missed on {} of {compared} rows: {}{within}",
+                "{what} (never slower than Candle's op) missed on {} of {compared} rows: {} \
+                 (why: near {AT_BOUND_PCT:.0}% of the bound or above, both ops wait on the memory \
+                 level it names; far under it, on each call's fixed costs or the kernel's own \
+                 pace){within}",
                 slower.len(),
                 slower.join(", ")
             )
@@ -247,8 +260,11 @@ mod tests {
         };
         assert_eq!(
             note(&rows),
-            "t (never slower than Candle's op) missed on 1 of 3 rows: shown slower (0.90x); \
-             under 1x but not shown slower (interval reaching the +-5% band): within noise (0.97x)"
+            "t (never slower than Candle's op) missed on 1 of 3 rows: shown slower (0.90x; 50% \
+             of its bound, Candle's 56%) (why: near 80% of the bound or above, both ops wait on \
+             the memory level it names; far under it, on each call's fixed costs or the kernel's \
+             own pace); under 1x but not shown slower (interval reaching the +-5% band): within \
+             noise (0.97x)"
         );
         assert_eq!(
             note(&rows[1..]),
