@@ -95,6 +95,7 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
             parts.row(cells);
         }
         notes.extend(parts_past_the_token(p, x));
+        notes.extend(pp_past_its_matmuls(p, x, r.iters));
         notes.push(answer_note(p, &x.answer));
     }
     notes.push(bound_note(r));
@@ -117,6 +118,20 @@ fn parts_past_the_token(p: &str, x: &GenerateMeasured) -> Option<String> {
             "{p}: its parts, each timed alone, add up to {past:.2} ms more than a whole token: \
              alone, each class pays its own start (on a CPU the hand-off to the pool's threads, \
              on a GPU a launch and a wait), which inside a token overlaps with the work around it"
+        )
+    })
+}
+
+/// A row whose prompt pass ran faster than its matmuls timed alone (over
+/// 100% "pp vs matmuls alone"): the pass holds those matmuls, so the excess
+/// is the two timings' noise, never a gain; said where the cell shows it.
+fn pp_past_its_matmuls(p: &str, x: &GenerateMeasured, runs: usize) -> Option<String> {
+    let pct = x.pp_vs_matmuls_alone_pct;
+    (pct.round() > 100.0).then(|| {
+        format!(
+            "{p}: pp at {pct:.0}% of its matmuls alone: the pass holds those matmuls, so their \
+             own timing ran slower than inside it (its median of {runs} runs, timed at another \
+             moment): noise between the two, not a gain"
         )
     })
 }
@@ -508,6 +523,30 @@ mod tests {
         x.parts_in_pass = false;
         x.parts_remainder_ms = Some(0.2);
         assert_eq!(parts_past_the_token("q4_1", &x), None);
+    }
+
+    #[test]
+    fn a_pass_faster_than_its_matmuls_alone_is_called_noise() {
+        let f = file();
+        let Body::Generate(r) = &f.body else {
+            panic!("not generate")
+        };
+        let mut x = r.rows[0].measured.clone().unwrap();
+        x.pp_vs_matmuls_alone_pct = 118.4;
+        let said = pp_past_its_matmuls("fp32", &x, 2).unwrap();
+        assert!(
+            said.starts_with("fp32: pp at 118% of its matmuls alone"),
+            "{said}"
+        );
+        assert!(
+            said.contains("median of 2 runs") && said.contains("not a gain"),
+            "{said}"
+        );
+        // 100.4% prints as 100%: nothing to explain.
+        x.pp_vs_matmuls_alone_pct = 100.4;
+        assert_eq!(pp_past_its_matmuls("fp32", &x, 2), None);
+        x.pp_vs_matmuls_alone_pct = 87.0;
+        assert_eq!(pp_past_its_matmuls("fp32", &x, 2), None);
     }
 
     #[test]
