@@ -189,8 +189,9 @@ pub(super) fn slower_note<'a>(
         compared += 1;
         let hi = m.speedup_interval.map_or(s, |i| i.hi);
         if hi < floor {
-            // Candle's share of the bound follows from the ratio: its rate
-            // is the lab's times the speedup.
+            // Candle's share of the bound follows from the ratio: the
+            // speedup is Candle's time over the lab's, so Candle's rate is
+            // the lab's divided by it.
             let (lab, candle) = (m.pct_of_ceiling, m.pct_of_ceiling / s);
             slower.push(format!(
                 "{name} ({s:.2}x; {lab:.0}% of its bound, Candle's {candle:.0}%)"

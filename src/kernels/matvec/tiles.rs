@@ -31,11 +31,13 @@ const NR: usize = 4;
 /// the quantized tiles' distance ([`crate::kernels`]' `quant/x86.rs`), a
 /// memory latency of a thread's stream and more. A group's rows are short
 /// streams (SmolLM2's 576 fp16 values are 18 lines), too short for the
-/// hardware's streamer to ramp up on each: 4 KiB ahead of a row is a few rows
-/// on, in the next group. Measured on SmolLM2 (Xeon VM, `generate --kernels
+/// hardware's streamer to ramp up on each: 4 KiB ahead of a row's read is
+/// 2-4 rows on at SmolLM2's widths, rows the group's streams reach next or
+/// the next group's. Measured on SmolLM2 (Xeon VM, `generate --kernels
 /// lab`, pp16 and tg16, three A B rounds): fp16's tg went from 64-73 to
 /// 90-92 tok/s, bf16's from 76-79 to 83-96 (its pp from 345-368 to
 /// 427-434), fp32's within its noise; 2 KiB ahead gave less, 8 KiB no more.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const PREFETCH_BYTES: usize = 4096;
 
 /// Asks the cache for the line [`PREFETCH_BYTES`] past `p` (x86; a hint that
@@ -321,7 +323,7 @@ unsafe fn tile<I: Isa, E: Weight, const R: usize, const G: usize>(
         // caller's target features, and where the inliner leaves it a call,
         // so are the loads in it.
         let mut wv = [I::zero(); G];
-        // Once a line: a step reads 32 or 64 bytes of a row.
+        // Once a line: a step reads 16, 32 or 64 bytes of a row (each divides 64).
         let line = (p * std::mem::size_of::<E>()).is_multiple_of(64);
         for (j, wv) in wv.iter_mut().enumerate() {
             if line {
