@@ -163,8 +163,9 @@ pub fn records(machine: &str, r: &KernelsResults) -> Vec<Vec<String>> {
     out
 }
 
-/// A share of its bound from which a row is read as held by the memory
-/// level the bound names (the ladder's own kernels reach 90-100% of it).
+/// The share of its bound from which the note reads a row as held by the
+/// memory level the bound names: the threshold the note states, not a
+/// measurement (a row there moves about as fast as the ladder's own read).
 const AT_BOUND_PCT: f64 = 80.0;
 
 /// The "never slower than Candle's op" line over `rows` (a name and the
