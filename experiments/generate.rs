@@ -12,7 +12,6 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use candle_core::Device;
-use candle_lab::bench::generate::weights::Source;
 use candle_lab::bench::generate::{self, setup, DtypeArg};
 use candle_lab::cli::{LadderFlags, RunCounts};
 use candle_lab::clock::Plan;
@@ -20,6 +19,7 @@ use candle_lab::experiment::{self, Experiment, Session};
 use candle_lab::export::output::Input;
 use candle_lab::memory::fits::Need;
 use candle_lab::memory::CountingAlloc;
+use candle_lab::model::weights::{self, Source};
 use candle_lab::schema::{Body, KernelChoice, Kind};
 
 #[global_allocator]
@@ -61,7 +61,7 @@ struct Flags {
     /// a file: llama-3.2-1b, llama-3-8b (tiny: a smoke test's). Speed and memory
     /// only: no text.
     #[arg(long, value_name = "NAME",
-          value_parser = clap::builder::PossibleValuesParser::new(generate::weights::SHAPE_NAMES))]
+          value_parser = clap::builder::PossibleValuesParser::new(weights::SHAPE_NAMES))]
     shape: Option<String>,
 
     /// Precisions, comma-separated: stored (the file's own type), q4_0, q4_1,

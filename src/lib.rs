@@ -34,6 +34,7 @@ pub mod export;
 pub mod formulas;
 pub mod kernels;
 pub mod memory;
+pub mod model;
 pub mod outcome;
 pub mod peaks;
 pub mod precision;

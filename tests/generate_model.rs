@@ -12,14 +12,15 @@
 //! fetches it, and there a missing file fails.
 
 use candle_core::{DType, Device};
-use candle_lab::bench::block::model::Kernels;
-use candle_lab::bench::generate::float::FloatLm;
-use candle_lab::bench::generate::gguf::ModelFile;
-use candle_lab::bench::generate::quantized::{row_types, QuantizedLm};
 use candle_lab::bench::generate::setup::default_model_path;
-use candle_lab::bench::generate::text::Text;
-use candle_lab::bench::generate::weights::{Source, Weights};
-use candle_lab::bench::generate::{answer, Lm};
+use candle_lab::model::candle::CandleLm;
+use candle_lab::model::decoder::Decoder;
+use candle_lab::model::gguf::ModelFile;
+use candle_lab::model::layer::Kernels;
+use candle_lab::model::quantize::{row_types, Quant};
+use candle_lab::model::text::Text;
+use candle_lab::model::weights::{Source, Weights};
+use candle_lab::model::{answer, Lm};
 
 mod common;
 
@@ -85,7 +86,7 @@ fn candles_fp32_answer_is_transformers() {
     // With candle-nn's kernels and with the suite's own (`--kernels lab`).
     for kernels in [Kernels::Fused, Kernels::Lab] {
         let positions = prompt.len() + n;
-        let mut fp32 = FloatLm::load(
+        let mut fp32 = Decoder::load(
             &Weights::uncached(&source),
             DType::F32,
             &Device::Cpu,
@@ -99,8 +100,8 @@ fn candles_fp32_answer_is_transformers() {
     // The file as stored (Q4_1 blocks through quantized_llama) starts the same
     // answer: its prefill and one step through its cache (two tokens: the dev
     // build's quantized prefill alone takes half a minute).
-    let t = source.layer_type();
-    let mut q = QuantizedLm::load(&Weights::uncached(&source), t, &Device::Cpu).unwrap();
+    let t = Quant::Stored;
+    let mut q = CandleLm::load(&Weights::uncached(&source), t, &Device::Cpu).unwrap();
     let (got, _) = answer(&mut q as &mut dyn Lm, &prompt, 2, &[]).unwrap();
     assert_eq!(got, ids(&g["ids"])[..2]);
     // The lab's quantized path (block's layers on the same Q4_1 blocks, the
@@ -111,7 +112,7 @@ fn candles_fp32_answer_is_transformers() {
     let types = row_types(&source, t).unwrap();
     let weights = Weights::uncached(&source);
     let mut lab =
-        FloatLm::load_quantized(&weights, &types, &Device::Cpu, prompt.len() + 2).unwrap();
+        Decoder::load_quantized(&weights, &types, &Device::Cpu, prompt.len() + 2).unwrap();
     let (lab_ids, _) = answer(&mut lab, &prompt, 2, &[]).unwrap();
     assert_eq!(lab_ids, got, "the lab's quantized path");
 }

@@ -5,7 +5,6 @@
 pub mod basics;
 pub mod block;
 pub mod cpu_vs_gpu;
-pub mod decoder;
 mod gemm_mode;
 pub mod generate;
 pub mod kernels;

@@ -8,14 +8,15 @@ use candle_core::{DType, Device, Tensor};
 
 use std::cell::RefCell;
 
-use super::model::{Kernels, KvCache};
 use super::weights::{Aux, Block};
-use super::{dims, flat, parts, References};
+use super::{call, flat, layer_config, parts, References};
 use crate::bench::gemm_mode::GemmMode;
 use crate::bench::ladder::Ladder;
 use crate::clock::Plan;
-use crate::formulas::{block_bytes, gb_per_s};
+use crate::formulas::gb_per_s;
 use crate::memory::MemoryMeter;
+use crate::model::cost::block_bytes;
+use crate::model::layer::{Kernels, KvCache};
 use crate::precision::Precision;
 use crate::schema::{
     BlockAccuracy, BlockMeasured, BlockPart, BlockPhase, Bound, KernelChoice, OpClass, Phase,
@@ -125,8 +126,9 @@ fn bytes_and_bound(
     dtype: DType,
     ladder: &Ladder,
 ) -> Result<(u64, Bound)> {
-    let dims = dims(&block.shape);
-    let bytes_min = block_bytes(&dims, phase == Phase::Decode, dtype.size_in_bytes() as u64);
+    let layer = layer_config(&block.shape);
+    let elem = dtype.size_in_bytes() as u64;
+    let bytes_min = block_bytes(&layer, call(&block.shape, phase), elem);
     let bound = ladder.bound(ladder.kernel_for(1, 0), ladder.pool_threads(), bytes_min)?;
     Ok((bytes_min, bound))
 }

@@ -1,6 +1,6 @@
 //! The `block` experiment's core: how much of matmul's precision speedup
-//! survives in a whole decoder block ([`model`], with its inputs in
-//! [`weights`]). Per phase (prefill, decode) and precision: the block end to
+//! survives in a whole decoder block (the model layer's
+//! [`crate::model::layer::Layer`], with its inputs in [`weights`]). Per phase (prefill, decode) and precision: the block end to
 //! end with the clock's usual rules, its FLOPs and least bytes
 //! (`formulas`), each op class timed alone ([`parts`]), the speedup
 //! over fp32 beside the matmul-only speedup and Amdahl's prediction from the
@@ -12,7 +12,6 @@
 //! a GPU, the wall clock on the CPU), recorded in the body.
 
 mod measure;
-pub mod model;
 mod parts;
 pub mod weights;
 
@@ -22,15 +21,17 @@ use candle_core::{DType, Device, Tensor};
 use crate::bench::gemm_mode::GemmMode;
 use crate::bench::ladder::Ladder;
 use crate::clock::Plan;
-use crate::formulas::{amdahl, block_bytes, block_flops, BlockDims};
+use crate::formulas::amdahl;
 use crate::memory::fits::Need;
+use crate::model::cost::{block_bytes, block_flops, layer_params, Call};
+use crate::model::layer::Kernels;
+use crate::model::{Arch, Config as ModelConfig};
 use crate::precision::Precision;
 use crate::schema::{
     BlockMeasured, BlockPhase, BlockResults, BlockRow, BlockShape, FusedRow, KernelChoice, Phase,
     RowStatus, TimeSource,
 };
 use crate::telemetry::Telemetry;
-use model::Kernels;
 use weights::{Block, HostWeights};
 
 /// What a `block` run asks for, checked by [`Config::check`].
@@ -149,18 +150,37 @@ impl Config {
         Ok(())
     }
 
-    fn dims(&self) -> BlockDims {
-        dims(&self.shape)
+    /// The call of `phase` at the shape's batch and sequence.
+    fn call(&self, phase: Phase) -> Call {
+        call(&self.shape, phase)
     }
 }
 
-fn dims(s: &BlockShape) -> BlockDims {
-    BlockDims {
+/// The layer of `s`: one Llama layer, its sizes the model layer's [`ModelConfig`].
+pub fn layer_config(s: &BlockShape) -> ModelConfig {
+    ModelConfig {
+        arch: Arch::Llama,
+        layers: 1,
+        hidden: s.hidden,
+        heads: s.heads,
+        kv_heads: s.kv_heads(),
+        head_dim: s.head_dim,
+        mlp: s.mlp,
+        vocab: 0,
+        context: s.seq + 1,
+        rope_theta: s.rope_theta,
+        rms_eps: s.rms_eps,
+        tied: true,
+        local: None,
+    }
+}
+
+/// The call of `phase` at `s`'s batch and sequence.
+fn call(s: &BlockShape, phase: Phase) -> Call {
+    Call {
         batch: s.batch as u64,
         seq: s.seq as u64,
-        hidden: s.hidden as u64,
-        kv_width: (s.kv_heads() * s.head_dim) as u64,
-        mlp: s.mlp as u64,
+        decode: phase == Phase::Decode,
     }
 }
 
@@ -169,18 +189,27 @@ fn dims(s: &BlockShape) -> BlockDims {
 /// activations (the scores, batch x heads x seq x context, the largest).
 pub fn needs(cfg: &Config) -> Vec<Need> {
     let s = &cfg.shape;
-    let d = cfg.dims();
+    let d = layer_config(s);
+    let decode = cfg.call(Phase::Decode);
+    let (batch, seq, hidden, kv, mlp) = (
+        decode.batch,
+        decode.seq,
+        d.hidden as u64,
+        d.kv_width() as u64,
+        d.mlp as u64,
+    );
+    let params = layer_params(&d);
     // x_prefill, the cache's keys and values, x_decode.
-    let inputs = d.batch * d.seq * (d.hidden + 2 * d.kv_width) + d.batch * d.hidden;
-    let host = (d.params() + inputs) * (4 + 8);
-    let scores = (d.batch * s.heads as u64 * d.seq * d.context(true)) * 4;
+    let inputs = batch * seq * (hidden + 2 * kv) + batch * hidden;
+    let host = (params + inputs) * (4 + 8);
+    let scores = (batch * s.heads as u64 * seq * decode.context()) * 4;
     // Decode's preallocated cache (seq + 1 positions of keys and values), and
     // the two buffers of a row's ceiling copy (its footprint: at most the
     // prefill's f32 bytes).
-    let cache = 2 * d.batch * d.context(true) * d.kv_width * 4;
-    let copy = block_bytes(&d, false, 4).max(block_bytes(&d, true, 4));
-    let activations =
-        4 * (d.batch * d.seq * (6 * d.hidden + 3 * d.mlp)) + 3 * scores + cache + copy;
+    let cache = 2 * batch * decode.context() * kv * 4;
+    let prefill = cfg.call(Phase::Prefill);
+    let copy = block_bytes(&d, prefill, 4).max(block_bytes(&d, decode, 4));
+    let activations = 4 * (batch * seq * (6 * hidden + 3 * mlp)) + 3 * scores + cache + copy;
     let what = format!(
         "the block (--hidden {} --kv-heads {} --mlp {} --seq {} --batch {})",
         s.hidden,
@@ -193,7 +222,7 @@ pub fn needs(cfg: &Config) -> Vec<Need> {
         what,
         host_bytes: host,
         // A row's block, and the fp32 block held beside the other rows.
-        device_bytes: (d.params() + inputs) * 4 * 2 + cache + activations,
+        device_bytes: (params + inputs) * 4 * 2 + cache + activations,
     }]
 }
 
@@ -214,7 +243,7 @@ pub fn run(
     sizes_note: String,
 ) -> Result<(BlockResults, Outputs)> {
     let s = &cfg.shape;
-    let dims = cfg.dims();
+    let layer = layer_config(s);
     crate::note!(
         "block: the f64 reference on the CPU ({} tokens)",
         s.accuracy_seq
@@ -225,9 +254,9 @@ pub fn run(
         .iter()
         .map(|&phase| BlockPhase {
             phase,
-            tokens: dims.tokens(phase == Phase::Decode) as usize,
-            context: dims.context(phase == Phase::Decode) as usize,
-            flops: block_flops(&dims, phase == Phase::Decode),
+            tokens: cfg.call(phase).tokens() as usize,
+            context: cfg.call(phase).context() as usize,
+            flops: block_flops(&layer, cfg.call(phase)),
             rows: Vec::new(),
         })
         .collect();
@@ -263,7 +292,7 @@ pub fn run(
         warmup: cfg.plan.warmup,
         iters: cfg.plan.iters,
         seed: cfg.seed,
-        params: dims.params(),
+        params: layer_params(&layer),
         time_source: Some(clock(device)),
         cache_bytes: crate::device::largest_cache(device)?.map(|c| c.bytes),
         copy_ceiling_gb_per_s: None,

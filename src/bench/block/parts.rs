@@ -5,10 +5,10 @@
 use anyhow::{Context, Result};
 use candle_core::{DType, Tensor, D};
 
-use super::model::{Input, Kernels};
 use super::weights::{Aux, Block};
 use crate::clock::Plan;
 use crate::formulas::{rms_norm_bytes, rope_bytes, softmax_bytes};
+use crate::model::layer::{Input, Kernels, Proj};
 use crate::precision::Precision;
 use crate::schema::{BlockPart, FusedOp, FusedRow, OpClass, Phase, Timed};
 use crate::telemetry::Telemetry;
@@ -121,7 +121,7 @@ pub fn time_parts(
         anyhow::Ok(())
     };
     // Candle's matmuls, as every part here is candle-nn's.
-    let mm = |w: &super::model::Proj, x: &Tensor| w.forward(x, Kernels::Fused);
+    let mm = |w: &Proj, x: &Tensor| w.forward(x, Kernels::Fused);
     let input = |i: Input| match i {
         Input::Attn => &sh.xn,
         Input::Heads => &sh.attn,

@@ -8,7 +8,9 @@ use anyhow::{Context, Result};
 use candle_core::{DType, Device, Tensor};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
-use super::model::{causal_mask, Kernels, KvCache, Layer, LayerConfig, Rope};
+use super::layer_config;
+use crate::model::layer::{causal_mask, Kernels, KvCache, Layer, Rope};
+use crate::model::Config;
 use crate::schema::{BlockShape, Phase};
 
 /// Weights and inputs of one block in f32 on the host.
@@ -35,7 +37,7 @@ impl HostWeights {
     /// norms' scales near 1, inputs and the decode KV cache standard normal.
     pub fn random(s: &BlockShape, seed: u64) -> Result<Self> {
         let mut rng = StdRng::seed_from_u64(seed);
-        let cfg = LayerConfig::from(s);
+        let cfg = layer_config(s);
         let (b, t, h) = (s.batch, s.seq, s.hidden);
         let cache = [b, cfg.kv_heads, t, cfg.head_dim];
         let mut tensors = Vec::new();
@@ -45,7 +47,7 @@ impl HostWeights {
             ("k_cache", &cache),
             ("v_cache", &cache),
         ];
-        let weights = cfg.weight_shapes();
+        let weights = cfg.layer_weights();
         let all = inputs
             .into_iter()
             .chain(weights.iter().map(|(n, s)| (*n, s.as_slice())));
@@ -107,7 +109,7 @@ impl Block {
             |name: &str| -> Result<Tensor> { Ok(w.get(name)?.to_dtype(dtype)?.to_device(device)?) };
         Ok(Self {
             shape: s.clone(),
-            layer: Layer::new(&LayerConfig::from(s), on)?,
+            layer: Layer::new(&layer_config(s), 0, on)?,
             x_prefill: on("x_prefill")?,
             x_decode: on("x_decode")?,
             k_cache: on("k_cache")?,
@@ -115,7 +117,7 @@ impl Block {
         })
     }
 
-    pub fn config(&self) -> &LayerConfig {
+    pub fn config(&self) -> &Config {
         self.layer.config()
     }
 

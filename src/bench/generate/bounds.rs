@@ -14,9 +14,9 @@ use anyhow::Result;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Tensor};
 
-use crate::bench::decoder::tg_bound_tokens_per_s;
 use crate::bench::ladder::Ladder;
 use crate::clock::Plan;
+use crate::model::cost::tg_bound_tokens_per_s;
 use crate::precision::Precision;
 use crate::schema::{Bound, LadderKernel, PpRoofline};
 use crate::telemetry::Telemetry;
@@ -39,15 +39,6 @@ pub enum Peak {
 }
 
 impl Peak {
-    /// A row's: its precision's GEMM, or its block type on its kernels
-    /// (`lab`: the suite's).
-    pub fn of(kind: super::RowKind, lab: bool) -> Peak {
-        match kind {
-            super::RowKind::Float(p) => Peak::Float(p),
-            super::RowKind::Quantized(t) => Peak::Quantized(t, lab),
-        }
-    }
-
     /// As the result file names it: "fp32", "q4_1 (the suite's QLinear)".
     fn name(self) -> String {
         match self {

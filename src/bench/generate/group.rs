@@ -12,11 +12,13 @@ use candle_core::Device;
 
 use super::bounds::Bounds;
 use super::measure::{finish, load, peak, pp_ids, pp_test, start, tg_test, Loaded, Rowed, Started};
-use super::weights::Weights;
-use super::{text::Text, Config, Lm, RowKind};
-use crate::bench::block::model::Kernels;
+use super::{Config, RowKind};
 use crate::bench::gemm_mode::GemmMode;
 use crate::memory::MemoryMeter;
+use crate::model::layer::Kernels;
+use crate::model::text::Text;
+use crate::model::weights::Weights;
+use crate::model::Lm;
 use crate::precision::Precision;
 use crate::schema::{Fp32Beside, GenerateMeasured, KernelChoice, Timed};
 use crate::telemetry::Telemetry;
@@ -48,10 +50,7 @@ impl Reference {
         )?;
         Ok(Self {
             against: against.to_string(),
-            kernels: match kernels {
-                Kernels::Lab => KernelChoice::Lab,
-                _ => KernelChoice::Candle,
-            },
+            kernels: kernels.choice(),
             lm,
         })
     }
@@ -60,10 +59,7 @@ impl Reference {
 /// The reference a row on `kernels` is held against: fp32 on the same
 /// kernels, else the other one (so a ratio changes one thing where it can).
 fn reference_for(refs: &[Reference], kernels: Kernels) -> Option<usize> {
-    let want = match kernels {
-        Kernels::Lab => KernelChoice::Lab,
-        _ => KernelChoice::Candle,
-    };
+    let want = kernels.choice();
     refs.iter()
         .position(|r| r.kernels == want)
         .or((!refs.is_empty()).then_some(0))

@@ -15,14 +15,17 @@ use candle_core::{Device, Tensor};
 
 use super::bounds::{Bounds, Peak};
 use super::parts::{self, Mats};
-use super::pick;
-use super::quantized::Gguf;
-use super::weights::{Source, Weights};
-use super::{float, quantized, text::Text, Config, Dims, Lm, RowKind};
-use crate::bench::block::model::Kernels;
-use crate::bench::decoder::{pp_flops, pp_matmul_flops};
+use super::{Config, RowKind};
 use crate::bench::gemm_mode::GemmMode;
 use crate::memory::MemoryMeter;
+use crate::model::candle::{self, CandleLm};
+use crate::model::cost::{pp_flops, pp_matmul_flops};
+use crate::model::decoder::{self, Decoder};
+use crate::model::layer::Kernels;
+use crate::model::quantize::{main_type, row_types, Gguf};
+use crate::model::text::Text;
+use crate::model::weights::Weights;
+use crate::model::{answer, pick, Config as ModelConfig, Lm};
 use crate::precision::Precision;
 use crate::schema::{
     Answer, GenerateMeasured, GenerateRow, KernelChoice, ModelPath, RatioInterval, Timed, VsFp32,
@@ -30,42 +33,26 @@ use crate::schema::{
 };
 use crate::telemetry::Telemetry;
 
-/// A row's model, either path.
+/// A row's model: candle-transformers', or the suite's decoder.
 pub(super) enum Loaded {
-    Quantized(quantized::QuantizedLm),
-    Float(float::FloatLm),
+    Candle(CandleLm),
+    Decoder(Decoder),
 }
 
 impl Lm for Loaded {
     fn forward(&mut self, tokens: &[u32], pos: usize) -> Result<Tensor> {
         match self {
-            Self::Quantized(m) => m.forward(tokens, pos),
-            Self::Float(m) => m.forward(tokens, pos),
+            Self::Candle(m) => m.forward(tokens, pos),
+            Self::Decoder(m) => m.forward(tokens, pos),
         }
     }
 
     fn device(&self) -> &Device {
         match self {
-            Self::Quantized(m) => m.device(),
-            Self::Float(m) => m.device(),
+            Self::Candle(m) => m.device(),
+            Self::Decoder(m) => m.device(),
         }
     }
-}
-
-/// The greedy answer to `prompt`: up to `n` new tokens, ending at an EOS.
-pub fn answer(lm: &mut dyn Lm, prompt: &[u32], n: usize, eos: &[u32]) -> Result<(Vec<u32>, bool)> {
-    let mut out = Vec::with_capacity(n);
-    let mut next = pick(&lm.forward(prompt, 0)?)?;
-    for i in 0..n {
-        out.push(next);
-        if eos.contains(&next) {
-            return Ok((out, true));
-        }
-        if i + 1 < n {
-            next = pick(&lm.forward(&[next], prompt.len() + i)?)?;
-        }
-    }
-    Ok((out, false))
 }
 
 /// The ids of a pp test: the prompt's, repeated to `n`.
@@ -84,12 +71,11 @@ fn rates(t: &Timed, tokens: usize) -> (f64, f64, f64) {
 }
 
 /// (bytes held, bytes per token) of a row.
-pub(super) fn row_bytes(source: &Source, kind: RowKind) -> Result<(u64, u64)> {
-    let d = source.dims();
-    Ok(match kind {
-        RowKind::Quantized(t) => quantized::bytes(d, &quantized::row_types(source, t)?),
-        RowKind::Float(p) => float::bytes(d, p.dtype()),
-    })
+pub(super) fn row_bytes(weights: &Weights, kind: RowKind) -> Result<(u64, u64)> {
+    match kind {
+        RowKind::Quantized(q) => candle::row_bytes(weights, q),
+        RowKind::Float(p) => Ok(decoder::bytes(weights.config(), p.dtype())),
+    }
 }
 
 /// A row's model loaded on `device`, timed and said.
@@ -103,20 +89,18 @@ pub(super) fn load(
     let started = std::time::Instant::now();
     let positions = cfg.pp_tokens.max(cfg.prompt_ids.len() + cfg.tg_tokens);
     let lm = match (kind, kernels) {
-        // The suite's quantized path: the float path's layers on the blocks.
-        (RowKind::Quantized(t), Kernels::Lab) => {
-            let types = quantized::row_types(weights.source(), t)?;
-            Loaded::Float(float::FloatLm::load_quantized(
-                weights, &types, device, positions,
-            )?)
+        // The suite's quantized path: its decoder's layers on the blocks.
+        (RowKind::Quantized(q), Kernels::Lab) => {
+            let types = row_types(weights.source(), q)?;
+            Loaded::Decoder(Decoder::load_quantized(weights, &types, device, positions)?)
         }
         (RowKind::Quantized(_), _) => {
             let gguf = gguf.context("a quantized row without its GGUF")?;
-            Loaded::Quantized(quantized::QuantizedLm::from_gguf(gguf, device)?)
+            Loaded::Candle(CandleLm::from_gguf(gguf, device)?)
         }
         (RowKind::Float(p), _) => {
-            let lm = float::FloatLm::load(weights, p.dtype(), device, positions, kernels)?;
-            Loaded::Float(lm)
+            let lm = Decoder::load(weights, p.dtype(), device, positions, kernels)?;
+            Loaded::Decoder(lm)
         }
     };
     crate::note!(
@@ -161,7 +145,7 @@ pub(super) fn start(
     let _mode = GemmMode::set(precision);
     let mut lm = load(device, weights, cfg, (kind, kernels, gguf), label)?;
     meter.reset_peak()?;
-    let (weight_bytes, weight_bytes_per_token) = row_bytes(weights.source(), kind)?;
+    let (weight_bytes, weight_bytes_per_token) = row_bytes(weights, kind)?;
     crate::note!("generate {label}: the answer ({} tokens)", cfg.tg_tokens);
     let (ids, stopped) = answer(&mut lm, &cfg.prompt_ids, cfg.tg_tokens, &cfg.eos)?;
     let text = text.map(|t| t.decode(&ids)).transpose()?;
@@ -222,7 +206,7 @@ pub(super) fn finish(
     (pp, tg, peak_bytes): (Timed, Timed, Option<u64>),
     (gguf, telemetry, bounds): (Option<&Gguf>, &Telemetry, &Bounds),
 ) -> Result<GenerateMeasured> {
-    let d = weights.source().dims().clone();
+    let d = weights.config().clone();
     let _mode = GemmMode::set(s.precision);
     let weight_bytes_per_token = s.weight_bytes_per_token;
     let n = cfg.tg_tokens;
@@ -246,8 +230,15 @@ pub(super) fn finish(
     let tg_bound = bounds.tg(weight_bytes_per_token)?;
     let pct = 100.0 * tg_tps / tg_bound.tokens_per_s;
     // pp reads the weights once (the least it can move): its intensity.
+    let peak = match s.kind {
+        RowKind::Float(p) => Peak::Float(p),
+        RowKind::Quantized(q) => {
+            let t = main_type(&d, &row_types(weights.source(), q)?);
+            Peak::Quantized(t, s.kernels == Kernels::Lab)
+        }
+    };
     let roofline = bounds.pp_roofline(
-        (Peak::of(s.kind, s.kernels == Kernels::Lab), d.hidden),
+        (peak, d.hidden),
         (flops, weight_bytes_per_token),
         &tg_bound.bound,
         (pp_gflop, mm_gflop),
@@ -312,19 +303,20 @@ struct Split {
 /// parts are timed alone, from the row's own weights, and the remainder is
 /// what they leave of the token (`tg_ms`).
 fn split(
-    (device, cfg, d): (&Device, &Config, &Dims),
+    (device, cfg, d): (&Device, &Config, &ModelConfig),
     (mut lm, gguf): (Loaded, Option<&Gguf>),
     (kind, kernels): (RowKind, Kernels),
     (telemetry, label): (&Telemetry, &str),
     tg_ms: f64,
 ) -> Result<Split> {
     let in_pass = match &mut lm {
-        Loaded::Float(f) => Some(parts::in_pass(f, cfg, telemetry, tg_ms)?),
-        Loaded::Quantized(_) => None,
+        Loaded::Decoder(f) => Some(parts::in_pass(f, cfg, telemetry, tg_ms)?),
+        Loaded::Candle(_) => None,
     };
-    // quantized_llama rotates interleaved pairs; the float path's layers halves.
-    let interleaved = matches!(lm, Loaded::Quantized(..));
-    let mats = mats_of(lm, gguf, d, device)?;
+    // quantized_llama rotates interleaved pairs (a Llama file's permuted
+    // rows); the suite's decoder, and candle's other models, halves.
+    let interleaved = matches!(lm, Loaded::Candle(..)) && d.arch.features().permuted_qk;
+    let mats = mats_of(lm, gguf, device)?;
     let act = match kind {
         RowKind::Quantized(_) => candle_core::DType::F32,
         RowKind::Float(p) => p.dtype(),
@@ -358,17 +350,17 @@ fn split(
 }
 
 /// The row's weights as the matmuls-alone and op-class timings take them:
-/// the float model itself, or for candle-transformers' quantized model (whose
-/// matmuls are private to it) the same blocks read again from the row's GGUF,
-/// once the model is gone.
-fn mats_of(lm: Loaded, gguf: Option<&Gguf>, d: &Dims, device: &Device) -> Result<Mats> {
+/// the suite's decoder itself, or for candle-transformers' quantized model
+/// (whose matmuls are private to it) the same blocks read again from the
+/// row's GGUF, once the model is gone.
+fn mats_of(lm: Loaded, gguf: Option<&Gguf>, device: &Device) -> Result<Mats> {
     Ok(match lm {
-        Loaded::Float(f) => Mats::Float(Box::new(f)),
-        Loaded::Quantized(q) => {
+        Loaded::Decoder(f) => Mats::Decoder(Box::new(f)),
+        Loaded::Candle(q) => {
             drop(q);
             let gguf = gguf.context("a quantized row without its GGUF")?;
-            let (layers, head) = quantized::matmuls(gguf, d, device)?;
-            Mats::Quantized { layers, head }
+            let (layers, head) = candle::matmuls(gguf, device)?;
+            Mats::Candle { layers, head }
         }
     })
 }

@@ -1,60 +1,47 @@
-//! The `generate` experiment's core: a whole Llama-architecture model
-//! generating text per precision. The weights come from a checked GGUF file
-//! ([`gguf`]) or are random at a named shape ([`weights`]); the file's own
-//! tokenizer and chat template turn the prompt into ids ([`text`]). A row is
-//! the quantized path (candle-transformers' `quantized_llama`, [`quantized`])
-//! at the file's stored type or requantized, or the float path (block's
-//! decoder stacked, [`float`]) at fp32, tf32, fp16 or bf16. Per row
-//! ([`measure`]): the greedy answer, time to first token, prompt processing
-//! and generation as llama-bench measures them, peak memory, weight bytes,
-//! generation against its bandwidth bound, prompt processing against the
-//! matmuls alone, and where a token's time goes ([`parts`]).
+//! The `generate` experiment's core: a whole model (any architecture the
+//! model layer runs, [`crate::model`]) generating text per precision. The
+//! weights come from a checked GGUF file or are random at a named shape; the
+//! file's own tokenizer and chat template turn the prompt into ids. A row is
+//! candle-transformers' quantized model of the architecture, or the suite's
+//! decoder on its kernels, at the file's stored types, requantized to one
+//! block type or one of llama.cpp's mixtures, or at fp32, tf32, fp16 or
+//! bf16. Per row ([`measure`]): the greedy answer, time to first token,
+//! prompt processing and generation as llama-bench measures them, peak
+//! memory, weight bytes, generation against its bandwidth bound, prompt
+//! processing against the matmuls alone, and where a token's time goes
+//! ([`parts`]).
 
 mod bounds;
-pub mod float;
-pub mod gguf;
 mod group;
 
 mod measure;
 mod parts;
-pub mod quantized;
 mod rows;
 pub mod setup;
-pub mod text;
-pub mod weights;
 
 use std::fmt;
 
 use anyhow::{bail, Result};
 use candle_core::quantized::GgmlDType;
-use candle_core::{Device, Tensor, D};
+use candle_core::Device;
 
-pub use crate::bench::decoder::LlamaDims as Dims;
 use crate::clock::Plan;
 use crate::memory::fits::Need;
+use crate::model::gguf::type_name;
+use crate::model::quantize::{check_target, Mix, Quant};
+use crate::model::weights::Source;
+use crate::model::Config as ModelConfig;
 use crate::precision::Precision;
 use crate::schema::{
     GenerateResults, KernelChoice, ModelInfo, PromptInfo, StoredType, WeightSource,
 };
 use crate::telemetry::Telemetry;
-use gguf::type_name;
-pub use measure::answer;
-use weights::Source;
 
-/// A language model one row runs: logits for the last of `tokens`.
-pub trait Lm {
-    /// Runs `tokens` at positions `pos..`, the cache holding the `pos` tokens
-    /// before them (0 starts a new sequence), and returns the last token's
-    /// logits (1 x vocab).
-    fn forward(&mut self, tokens: &[u32], pos: usize) -> Result<Tensor>;
-    fn device(&self) -> &Device;
-}
-
-/// What one row runs: a GGUF block type on the quantized path, or a float
-/// precision on the float path.
+/// What one row runs: its quantized weights (as stored, one block type, a
+/// mixture) on a quantized model, or a float precision on the float path.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum RowKind {
-    Quantized(GgmlDType),
+    Quantized(Quant),
     Float(Precision),
 }
 
@@ -72,51 +59,51 @@ const QUANT: [GgmlDType; 10] = [
     GgmlDType::Q6K,
 ];
 
-/// A `--dtypes` value: `stored` (the file's own type), a block type (q4_1,
-/// q8_0, q4_k...), or fp32, tf32, fp16, bf16.
+/// A `--dtypes` value: `stored` (the file's own types), a block type (q4_1,
+/// q8_0, q4_k...: every 2-D weight in it), a mixture of llama.cpp's
+/// (q4_k_m...), or fp32, tf32, fp16, bf16.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum DtypeArg {
-    Stored,
-    Row(RowKind),
-}
+pub struct DtypeArg(pub RowKind);
 
 impl std::str::FromStr for DtypeArg {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
         let s = s.trim().to_ascii_lowercase();
+        let row = |q| Ok(Self(RowKind::Quantized(q)));
         if s == "stored" {
-            return Ok(Self::Stored);
+            return row(Quant::Stored);
         }
         if let Some(t) = QUANT.iter().find(|t| type_name(**t).to_lowercase() == s) {
-            return Ok(Self::Row(RowKind::Quantized(*t)));
+            return row(Quant::Type(*t));
+        }
+        if let Some(m) = Mix::ALL.iter().find(|m| m.name() == s) {
+            return row(Quant::Mix(*m));
         }
         match s.parse::<Precision>() {
             Ok(p @ (Precision::F32 | Precision::Tf32 | Precision::F16 | Precision::Bf16)) => {
-                Ok(Self::Row(RowKind::Float(p)))
+                Ok(Self(RowKind::Float(p)))
             }
             _ => Err(format!(
                 "unknown dtype '{s}': expected stored, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, \
-                 q4_k, q5_k, q6_k, fp32, tf32, fp16 or bf16"
+                 q4_k, q5_k, q6_k (every weight in that type), q2_k_mix, q3_k_m, q4_k_m, q5_k_m \
+                 (llama.cpp's mixtures), fp32, tf32, fp16 or bf16"
             )),
         }
     }
 }
 
 impl RowKind {
-    /// The row's name in tables and files: "q4_1 (stored)" for the file's
-    /// own type, else "q8_0", "fp16".
+    /// The row's name in tables and files: "q4_k_m (stored)" for the file's
+    /// own types (its quantization as llama.cpp names it), else "q8_0",
+    /// "q4_k_m", "fp16".
     pub fn label(self, source: &Source) -> String {
-        match self {
-            Self::Quantized(t) => {
-                let name = type_name(t).to_lowercase();
-                if matches!(source, Source::File(_)) && t == source.layer_type() {
-                    format!("{name} (stored)")
-                } else {
-                    name
-                }
+        match (self, source) {
+            (Self::Quantized(Quant::Stored), Source::File(f)) => {
+                format!("{} (stored)", f.quantization().to_lowercase())
             }
-            Self::Float(p) => p.to_string(),
+            (Self::Quantized(Quant::Stored), Source::Random { .. }) => "q4_1".into(),
+            _ => self.to_string(),
         }
     }
 }
@@ -124,27 +111,46 @@ impl RowKind {
 impl fmt::Display for RowKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Quantized(t) => f.write_str(&type_name(*t).to_lowercase()),
+            Self::Quantized(Quant::Stored) => f.write_str("stored"),
+            Self::Quantized(Quant::Type(t)) => f.write_str(&type_name(*t).to_lowercase()),
+            Self::Quantized(Quant::Mix(m)) => f.write_str(m.name()),
             Self::Float(p) => write!(f, "{p}"),
         }
     }
 }
 
+/// The row `kind` is for `source`: a block type a file's layers are stored
+/// in is its stored row (nothing requantized); a file stored as floats has
+/// no stored quantized row (its stored row is its float precision).
+fn resolve(kind: RowKind, source: &Source) -> RowKind {
+    let Source::File(f) = source else {
+        return match kind {
+            // Random weights are stored f32: their "stored" row is Q4_1.
+            RowKind::Quantized(Quant::Type(GgmlDType::Q4_1)) => RowKind::Quantized(Quant::Stored),
+            k => k,
+        };
+    };
+    match kind {
+        RowKind::Quantized(Quant::Type(t)) if f.uniform(t) => RowKind::Quantized(Quant::Stored),
+        RowKind::Quantized(Quant::Stored) => match f.layer_type() {
+            GgmlDType::F16 if f.uniform(GgmlDType::F16) => RowKind::Float(Precision::F16),
+            GgmlDType::BF16 if f.uniform(GgmlDType::BF16) => RowKind::Float(Precision::Bf16),
+            GgmlDType::F32 if f.uniform(GgmlDType::F32) => RowKind::Float(Precision::F32),
+            _ => kind,
+        },
+        k => k,
+    }
+}
+
 /// The rows a run makes: the flags' in their order, each once, or by
-/// default the file's stored type (Q4_1 for random weights), q8_0, fp32,
+/// default the file's stored types (Q4_1 for random weights), q8_0, fp32,
 /// tf32 (on a GPU), fp16, bf16.
 pub fn rows(flags: &[DtypeArg], source: &Source, on_cuda: bool) -> Result<Vec<RowKind>> {
-    let stored = match source.layer_type() {
-        t if QUANT.contains(&t) => RowKind::Quantized(t),
-        GgmlDType::F16 => RowKind::Float(Precision::F16),
-        GgmlDType::BF16 => RowKind::Float(Precision::Bf16),
-        GgmlDType::F32 if matches!(source, Source::File(_)) => RowKind::Float(Precision::F32),
-        _ => RowKind::Quantized(GgmlDType::Q4_1),
-    };
+    let stored = RowKind::Quantized(Quant::Stored);
     let wanted: Vec<RowKind> = if flags.is_empty() {
         let mut v = vec![
             stored,
-            RowKind::Quantized(GgmlDType::Q8_0),
+            RowKind::Quantized(Quant::Type(GgmlDType::Q8_0)),
             RowKind::Float(Precision::F32),
         ];
         if on_cuda {
@@ -156,16 +162,10 @@ pub fn rows(flags: &[DtypeArg], source: &Source, on_cuda: bool) -> Result<Vec<Ro
         ]);
         v
     } else {
-        flags
-            .iter()
-            .map(|f| match f {
-                DtypeArg::Stored => stored,
-                DtypeArg::Row(r) => *r,
-            })
-            .collect()
+        flags.iter().map(|f| f.0).collect()
     };
     let mut out = Vec::new();
-    for r in wanted {
+    for r in wanted.into_iter().map(|r| resolve(r, source)) {
         if !out.contains(&r) {
             out.push(r);
         }
@@ -174,8 +174,8 @@ pub fn rows(flags: &[DtypeArg], source: &Source, on_cuda: bool) -> Result<Vec<Ro
         bail!("--dtypes tf32: a cuBLAS GEMM mode, it needs a CUDA device (on the CPU it would be a plain fp32 row)");
     }
     for r in &out {
-        if let RowKind::Quantized(t) = r {
-            quantized::check_target(source.dims(), *t)?;
+        if let RowKind::Quantized(Quant::Type(t)) = r {
+            check_target(source.config(), *t)?;
         }
     }
     Ok(out)
@@ -208,7 +208,7 @@ pub struct Config {
 impl Config {
     /// Refuses what the model cannot take: a prompt (or a pp test, or the
     /// answer after the prompt) longer than its context.
-    pub fn check(&self, d: &Dims) -> Result<()> {
+    pub fn check(&self, d: &ModelConfig) -> Result<()> {
         let answer = self.prompt_ids.len() + self.tg_tokens;
         if answer > d.context {
             bail!(
@@ -246,7 +246,7 @@ pub fn random_ids(n: usize, vocab: usize, seed: u64) -> Vec<u32> {
 
 /// The model's facts for the result.
 pub fn model_info(source: &Source) -> ModelInfo {
-    let d = source.dims();
+    let d = source.config();
     let (source_kind, file, file_bytes, shape, name, stored) = match source {
         Source::File(f) => (
             WeightSource::File,
@@ -271,7 +271,7 @@ pub fn model_info(source: &Source) -> ModelInfo {
             format!("{}{}", crate::schema::RANDOM_NAME_PREFIX, shape.of),
             vec![StoredType {
                 ggml_type: "F32".into(),
-                tensors: tensor_shapes(d).len(),
+                tensors: d.tensors().len(),
                 bytes: d.params() * 4,
             }],
         ),
@@ -295,7 +295,7 @@ pub fn model_info(source: &Source) -> ModelInfo {
         tied_embeddings: d.tied,
         params: d.params(),
         stored,
-        rotary_layout: float::ROTARY_LAYOUT.into(),
+        rotary_layout: crate::model::decoder::rotary_layout(d).into(),
     }
 }
 
@@ -304,17 +304,20 @@ pub fn model_info(source: &Source) -> ModelInfo {
 /// them: [`weights::needs_f32`]) beside that row's weights made once more
 /// (its quantized GGUF, or a file's tensors before they move).
 pub fn needs(source: &Source, cfg: &Config) -> Vec<Need> {
-    let d = source.dims();
+    let d = source.config();
+    // Bytes per weight of a quantized row: its widest type (Q8_0's at most,
+    // a mixture's or a file's own included; F16 where a fallback gives it).
     let per_elem = |r: &RowKind| -> f64 {
         match r {
-            RowKind::Quantized(t) => t.type_size() as f64 / t.block_size() as f64,
+            RowKind::Quantized(Quant::Type(t)) => t.type_size() as f64 / t.block_size() as f64,
+            RowKind::Quantized(_) => 2.0,
             RowKind::Float(p) => p.dtype().size_in_bytes() as f64,
         }
     };
     let widest = cfg.rows.iter().map(per_elem).fold(0.0, f64::max);
     let embed_f32 = (d.vocab * d.hidden * 4) as u64;
     let weights = (d.params() as f64 * widest) as u64 + embed_f32;
-    let made_once = match weights::needs_f32(source, &cfg.rows) {
+    let made_once = match needs_f32(source, &cfg.rows) {
         true => d.params() * 4,
         false => 0,
     };
@@ -345,7 +348,7 @@ pub fn run(
     device: &Device,
     source: &Source,
     cfg: &Config,
-    text: Option<&text::Text>,
+    text: Option<&crate::model::text::Text>,
     telemetry: &Telemetry,
     on_row: &mut dyn FnMut(&GenerateResults) -> Result<()>,
 ) -> Result<GenerateResults> {
@@ -359,54 +362,11 @@ pub fn prepare_only(device: &Device, source: &Source, cfg: &Config) -> Result<Ge
     rows::prepare_only(device, source, cfg)
 }
 
-/// Every tensor of a Llama with sizes `d`, by GGUF name, with its shape as
-/// candle reads it (a projection is (out, in)).
-pub fn tensor_shapes(d: &Dims) -> Vec<(String, Vec<usize>)> {
-    let (h, v) = (d.hidden, d.vocab);
-    let mut out = vec![
-        ("token_embd.weight".to_string(), vec![v, h]),
-        ("output_norm.weight".to_string(), vec![h]),
-    ];
-    if !d.tied {
-        out.push(("output.weight".into(), vec![v, h]));
+/// Whether any of `rows` is made from the weights in f32: every row of random
+/// weights (stored f32), and a file's float rows and requantized ones.
+pub fn needs_f32(source: &Source, rows: &[RowKind]) -> bool {
+    match source {
+        Source::Random { .. } => !rows.is_empty(),
+        Source::File(_) => rows.iter().any(|r| *r != RowKind::Quantized(Quant::Stored)),
     }
-    let names = [
-        "attn_q",
-        "attn_k",
-        "attn_v",
-        "attn_output",
-        "ffn_gate",
-        "ffn_up",
-        "ffn_down",
-    ];
-    for l in 0..d.layers {
-        out.push((format!("blk.{l}.attn_norm.weight"), vec![h]));
-        out.push((format!("blk.{l}.ffn_norm.weight"), vec![h]));
-        for (name, (r, c)) in names.iter().zip(d.layer_matmuls()) {
-            out.push((format!("blk.{l}.{name}.weight"), vec![r, c]));
-        }
-    }
-    out
 }
-
-/// GGUF names of one layer's projections, in [`Dims::layer_matmuls`]' order.
-pub fn layer_matmul_names(layer: usize) -> [String; 7] {
-    [
-        "attn_q",
-        "attn_k",
-        "attn_v",
-        "attn_output",
-        "ffn_gate",
-        "ffn_up",
-        "ffn_down",
-    ]
-    .map(|n| format!("blk.{layer}.{n}.weight"))
-}
-
-/// The next token: argmax of the logits, read back to the host.
-pub fn pick(logits: &Tensor) -> Result<u32> {
-    Ok(logits.argmax(D::Minus1)?.flatten_all()?.to_vec1::<u32>()?[0])
-}
-
-#[cfg(test)]
-mod tests;

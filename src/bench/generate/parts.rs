@@ -10,47 +10,54 @@ use anyhow::Result;
 use candle_core::quantized::QMatMul;
 use candle_core::{DType, Device, Module, Tensor};
 
-use super::float::FloatLm;
-use super::Dims;
-use crate::bench::block::model::Kernels;
 use crate::clock::Plan;
+use crate::model::decoder::Decoder;
+use crate::model::layer::Kernels;
+use crate::model::{Config, Lm};
 use crate::schema::{Bound, Timed, TokenOpClass, TokenPart};
 use crate::telemetry::Telemetry;
 
-/// The row's matmuls: quantized_llama's (loaded again) or the float model's.
+/// The row's matmuls: candle-transformers' model's (loaded again) or the
+/// suite's decoder's.
 pub enum Mats {
-    Quantized {
+    Candle {
         layers: Vec<[QMatMul; 7]>,
         head: QMatMul,
     },
-    Float(Box<FloatLm>),
+    Decoder(Box<Decoder>),
 }
 
 impl Mats {
     fn layers(&self) -> usize {
         match self {
-            Self::Quantized { layers, .. } => layers.len(),
-            Self::Float(f) => f.layers(),
+            Self::Candle { layers, .. } => layers.len(),
+            Self::Decoder(f) => f.layers(),
         }
     }
 
-    /// Every projection of `layer`: down on `m`, the others on `x`.
-    fn project_all(&self, layer: usize, x: &Tensor, m: &Tensor) -> Result<()> {
+    /// Every projection of `layer`: O on `o` (attention's output), down on
+    /// `m` (the MLP's), the others on `x`.
+    fn project_all(&self, layer: usize, (x, o, m): (&Tensor, &Tensor, &Tensor)) -> Result<()> {
         match self {
-            Self::Quantized { layers, .. } => {
+            Self::Candle { layers, .. } => {
                 for (which, w) in layers[layer].iter().enumerate() {
-                    drop(w.forward(if which == 6 { m } else { x })?);
+                    let on = match which {
+                        3 => o,
+                        6 => m,
+                        _ => x,
+                    };
+                    drop(w.forward(on)?);
                 }
             }
-            Self::Float(f) => f.project_all(layer, x, m)?,
+            Self::Decoder(f) => f.project_all(layer, x, o, m)?,
         }
         Ok(())
     }
 
     fn head(&self, x: &Tensor) -> Result<Tensor> {
         Ok(match self {
-            Self::Quantized { head, .. } => head.forward(x)?,
-            Self::Float(f) => f.head(x)?,
+            Self::Candle { head, .. } => head.forward(x)?,
+            Self::Decoder(f) => f.head(x)?,
         })
     }
 }
@@ -58,8 +65,10 @@ impl Mats {
 /// Random inputs (seeded, never zeros) at the model's shapes, made off the clock.
 pub struct Shapes {
     x: Tensor,
+    o: Tensor,
     m: Tensor,
     x_pp: Tensor,
+    o_pp: Tensor,
     m_pp: Tensor,
     q: Tensor,
     k: Tensor,
@@ -74,7 +83,7 @@ pub struct Shapes {
 
 impl Shapes {
     pub fn new(
-        d: &Dims,
+        d: &Config,
         dtype: DType,
         device: &Device,
         seed: u64,
@@ -84,18 +93,23 @@ impl Shapes {
         let mut n = 0u64;
         let mut rand = |shape: &[usize]| -> Result<Tensor> {
             n += 1;
-            let t =
-                super::weights::random(&format!("part {n}"), &[shape.iter().product(), 1], seed)?
-                    .reshape(shape)?;
+            let t = crate::model::weights::random(
+                &format!("part {n}"),
+                &[shape.iter().product(), 1],
+                seed,
+            )?
+            .reshape(shape)?;
             Ok(t.to_dtype(dtype)?.to_device(device)?)
         };
-        let (h, m, hd) = (d.hidden, d.mlp, d.head_dim);
+        let (h, q, m, hd) = (d.hidden, d.q_width(), d.mlp, d.head_dim);
         let context = (tg / 2).max(1);
         let half = hd / 2;
         Ok(Self {
             x: rand(&[1, 1, h])?,
+            o: rand(&[1, 1, q])?,
             m: rand(&[1, 1, m])?,
             x_pp: rand(&[1, pp, h])?,
+            o_pp: rand(&[1, pp, q])?,
             m_pp: rand(&[1, pp, m])?,
             q: rand(&[1, d.heads, 1, hd])?,
             k: rand(&[1, d.kv_heads, 1, hd])?,
@@ -120,7 +134,10 @@ pub fn matmuls(
     plan: Plan,
     label: &str,
 ) -> Result<Timed> {
-    let (x, m) = if pp { (&s.x_pp, &s.m_pp) } else { (&s.x, &s.m) };
+    let inputs = match pp {
+        true => (&s.x_pp, &s.o_pp, &s.m_pp),
+        false => (&s.x, &s.o, &s.m),
+    };
     let what = if pp { "pp" } else { "tg" };
     telemetry.time(
         s.x.device(),
@@ -128,7 +145,7 @@ pub fn matmuls(
         &format!("{label} matmuls at {what}"),
         || {
             for l in 0..mats.layers() {
-                mats.project_all(l, x, m)?;
+                mats.project_all(l, inputs)?;
             }
             mats.head(&s.x)
         },
@@ -145,7 +162,7 @@ fn repeat_kv(x: &Tensor, n: usize) -> Result<Tensor> {
 /// norms, softmax, SwiGLU and adds are timed with the row's kernels `kern`.
 #[allow(clippy::too_many_arguments)]
 pub fn token_parts(
-    d: &Dims,
+    d: &Config,
     s: &Shapes,
     matmuls_tg: &Timed,
     (interleaved, kern): (bool, Kernels),
@@ -198,7 +215,9 @@ pub fn token_parts(
     push(TokenOpClass::Rotary, 2 * layers, layers, t);
     let t = time(TokenOpClass::Elementwise, &mut || elementwise(d, s, kern))?;
     push(TokenOpClass::Elementwise, 10 * layers + 1, layers, t);
-    let ids = Tensor::new(&[7u32], device)?;
+    // A row of the embedding (any: the lookup's cost is the row's bytes).
+    let row = (s.embedding.dim(0)? - 1).min(7) as u32;
+    let ids = Tensor::new(&[row], device)?;
     let t = time(TokenOpClass::Elementwise, &mut || {
         Ok(s.embedding.index_select(&ids, 0)?)
     })?;
@@ -209,7 +228,7 @@ pub fn token_parts(
         e.ms_per_token += t.rate_ms().0;
     }
     let t = time(TokenOpClass::Sampling, &mut || {
-        let id = super::pick(&s.logits)?;
+        let id = crate::model::pick(&s.logits)?;
         Ok(Tensor::new(&[id], &Device::Cpu)?)
     })?;
     parts.push(TokenPart {
@@ -235,16 +254,16 @@ fn attention(s: &Shapes, groups: usize, scale: f64, kern: Kernels) -> Result<Ten
 /// One layer's element-wise work at one token: two residual adds, SiLU and
 /// the gate's product, Q/K/V laid out by head and the output back, the
 /// cache's two appends.
-fn elementwise(d: &Dims, s: &Shapes, kern: Kernels) -> Result<Tensor> {
-    let (h, hd, kvw) = (d.hidden, d.head_dim, d.kv_width());
+fn elementwise(d: &Config, s: &Shapes, kern: Kernels) -> Result<Tensor> {
+    let (q, hd, kvw) = (d.q_width(), d.head_dim, d.kv_width());
     drop(kern.add(&s.x, &s.x)?);
     drop(kern.add(&s.x, &s.x)?);
-    drop(kern.swiglu(&s.m, &s.m)?);
+    drop(kern.gated(&s.m, &s.m, d.arch.features().activation)?);
     let qh =
-        s.x.reshape((1, 1, d.heads, hd))?
+        s.o.reshape((1, 1, d.heads, hd))?
             .transpose(1, 2)?
             .contiguous()?;
-    let kv = s.x.narrow(2, 0, kvw)?;
+    let kv = s.o.narrow(2, 0, kvw)?;
     for _ in 0..2 {
         drop(
             kv.reshape((1, 1, d.kv_heads, hd))?
@@ -254,7 +273,7 @@ fn elementwise(d: &Dims, s: &Shapes, kern: Kernels) -> Result<Tensor> {
     }
     drop(Tensor::cat(&[&s.keys, &s.k], 2)?);
     drop(Tensor::cat(&[&s.values, &s.k], 2)?);
-    Ok(qh.transpose(1, 2)?.reshape((1, 1, h))?)
+    Ok(qh.transpose(1, 2)?.reshape((1, 1, q))?)
 }
 
 /// The parts measured inside the pass ([`in_pass`]): each class per token,
@@ -272,20 +291,20 @@ pub struct InPass {
 /// token's time less the clean one's (`clean_ms`, a token of the clean tg
 /// runs) what the spans cost. The clock covers each run whole.
 pub fn in_pass(
-    lm: &mut FloatLm,
+    lm: &mut Decoder,
     cfg: &super::Config,
     telemetry: &Telemetry,
     clean_ms: f64,
 ) -> Result<InPass> {
     use crate::clock::spans::{record, span};
     let (n, start) = (cfg.tg_tokens, cfg.start_token);
-    let device = super::Lm::device(lm).clone();
+    let device = Lm::device(lm).clone();
     let mut run = || {
         record(&device, || {
             let mut tok = start;
             for pos in 0..n {
-                let logits = super::Lm::forward(lm, &[tok], pos)?;
-                tok = span(TokenOpClass::Sampling, || super::pick(&logits))?;
+                let logits = Lm::forward(lm, &[tok], pos)?;
+                tok = span(TokenOpClass::Sampling, || crate::model::pick(&logits))?;
             }
             Ok(tok)
         })

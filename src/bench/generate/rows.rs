@@ -10,10 +10,11 @@ use candle_core::Device;
 use super::bounds::Bounds;
 use super::group::{group as group_measured, Reference};
 use super::measure::{fill_vs_fp32, load, Rowed};
-use super::quantized::Gguf;
-use super::weights::{Source, Weights};
-use super::{text::Text, Config, RowKind};
-use crate::bench::block::model::Kernels;
+use super::{needs_f32, Config, RowKind};
+use crate::model::layer::Kernels;
+use crate::model::quantize::Gguf;
+use crate::model::text::Text;
+use crate::model::weights::{Source, Weights};
 use crate::schema::{
     GenerateMeasured, GenerateResults, GenerateRow, KernelChoice, ModelPath, RowStatus, LAB_SUFFIX,
 };
@@ -191,7 +192,7 @@ pub fn prepare_only(device: &Device, source: &Source, cfg: &Config) -> Result<Ge
 /// The weights `cfg`'s rows are made from, made once and timed.
 fn made_once<'a>(source: &'a Source, cfg: &Config) -> Result<Weights<'a>> {
     let started = std::time::Instant::now();
-    let weights = Weights::for_rows(source, &cfg.rows)?;
+    let weights = Weights::new(source, needs_f32(source, &cfg.rows))?;
     let (tensors, bytes) = weights.kept();
     if tensors > 0 {
         crate::note!(
@@ -212,11 +213,11 @@ fn row_gguf(
     label: &str,
 ) -> Result<Option<Gguf>> {
     // The suite's quantized path takes its blocks itself (kernels::QLinear).
-    let (RowKind::Quantized(t), Kernels::Fused) = (kind, kernels) else {
+    let (RowKind::Quantized(quant), Kernels::Fused) = (kind, kernels) else {
         return Ok(None);
     };
     let started = std::time::Instant::now();
-    let gguf = Gguf::of(weights, t)?;
+    let gguf = Gguf::of(weights, quant)?;
     if gguf.bytes_in_memory() > 0 {
         crate::note!(
             "generate {label}: quantized once, {:.2} GB of GGUF in memory, in {:.1} s",
@@ -246,10 +247,7 @@ fn finished(
         RowKind::Quantized(_) => ModelPath::Quantized,
         RowKind::Float(_) => ModelPath::Float,
     };
-    let kernels = match kernels {
-        Kernels::Lab => KernelChoice::Lab,
-        _ => KernelChoice::Candle,
-    };
+    let kernels = kernels.choice();
     let (status, error, measured) = match measured {
         Ok(m) => (RowStatus::Ok, None, Some(m)),
         Err(e) => {
@@ -293,9 +291,14 @@ fn results(
             "--kernels: a quantized row with the suite's kernels is the float path's layers \
              with the GGUF blocks as stored, multiplied by the suite's quantized kernels \
              (kernels::QLinear); a quantized row with Candle's is candle-transformers' \
-             quantized_llama (QMatMul)"
+             quantized model of the architecture (QMatMul)"
                 .into(),
         );
+    }
+    let candle_rows = cfg.kernels != KernelChoice::Lab
+        && cfg.rows.iter().any(|r| matches!(r, RowKind::Quantized(_)));
+    if let Some(caveat) = source.config().arch.candle_caveat().filter(|_| candle_rows) {
+        notes.push(format!("candle's quantized rows: {caveat}"));
     }
     if device.is_cuda() {
         notes.push(
@@ -324,7 +327,8 @@ fn results(
 /// What the run times, in order: each row with candle's kernels, or with the
 /// suite's (`lab`), or (`both`) each row with candle's and then with the
 /// suite's. A quantized row with the suite's kernels is its own model path
-/// ([`super::float::FloatLm::load_quantized`]); with candle's, quantized_llama.
+/// ([`crate::model::decoder::Decoder::load_quantized`]); with candle's,
+/// candle-transformers' quantized model.
 fn runs(rows: &[RowKind], choice: KernelChoice) -> Vec<(RowKind, Kernels)> {
     let mut out = Vec::new();
     // fp32 first: every later row is timed beside a copy of its model.
@@ -349,13 +353,14 @@ fn runs(rows: &[RowKind], choice: KernelChoice) -> Vec<(RowKind, Kernels)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::quantize::Quant;
     use crate::precision::Precision;
     use candle_core::quantized::GgmlDType;
 
     #[test]
     fn both_times_each_row_twice_candles_first_and_fp32_before_the_rest() {
         let (q, f, h) = (
-            RowKind::Quantized(GgmlDType::Q4_1),
+            RowKind::Quantized(Quant::Type(GgmlDType::Q4_1)),
             RowKind::Float(Precision::F32),
             RowKind::Float(Precision::F16),
         );

@@ -7,11 +7,11 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
-use super::gguf::ModelFile;
-use super::text::Text;
-use super::weights::{self, Source};
 use super::{random_ids, rows, Config, DtypeArg};
 use crate::clock::Plan;
+use crate::model::gguf::ModelFile;
+use crate::model::text::Text;
+use crate::model::weights::{self, Source};
 use crate::schema::{KernelChoice, PromptInfo};
 
 /// The model `just model` fetches, by file name.
@@ -84,7 +84,7 @@ fn source(req: &Request) -> Result<Source> {
 /// Opens and checks everything the flags name.
 pub fn prepare(req: &Request, on_cuda: bool) -> Result<Prepared> {
     let source = source(req)?;
-    let d = source.dims().clone();
+    let d = source.config().clone();
     let (text, prompt, ids, eos, start) = match &source {
         Source::File(f) => {
             let what = crate::quote::shell_quote(f.path.as_os_str());

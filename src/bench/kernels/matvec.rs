@@ -59,7 +59,7 @@ impl WeightType {
     pub fn name(self) -> String {
         match self {
             Self::Float(p) => p.to_string(),
-            Self::Blocks(t) => crate::bench::generate::gguf::type_name(t).to_lowercase(),
+            Self::Blocks(t) => crate::model::gguf::type_name(t).to_lowercase(),
         }
     }
 
@@ -130,7 +130,7 @@ pub fn matrices(model: &str) -> Result<Vec<Matrix>> {
     let (h, kv, m, head) = match model {
         "smollm2-135m" => (576, 192, 1536, Some(49_152)),
         "llama-3-8b" => {
-            let d = crate::bench::generate::weights::shape("llama-3-8b")?.dims;
+            let d = crate::model::weights::shape("llama-3-8b")?.config;
             (d.hidden, d.kv_width(), d.mlp, None)
         }
         other => bail!(

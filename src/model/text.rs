@@ -40,7 +40,7 @@ impl Text {
     /// ([`check::vocabulary`]); a tokenizer other than GPT-2-style byte-level
     /// BPE (`tokenizer.ggml.model` "gpt2") is refused there.
     pub fn from_model(f: &ModelFile) -> Result<Self> {
-        let v = check::vocabulary(&f.gguf, f.dims.vocab)?;
+        let v = check::vocabulary(&f.gguf, f.config.vocab)?;
         let tokens: Vec<String> = v.tokens.iter().map(|t| t.to_string()).collect();
         let longest = tokens.iter().map(|t| t.len()).max().unwrap_or(1);
         let merges: Merges = v
@@ -83,7 +83,7 @@ impl Text {
             bos: v.bos,
             eos,
             template: v.template.map(str::to_string),
-            max_prompt_bytes: f.dims.context.saturating_mul(longest),
+            max_prompt_bytes: f.config.context.saturating_mul(longest),
             token_text: tokens,
         })
     }

@@ -1,7 +1,8 @@
-//! What a Llama GGUF's metadata must say, checked before any tensor is read:
-//! every key this program or candle-transformers' `quantized_llama` reads, by
-//! its type, its range and its relation to the others and to the tensors;
-//! every tensor a Llama needs, at the shape those sizes give; and the
+//! What a model GGUF's metadata must say, checked before any tensor is read:
+//! its architecture, one the suite runs; every key this program or
+//! candle-transformers' model of that architecture reads, by its type, its
+//! range and its relation to the others and to the tensors; every tensor the
+//! architecture needs, at the shape those sizes give; and the
 //! tokenizer's vocabulary, merges and special ids. A count read from the
 //! metadata is bounded by what the file holds before anything is built from
 //! it (the layers by the tensors there are, the widths by the embedding's
@@ -13,15 +14,13 @@ use anyhow::{bail, Context, Result};
 use candle_core::quantized::gguf_file::Value;
 
 use super::read::Gguf;
-use super::{type_name, Dims, MAX_POSITIONS, READ_TYPES};
+use super::{type_name, READ_TYPES};
+use crate::model::{Arch, Config};
 
 /// GGUF's token types (llama.cpp's `llama_token_type`): 3 is a control token
 /// (`<|im_start|>`), 4 a user-defined one; both match as whole special tokens.
 pub const CONTROL: i32 = 3;
 pub const USER_DEFINED: i32 = 4;
-
-/// Tensors of one layer: two norms and seven projections.
-const LAYER_TENSORS: usize = 9;
 
 /// An unsigned integer at `key` (any of GGUF's integer types, not negative),
 /// at most u32's range: quantized_llama reads these as u32.
@@ -97,92 +96,135 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// The model's sizes from its metadata and its embedding's shape, each in
-/// range and consistent with the others.
-pub fn dims(g: &Gguf) -> Result<Dims> {
-    if uint(g, "llama.expert_count")?.is_some_and(|n| n > 0) {
-        bail!("it is a mixture of experts (llama.expert_count); generate runs dense Llamas");
+/// The model's configuration from its metadata and its embedding's shape:
+/// its architecture (one the suite runs, else refused naming it), each size
+/// in range and consistent with the others, read under the architecture's
+/// prefix (`llama.block_count`, `gemma3.block_count`).
+pub fn config(g: &Gguf) -> Result<Config> {
+    let name = string(g, "general.architecture")?.unwrap_or("(none)");
+    let Some(arch) = Arch::of_name(name) else {
+        bail!(
+            "it is a '{name}' model (general.architecture); generate runs {} files",
+            Arch::names()
+        );
+    };
+    let p = arch.name();
+    let key = |k: &str| format!("{p}.{k}");
+    if uint(g, &key("expert_count"))?.is_some_and(|n| n > 0) {
+        bail!("it is a mixture of experts ({p}.expert_count); generate runs dense models");
     }
     let embd = g
         .tensor("token_embd.weight")
-        .context("it has no tensor token_embd.weight, which a Llama needs")?;
+        .context("it has no tensor token_embd.weight, which every model here needs")?;
     let [vocab, width] = embd.dims[..] else {
         bail!("tensor token_embd.weight is {:?}, not a matrix", embd.dims);
     };
-    let hidden = required(g, "llama.embedding_length")?;
+    let hidden = required(g, &key("embedding_length"))?;
     if hidden != width {
-        bail!("llama.embedding_length is {hidden}, its token_embd.weight rows are {width} wide");
+        bail!("{p}.embedding_length is {hidden}, its token_embd.weight rows are {width} wide");
     }
-    let heads = required(g, "llama.attention.head_count")?;
-    let kv_heads = match uint(g, "llama.attention.head_count_kv")? {
-        Some(0) => bail!("llama.attention.head_count_kv is 0"),
-        Some(n) => n,
-        None => heads,
-    };
-    if !heads.is_multiple_of(kv_heads) || !hidden.is_multiple_of(heads) {
+    let (heads, kv_heads, head_dim) = heads(g, arch, hidden)?;
+    let layers = required(g, &key("block_count"))?;
+    // Bounded by the file before the list of expected tensors is built: a
+    // layer holds its vectors and seven projections.
+    if layers > g.tensors.len() / 9 {
         bail!(
-            "its heads ({heads} query, llama.attention.head_count; {kv_heads} key/value, \
-             .head_count_kv) do not divide its width {hidden}"
-        );
-    }
-    let head_dim = hidden / heads;
-    if !head_dim.is_multiple_of(2) {
-        bail!("its heads are {head_dim} wide; rotary embedding turns pairs, so an even width");
-    }
-    // Missing, it is the head's width (llama.cpp's default for n_rot).
-    if let Some(rope) = uint(g, "llama.rope.dimension_count")? {
-        if rope != head_dim {
-            bail!(
-                "llama.rope.dimension_count is {rope}: rotary embedding over part of a head's \
-                 {head_dim} dimensions is not supported"
-            );
-        }
-    }
-    let layers = required(g, "llama.block_count")?;
-    // Bounded by the file before the list of expected tensors is built.
-    if layers > g.tensors.len() / LAYER_TENSORS {
-        bail!(
-            "llama.block_count is {layers}, but the file holds {} tensors ({LAYER_TENSORS} a layer)",
+            "{p}.block_count is {layers}, but the file holds {} tensors (9 or more a layer)",
             g.tensors.len()
         );
     }
-    let context = match uint(g, "llama.context_length")? {
-        Some(0) => bail!("llama.context_length is 0"),
-        Some(n) => n.min(MAX_POSITIONS),
-        None => MAX_POSITIONS,
+    let max = super::max_positions(arch);
+    let context = match uint(g, &key("context_length"))? {
+        Some(0) => bail!("{p}.context_length is 0"),
+        Some(n) => n.min(max),
+        None => max,
     };
-    let rope_theta = float(
-        g,
-        "llama.rope.freq_base",
-        |v| v > 0.0 && v <= f32::MAX as f64,
-        "above 0 (and an f32)",
-    )?
-    .unwrap_or(10_000.0);
+    let theta = |k: &str| {
+        float(
+            g,
+            &key(k),
+            |v| v > 0.0 && v <= f32::MAX as f64,
+            "above 0 (and an f32)",
+        )
+    };
+    let rope_theta = theta("rope.freq_base")?.unwrap_or(10_000.0);
     let rms_eps = float(
         g,
-        "llama.attention.layer_norm_rms_epsilon",
+        &key("attention.layer_norm_rms_epsilon"),
         |v| v > 0.0 && v < 1.0,
         "between 0 and 1",
     )?
     .unwrap_or(1e-5);
-    Ok(Dims {
+    let window = match uint(g, &key("attention.sliding_window"))? {
+        Some(0) => bail!("{p}.attention.sliding_window is 0"),
+        w => w,
+    };
+    Ok(Config {
+        arch,
         layers,
         hidden,
         heads,
         kv_heads,
         head_dim,
-        mlp: required(g, "llama.feed_forward_length")?,
+        mlp: required(g, &key("feed_forward_length"))?,
         vocab,
         context,
         rope_theta,
         rms_eps,
         tied: g.tensor("output.weight").is_none(),
+        local: arch.local(window, theta("rope.local_freq_base")?),
     })
 }
 
-/// Every tensor of a type read here, and every tensor a Llama of sizes `d`
-/// needs at its shape.
-pub fn tensors(g: &Gguf, d: &Dims) -> Result<()> {
+/// (query heads, key/value heads, a head's width) of an `arch` model
+/// `hidden` wide: the width is hidden / heads, or the metadata's
+/// `attention.key_length` where the architecture has wider heads (its value
+/// length the same: the layers here hold one width for both).
+fn heads(g: &Gguf, arch: Arch, hidden: usize) -> Result<(usize, usize, usize)> {
+    let p = arch.name();
+    let key = |k: &str| format!("{p}.{k}");
+    let heads = required(g, &key("attention.head_count"))?;
+    let kv_heads = match uint(g, &key("attention.head_count_kv"))? {
+        Some(0) => bail!("{p}.attention.head_count_kv is 0"),
+        Some(n) => n,
+        None => heads,
+    };
+    if !heads.is_multiple_of(kv_heads) {
+        bail!(
+            "its heads ({heads} query, {p}.attention.head_count; {kv_heads} key/value, \
+             .head_count_kv): the key/value heads do not divide the query heads"
+        );
+    }
+    let key_length = uint(g, &key("attention.key_length"))?;
+    let head_dim = match (arch.features().key_length, key_length) {
+        (true, Some(0)) => bail!("{p}.attention.key_length is 0"),
+        (true, Some(n)) => n,
+        _ if hidden.is_multiple_of(heads) => hidden / heads,
+        _ => bail!("its {heads} heads ({p}.attention.head_count) do not divide its width {hidden}"),
+    };
+    if let Some(v) = uint(g, &key("attention.value_length"))? {
+        if v != head_dim {
+            bail!("{p}.attention.value_length is {v}, its keys {head_dim} wide: not supported");
+        }
+    }
+    if !head_dim.is_multiple_of(2) {
+        bail!("its heads are {head_dim} wide; rotary embedding turns pairs, so an even width");
+    }
+    // Missing, it is the head's width (llama.cpp's default for n_rot).
+    if let Some(rope) = uint(g, &key("rope.dimension_count"))? {
+        if rope != head_dim {
+            bail!(
+                "{p}.rope.dimension_count is {rope}: rotary embedding over part of a head's \
+                 {head_dim} dimensions is not supported"
+            );
+        }
+    }
+    Ok((heads, kv_heads, head_dim))
+}
+
+/// Every tensor of a type read here, and every tensor a model of `d` needs
+/// at its shape.
+pub fn tensors(g: &Gguf, d: &Config) -> Result<()> {
     for t in &g.tensors {
         if !READ_TYPES.contains(&t.dtype) {
             bail!(
@@ -192,10 +234,13 @@ pub fn tensors(g: &Gguf, d: &Dims) -> Result<()> {
             );
         }
     }
-    for (name, shape) in crate::bench::generate::tensor_shapes(d) {
-        let t = g
-            .tensor(&name)
-            .with_context(|| format!("it has no tensor {name}, which a Llama needs"))?;
+    for (name, shape) in d.tensors() {
+        let t = g.tensor(&name).with_context(|| {
+            format!(
+                "it has no tensor {name}, which a {} model needs",
+                d.arch.name()
+            )
+        })?;
         if t.dims != shape {
             bail!(
                 "tensor {name} is {:?}, its metadata's sizes make it {shape:?}",
@@ -334,26 +379,34 @@ fn merges<'a>(g: &'a Gguf, tokens: &[&str], types: &[i32]) -> Result<Vec<(&'a st
     Ok(merges)
 }
 
-/// The metadata quantized_llama reads, as the checked sizes `d` give it and
-/// in the types it reads (u32, f32), so that it reads nothing unchecked.
-pub fn model_metadata(d: &Dims) -> HashMap<String, Value> {
+/// The metadata candle-transformers' model of `d`'s architecture reads, as
+/// the checked sizes give it and in the types it reads (u32, f32), so that
+/// it reads nothing unchecked. Keys one model does not read are ignored by it.
+pub fn model_metadata(d: &Config) -> HashMap<String, Value> {
+    let p = d.arch.name();
     let u = |v: usize| Value::U32(v as u32);
-    [
-        ("general.architecture", Value::String("llama".into())),
-        ("llama.block_count", u(d.layers)),
-        ("llama.embedding_length", u(d.hidden)),
-        ("llama.feed_forward_length", u(d.mlp)),
-        ("llama.attention.head_count", u(d.heads)),
-        ("llama.attention.head_count_kv", u(d.kv_heads)),
-        ("llama.rope.dimension_count", u(d.head_dim)),
-        ("llama.context_length", u(d.context)),
-        ("llama.rope.freq_base", Value::F32(d.rope_theta as f32)),
-        (
-            "llama.attention.layer_norm_rms_epsilon",
-            Value::F32(d.rms_eps as f32),
-        ),
+    let f = |v: f64| Value::F32(v as f32);
+    let mut md: Vec<(String, Value)> = [
+        ("block_count", u(d.layers)),
+        ("embedding_length", u(d.hidden)),
+        ("feed_forward_length", u(d.mlp)),
+        ("attention.head_count", u(d.heads)),
+        ("attention.head_count_kv", u(d.kv_heads)),
+        ("attention.key_length", u(d.head_dim)),
+        ("attention.value_length", u(d.head_dim)),
+        ("rope.dimension_count", u(d.head_dim)),
+        ("context_length", u(d.context)),
+        ("rope.freq_base", f(d.rope_theta)),
+        ("attention.layer_norm_rms_epsilon", f(d.rms_eps)),
     ]
     .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
+    .map(|(k, v)| (format!("{p}.{k}"), v))
+    .collect();
+    if let Some(w) = &d.local {
+        md.push((format!("{p}.attention.sliding_window"), u(w.window)));
+        md.push((format!("{p}.attention.sliding_window_type"), u(w.every)));
+        md.push((format!("{p}.rope.local_freq_base"), f(w.rope_theta)));
+    }
+    md.push(("general.architecture".into(), Value::String(p.into())));
+    md.into_iter().collect()
 }

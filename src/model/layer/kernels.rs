@@ -8,8 +8,10 @@ use candle_core::{Tensor, D};
 
 #[cfg(debug_assertions)]
 use super::causal_mask;
-use super::{attention, LayerConfig, Rope};
+use super::{attention, Rope};
 use crate::clock::spans::span;
+use crate::model::{Activation, Config};
+use crate::schema::KernelChoice;
 use crate::schema::TokenOpClass::{Elementwise, Rotary};
 
 /// Which kernels a forward pass uses.
@@ -32,10 +34,19 @@ pub enum Kernels {
 impl Kernels {
     /// The forward pass's kernels for `--kernels` (`Both` times candle's
     /// first: its own rows say which ran).
-    pub fn of(choice: crate::schema::KernelChoice) -> Self {
+    pub fn of(choice: KernelChoice) -> Self {
         match choice {
-            crate::schema::KernelChoice::Lab => Self::Lab,
+            KernelChoice::Lab => Self::Lab,
             _ => Self::Fused,
+        }
+    }
+
+    /// Whose kernels a row that ran these is said to run (`--kernels`'s
+    /// names: the composed reference is candle's ops too).
+    pub fn choice(self) -> KernelChoice {
+        match self {
+            Self::Lab => KernelChoice::Lab,
+            _ => KernelChoice::Candle,
         }
     }
 
@@ -65,6 +76,16 @@ impl Kernels {
         })
     }
 
+    /// The MLP's gate `act` on `gate`, times `up`: SwiGLU, or GeGLU with
+    /// GELU's tanh form (candle's `gelu`; the suite has no kernel of its own
+    /// for it: at one token it is a few microseconds of a layer).
+    pub(crate) fn gated(self, gate: &Tensor, up: &Tensor, act: Activation) -> Result<Tensor> {
+        match act {
+            Activation::Silu => self.swiglu(gate, up),
+            Activation::GeluTanh => Ok((gate.gelu()? * up)?),
+        }
+    }
+
     /// softmax(Q K^T / sqrt(d) + mask) V, as [`attention`]: on the lab's
     /// kernels on the CPU, a decode step (one query row, no mask) and a
     /// prompt chunk under the causal mask are the suite's one-pass op, which
@@ -75,7 +96,7 @@ impl Kernels {
         keys: &Tensor,
         values: &Tensor,
         mask: Option<&Tensor>,
-        c: &LayerConfig,
+        c: &Config,
     ) -> Result<Tensor> {
         // A mask given here is always `causal_mask(t, n - t)` (the callers'),
         // which the suite's op applies by position: checked in debug builds.

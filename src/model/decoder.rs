@@ -1,25 +1,25 @@
-//! The float path: the weights dequantized to f32 and cast to the row's
-//! dtype, run by `bench::block`'s decoder layer ([`Layer`]: grouped-query
-//! attention, a preallocated [`KvCache`]) stacked into a model, with the
-//! embedding, the final norm and the output head around it.
-//!
-//! A row's weights are the run's f32 weights ([`Weights`]) moved to its
+//! The suite's decoder ([`Decoder`]): [`Layer`]s (grouped-query attention, a
+//! preallocated [`KvCache`], each architecture's features) stacked into a
+//! model, with the embedding, the final norm and the output head around it.
+//! A float row's weights are the run's f32 weights ([`Weights`]) moved to its
 //! device and cast there: nothing is drawn or converted again on the host.
 //!
-//! The same model runs the lab's quantized rows ([`FloatLm::load_quantized`]):
+//! The same model runs the lab's quantized rows ([`Decoder::load_quantized`]):
 //! its projections and head are the row's GGUF blocks as stored, multiplied
 //! by the suite's quantized kernels ([`crate::kernels::QLinear`]), the rest
-//! f32, as candle-transformers' `quantized_llama` keeps it (the embedding
+//! f32, as candle-transformers' quantized models keep it (the embedding
 //! dequantized for the lookup).
 //!
 //! Rotary layout: llama.cpp's converter (`convert_hf_to_gguf.py`,
-//! `LlamaModel.permute`) reorders the rows of Q and K, per head, so that
-//! GGUF's Llama weights rotate interleaved pairs (2i, 2i+1), as llama.cpp's
-//! ROPE_TYPE_NORM and candle's `rope_i` do (the quantized path runs them so);
-//! Hugging Face's checkpoints, transformers and block's layer rotate halves
-//! (i, i + d/2), `rope`. The loader undoes the permutation on Q's and K's rows
-//! ([`unpermute`], transformers' `reverse_permute_weights`), so the float
-//! path computes the checkpoint's own layout; both compute the same function.
+//! `LlamaModel.permute`) reorders the rows of a Llama's Q and K, per head, so
+//! that GGUF's Llama weights rotate interleaved pairs (2i, 2i+1), as
+//! llama.cpp's ROPE_TYPE_NORM and candle's `rope_i` do (candle-transformers'
+//! `quantized_llama` runs them so); Hugging Face's checkpoints, transformers
+//! and the layer here rotate halves (i, i + d/2), `rope`. The loader undoes
+//! the permutation on a Llama's Q and K rows ([`unpermute`], transformers'
+//! `reverse_permute_weights`), so the decoder computes the checkpoint's own
+//! layout; both compute the same function. Qwen's and Gemma's files are not
+//! permuted (llama.cpp's ROPE_TYPE_NEOX): their rows are used as stored.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -30,25 +30,31 @@ use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::Linear;
 
-use super::quantized::row_tensor;
-use super::weights::{head_name, Weights};
-use super::{Dims, Lm};
-use crate::bench::block::model::{
-    causal_mask, Input, Kernels, KvCache, Layer, LayerConfig, Proj, Rope,
-};
+use super::config::gguf_name;
+use super::layer::{causal_mask, Input, Kernels, KvCache, Layer, Proj, Rope};
+use super::quantize::row_tensor;
+use super::weights::Weights;
+use super::{Activation, Config, Lm};
 use crate::clock::spans::span;
 use crate::kernels::QLinear;
 use crate::schema::TokenOpClass::{Elementwise, Matmuls, Norms};
 
-/// What the result says about the rotary layout.
-pub const ROTARY_LAYOUT: &str = "GGUF's Llama Q and K rows are permuted by llama.cpp's converter \
-    to rotate interleaved pairs (2i, 2i+1): the quantized path runs them so (rope_i); the float \
-    path undoes the permutation at load and rotates halves (i, i+d/2), as the Hugging Face \
-    checkpoint and transformers do";
+/// What the result says about the rotary layout of `d`'s architecture.
+pub fn rotary_layout(d: &Config) -> &'static str {
+    match d.arch.features().permuted_qk {
+        true => {
+            "GGUF's Llama Q and K rows are permuted by llama.cpp's converter to rotate \
+            interleaved pairs (2i, 2i+1): candle-transformers' model runs them so (rope_i); the \
+            suite's decoder undoes the permutation at load and rotates halves (i, i+d/2), as the \
+            Hugging Face checkpoint and transformers do"
+        }
+        false => "Q and K rotate halves (i, i+d/2) as the file stores them, in both models",
+    }
+}
 
 /// (bytes held, bytes per token) of a float row in `dtype`: the projections,
-/// the embedding (the head too when tied), the norms.
-pub fn bytes(d: &Dims, dtype: DType) -> (u64, u64) {
+/// the embedding (the head too when tied), the vectors.
+pub fn bytes(d: &Config, dtype: DType) -> (u64, u64) {
     let e = dtype.size_in_bytes() as u64;
     let matmuls = d.token_matmul_params() * e;
     let embed = if d.tied {
@@ -56,9 +62,10 @@ pub fn bytes(d: &Dims, dtype: DType) -> (u64, u64) {
     } else {
         (d.vocab * d.hidden) as u64 * e
     };
-    let norms = ((2 * d.layers + 1) * d.hidden) as u64 * e;
-    let per_token = crate::bench::decoder::weight_bytes_per_token(d, matmuls, e, e);
-    (matmuls + embed + norms, per_token)
+    let per_layer: usize = d.layer_vectors().iter().map(|(_, n)| n).sum();
+    let vectors = (d.layers * per_layer + d.hidden) as u64 * e;
+    let per_token = super::cost::weight_bytes_per_token(d, matmuls, e, e);
+    (matmuls + embed + vectors, per_token)
 }
 
 /// GGUF's Q or K rows (`heads` heads of `rows / heads`) back in the order
@@ -94,55 +101,34 @@ pub fn unpermute_blocks(w: &QTensor, heads: usize) -> Result<QTensor> {
     Ok(QTensor::new(storage, (rows, cols))?)
 }
 
-/// The layer's block names for GGUF's.
-const NAMES: [(&str, &str); 9] = [
-    ("attn_norm", "attn_norm"),
-    ("wq", "attn_q"),
-    ("wk", "attn_k"),
-    ("wv", "attn_v"),
-    ("wo", "attn_output"),
-    ("mlp_norm", "ffn_norm"),
-    ("w_gate", "ffn_gate"),
-    ("w_up", "ffn_up"),
-    ("w_down", "ffn_down"),
-];
-
-/// The layer's weight names in GGUF's (`wq` is `attn_q`).
-fn gguf_name(name: &str) -> &str {
-    NAMES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map_or(name, |(_, g)| *g)
-}
-
-fn layer_config(d: &Dims) -> LayerConfig {
-    LayerConfig {
-        hidden: d.hidden,
-        heads: d.heads,
-        kv_heads: d.kv_heads,
-        head_dim: d.head_dim,
-        mlp: d.mlp,
-        rms_eps: d.rms_eps,
-        rope_theta: d.rope_theta,
+/// The heads `name` (a layer's name) is permuted by, where `d`'s file
+/// permutes Q's and K's rows ([`super::Features::permuted_qk`]).
+fn permuted(d: &Config, name: &str) -> Option<usize> {
+    match (d.arch.features().permuted_qk, name) {
+        (true, "wq") => Some(d.heads),
+        (true, "wk") => Some(d.kv_heads),
+        _ => None,
     }
 }
 
-/// The float model of one row (or, [`FloatLm::load_quantized`], the lab's
-/// quantized one).
-pub struct FloatLm {
+/// The suite's decoder: [`Layer`]s stacked between the embedding and the
+/// final norm and head, in one dtype (a float row) or with GGUF blocks as
+/// stored ([`Decoder::load_quantized`], the lab's quantized row).
+pub struct Decoder {
+    cfg: Config,
     layers: Vec<Layer>,
     caches: Vec<KvCache>,
     embedding: Tensor,
     head: Proj,
     norm: Tensor,
-    rope: Rope,
+    /// The rotary tables of each base the layers use, and each layer's.
+    ropes: Vec<(f64, Rope)>,
     masks: HashMap<(usize, usize), Tensor>,
-    rms_eps: f32,
     kernels: Kernels,
     device: Device,
 }
 
-impl FloatLm {
+impl Decoder {
     /// The model of `weights` in `dtype` on `device`, with caches of
     /// `positions` positions, run with `kernels` (candle-nn's fused ones, or
     /// the suite's). Each tensor is moved in f32 and cast on the device; the
@@ -156,8 +142,7 @@ impl FloatLm {
         positions: usize,
         kernels: Kernels,
     ) -> Result<Self> {
-        let d = weights.dims();
-        let cfg = layer_config(d);
+        let d = weights.config();
         let on = |t: Tensor| -> Result<Tensor> {
             let moved = t.to_device(device)?.to_dtype(dtype)?;
             let shared = moved.device().same_device(t.device()) && moved.dtype() == t.dtype();
@@ -165,19 +150,18 @@ impl FloatLm {
         };
         let mut layers = Vec::with_capacity(d.layers);
         for l in 0..d.layers {
-            layers.push(Layer::new(&cfg, |name| {
-                let w = on(weights.f32(&format!("blk.{l}.{}.weight", gguf_name(name)))?)?;
-                match name {
-                    "wq" => unpermute(&w, d.heads),
-                    "wk" => unpermute(&w, d.kv_heads),
-                    _ => Ok(w),
+            layers.push(Layer::new(d, l, |name| {
+                let w = on(weights.f32(&gguf_name(l, name))?)?;
+                match permuted(d, name) {
+                    Some(heads) => unpermute(&w, heads),
+                    None => Ok(w),
                 }
             })?);
         }
         let embedding = on(weights.f32("token_embd.weight")?)?;
         let head = match d.tied {
             true => Linear::new(embedding.clone(), None),
-            false => Linear::new(on(weights.f32(head_name(d))?)?, None),
+            false => Linear::new(on(weights.f32(d.head_name())?)?, None),
         };
         let norm = on(weights.f32("output_norm.weight")?)?;
         let parts = (embedding, Proj::Float(head), norm);
@@ -185,18 +169,18 @@ impl FloatLm {
     }
 
     /// The lab's quantized row of `types` (the row's type per tensor, as
-    /// `quantized::row_types` gives them) from `weights` on `device`: the
+    /// `quantize::row_types` gives them) from `weights` on `device`: the
     /// projections and the head as GGUF blocks (Q and K's rows moved back to
-    /// the checkpoint's order, [`unpermute_blocks`]), run by the suite's
-    /// kernels; the norms, the embedding's lookup and the activations f32.
+    /// the checkpoint's order where the file permuted them,
+    /// [`unpermute_blocks`]), run by the suite's kernels; the vectors, the
+    /// embedding's lookup and the activations f32.
     pub fn load_quantized(
         weights: &Weights,
         types: &HashMap<String, GgmlDType>,
         device: &Device,
         positions: usize,
     ) -> Result<Self> {
-        let d = weights.dims();
-        let cfg = layer_config(d);
+        let d = weights.config();
         let on = |t: Tensor| -> Result<Tensor> { Ok(t.to_device(device)?) };
         let blocks = |name: &str, heads: Option<usize>| -> Result<QLinear> {
             let t = row_tensor(weights, types, name)?;
@@ -214,46 +198,48 @@ impl FloatLm {
         };
         let mut layers = Vec::with_capacity(d.layers);
         for l in 0..d.layers {
-            let name = |n: &str| format!("blk.{l}.{}.weight", gguf_name(n));
             layers.push(Layer::quantized(
-                &cfg,
-                |n| on(weights.f32(&name(n))?),
-                |n| match n {
-                    "wq" => blocks(&name(n), Some(d.heads)),
-                    "wk" => blocks(&name(n), Some(d.kv_heads)),
-                    _ => blocks(&name(n), None),
-                },
+                d,
+                l,
+                |n| on(weights.f32(&gguf_name(l, n))?),
+                |n| blocks(&gguf_name(l, n), permuted(d, n)),
             )?);
         }
         let embedding = row_tensor(weights, types, "token_embd.weight")?.dequantize(device)?;
-        let head = Proj::Quantized(blocks(head_name(d), None)?);
+        let head = Proj::Quantized(blocks(d.head_name(), None)?);
         let norm = on(weights.f32("output_norm.weight")?)?;
         let f32 = (DType::F32, device, positions);
         Self::of(d, layers, (embedding, head, norm), f32, Kernels::Lab)
     }
 
     fn of(
-        d: &Dims,
+        d: &Config,
         layers: Vec<Layer>,
         (embedding, head, norm): (Tensor, Proj, Tensor),
         (dtype, device, positions): (DType, &Device, usize),
         kernels: Kernels,
     ) -> Result<Self> {
         let mut caches = Vec::with_capacity(d.layers);
-        for _ in 0..d.layers {
+        let mut ropes: Vec<(f64, Rope)> = Vec::new();
+        for l in 0..d.layers {
             caches.push(KvCache::new(
                 1, d.kv_heads, positions, d.head_dim, dtype, device,
             )?);
+            let theta = d.rope_theta(l);
+            if !ropes.iter().any(|(t, _)| *t == theta) {
+                let rope = Rope::new(d.head_dim, theta, 0, positions, dtype, device)?;
+                ropes.push((theta, rope));
+            }
         }
         Ok(Self {
+            cfg: d.clone(),
             layers,
             caches,
             embedding,
             head,
             norm,
-            rope: Rope::new(d.head_dim, d.rope_theta, 0, positions, dtype, device)?,
+            ropes,
             masks: HashMap::new(),
-            rms_eps: d.rms_eps as f32,
             kernels,
             device: device.clone(),
         })
@@ -263,12 +249,28 @@ impl FloatLm {
         self.layers.len()
     }
 
+    /// The model with its MLP gated by `act` instead of its architecture's
+    /// ([`Layer::gate_with`]): Gemma 3 as candle-transformers' model of it
+    /// computes it, for the tests that hold the two together.
+    pub fn with_activation(mut self, act: Activation) -> Self {
+        for l in &mut self.layers {
+            l.gate_with(act);
+        }
+        self
+    }
+
     /// Every projection of `layer` as it runs (Q, K and V, and gate and up,
     /// stacked on the lab's quantized path), with the model's kernels: down
-    /// on `m` (the MLP's width), the others on `x`.
-    pub fn project_all(&self, layer: usize, x: &Tensor, m: &Tensor) -> Result<()> {
+    /// on `m` (the MLP's width), O on `o` (attention's output width), the
+    /// others on `x`.
+    pub fn project_all(&self, layer: usize, x: &Tensor, o: &Tensor, m: &Tensor) -> Result<()> {
         for (p, input) in self.layers[layer].projections() {
-            drop(p.forward(if input == Input::Act { m } else { x }, self.kernels)?);
+            let on = match input {
+                Input::Act => m,
+                Input::Heads => o,
+                _ => x,
+            };
+            drop(p.forward(on, self.kernels)?);
         }
         Ok(())
     }
@@ -277,22 +279,42 @@ impl FloatLm {
     pub fn head(&self, x: &Tensor) -> Result<Tensor> {
         self.head.forward(x, self.kernels)
     }
+
+    /// The rotary tables of layer `l` at positions `pos..pos + t`.
+    fn rope(&self, l: usize, pos: usize, t: usize) -> Result<Rope> {
+        let theta = self.cfg.rope_theta(l);
+        let (_, r) = self
+            .ropes
+            .iter()
+            .find(|(x, _)| *x == theta)
+            .ok_or_else(|| anyhow::anyhow!("no rotary tables at base {theta}"))?;
+        Ok(Rope {
+            cos: r.cos.narrow(0, pos, t)?,
+            sin: r.sin.narrow(0, pos, t)?,
+        })
+    }
+
+    /// The embedding's rows of `tokens` (scaled by sqrt(hidden) where the
+    /// architecture scales them), (1, tokens, hidden).
+    fn embed(&self, tokens: &[u32]) -> Result<Tensor> {
+        let ids = Tensor::new(tokens, &self.device)?;
+        span(Elementwise, || {
+            let x = self.embedding.index_select(&ids, 0)?.unsqueeze(0)?;
+            Ok(match self.cfg.arch.features().embed_scale {
+                true => (x * (self.cfg.hidden as f64).sqrt())?,
+                false => x,
+            })
+        })
+    }
 }
 
-impl Lm for FloatLm {
+impl Lm for Decoder {
     fn forward(&mut self, tokens: &[u32], pos: usize) -> Result<Tensor> {
         let t = tokens.len();
         for c in &mut self.caches {
             c.truncate(pos);
         }
-        let ids = Tensor::new(tokens, &self.device)?;
-        let mut x = span(Elementwise, || {
-            Ok(self.embedding.index_select(&ids, 0)?.unsqueeze(0)?)
-        })?;
-        let rope = Rope {
-            cos: self.rope.cos.narrow(0, pos, t)?,
-            sin: self.rope.sin.narrow(0, pos, t)?,
-        };
+        let mut x = self.embed(tokens)?;
         let mask = match t {
             1 => None,
             _ => {
@@ -305,13 +327,14 @@ impl Lm for FloatLm {
                 Some(m)
             }
         };
-        for (layer, cache) in self.layers.iter().zip(self.caches.iter_mut()) {
-            x = layer.forward(&x, &rope, mask.as_ref(), Some(cache), self.kernels)?;
+        for l in 0..self.layers.len() {
+            let rope = self.rope(l, pos, t)?;
+            let cache = &mut self.caches[l];
+            x = self.layers[l].forward(&x, &rope, mask.as_ref(), Some(cache), self.kernels)?;
         }
         let last = span(Elementwise, || Ok(x.narrow(1, t - 1, 1)?.contiguous()?))?;
-        let last = span(Norms, || {
-            self.kernels.rms_norm(&last, &self.norm, self.rms_eps)
-        })?;
+        let eps = self.cfg.rms_eps as f32;
+        let last = span(Norms, || self.kernels.rms_norm(&last, &self.norm, eps))?;
         span(Matmuls, || {
             Ok(self.head.forward(&last, self.kernels)?.squeeze(0)?)
         })

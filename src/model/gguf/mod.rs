@@ -1,8 +1,8 @@
 //! The model file: a GGUF checked whole before anything else touches it. It
 //! must be a regular file (a folder, a FIFO or a device is refused before it
 //! is opened, and it is opened without blocking), whose structure
-//! ([`read`]: header, metadata, tensor descriptions, extents) and whose Llama
-//! metadata, tensors and tokenizer ([`check`]) say nothing this program or
+//! ([`read`]: header, metadata, tensor descriptions, extents) and whose
+//! metadata (an architecture the suite runs), tensors and tokenizer ([`check`]) say nothing this program or
 //! candle would trip on. Its tensors are then read on demand, each from the
 //! extent [`read`] checked, through candle's own decoding of ggml blocks.
 
@@ -17,11 +17,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use candle_core::quantized::ggml_file::qtensor_from_ggml;
-use candle_core::quantized::gguf_file::Content;
+use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::Device;
 
-use super::Dims;
+use super::{Arch, Config};
 use crate::error::contained;
 use crate::quote::shown;
 pub use read::Gguf;
@@ -54,19 +54,27 @@ pub fn type_name(t: GgmlDType) -> String {
     }
 }
 
-/// A checked GGUF file of a Llama-architecture model.
+/// A checked GGUF file of a model the suite runs.
 pub struct ModelFile {
     pub path: PathBuf,
     pub bytes: u64,
     pub gguf: Gguf,
-    pub dims: Dims,
+    pub config: Config,
     /// general.name, or the file's stem.
     pub name: String,
 }
 
-/// The rotary tables quantized_llama precomputes (candle-transformers'
-/// `MAX_SEQ_LEN`): positions past it have none.
-pub const MAX_POSITIONS: usize = candle_transformers::models::quantized_llama::MAX_SEQ_LEN;
+/// The positions a model of `arch` takes at most here: what the rotary
+/// tables of candle-transformers' model of it hold (its `MAX_SEQ_LEN`, for
+/// Llama and Gemma 3; Qwen's are built for the file's context).
+pub fn max_positions(arch: Arch) -> usize {
+    use candle_transformers::models::{quantized_gemma3, quantized_llama};
+    match arch {
+        Arch::Llama => quantized_llama::MAX_SEQ_LEN,
+        Arch::Gemma3 => quantized_gemma3::MAX_SEQ_LEN,
+        Arch::Qwen2 | Arch::Qwen3 => u32::MAX as usize,
+    }
+}
 
 /// `path` opened for reading if it is a regular file (after links): never a
 /// folder, and never a FIFO or a device, which could block or never end.
@@ -114,17 +122,8 @@ impl ModelFile {
         let (mut file, bytes) = open_regular(path)?;
         let gguf = read::read(&mut std::io::BufReader::new(&mut file), bytes)
             .map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
-        let arch = check::string(&gguf, "general.architecture")
-            .map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?
-            .unwrap_or("(none)");
-        if arch != "llama" {
-            bail!(
-                "{what} is a '{arch}' model (general.architecture); generate runs \
-                 Llama-architecture GGUF files ('llama': Llama 2/3, SmolLM, TinyLlama...)"
-            );
-        }
-        let dims = check::dims(&gguf).map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
-        check::tensors(&gguf, &dims).map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
+        let config = check::config(&gguf).map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
+        check::tensors(&gguf, &config).map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
         let name = check::string(&gguf, "general.name")
             .ok()
             .flatten()
@@ -135,7 +134,7 @@ impl ModelFile {
             path: path.to_path_buf(),
             bytes,
             gguf,
-            dims,
+            config,
             name,
         })
     }
@@ -165,7 +164,7 @@ impl ModelFile {
     /// metadata, for candle-transformers' loader (which reads the tensors
     /// itself, from the extents checked here).
     pub fn candle_content(&self) -> Content {
-        self.gguf.to_candle(check::model_metadata(&self.dims))
+        self.gguf.to_candle(check::model_metadata(&self.config))
     }
 
     /// The tensors by stored type: how many, and their bytes.
@@ -179,8 +178,28 @@ impl ModelFile {
         by
     }
 
-    /// The layers' matmul type (the one holding most of their bytes): the
-    /// file's quantization "as stored".
+    /// The file's quantization as llama.cpp names it ("Q4_K_M"), from
+    /// `general.file_type`, else its layers' type ([`ModelFile::layer_type`]).
+    pub fn quantization(&self) -> String {
+        let named = match self.gguf.get("general.file_type") {
+            Some(Value::U32(t)) => file_type_name(*t),
+            Some(Value::I32(t)) => u32::try_from(*t).ok().and_then(file_type_name),
+            _ => None,
+        };
+        named.map_or_else(|| type_name(self.layer_type()), str::to_string)
+    }
+
+    /// Whether every projection of the layers is stored as `t` (a file "of"
+    /// that type, not a mix).
+    pub fn uniform(&self, t: GgmlDType) -> bool {
+        self.gguf
+            .tensors
+            .iter()
+            .filter(|x| x.name.starts_with("blk.") && x.dims.len() == 2)
+            .all(|x| x.dtype == t)
+    }
+
+    /// The layers' matmul type (the one holding most of their bytes).
     pub fn layer_type(&self) -> GgmlDType {
         let mut by: BTreeMap<u32, (GgmlDType, u64)> = BTreeMap::new();
         for t in &self.gguf.tensors {
@@ -193,6 +212,31 @@ impl ModelFile {
             .max_by_key(|(_, b)| *b)
             .map_or(GgmlDType::F32, |(t, _)| t)
     }
+}
+
+/// llama.cpp's name of a file's quantization (`general.file_type`, its
+/// `llama_ftype`): "Q4_K_M", "Q8_0"; `None` for a value it does not name.
+pub fn file_type_name(ftype: u32) -> Option<&'static str> {
+    Some(match ftype {
+        0 => "F32",
+        1 => "F16",
+        2 => "Q4_0",
+        3 => "Q4_1",
+        7 => "Q8_0",
+        8 => "Q5_0",
+        9 => "Q5_1",
+        10 => "Q2_K",
+        11 => "Q3_K_S",
+        12 => "Q3_K_M",
+        13 => "Q3_K_L",
+        14 => "Q4_K_S",
+        15 => "Q4_K_M",
+        16 => "Q5_K_S",
+        17 => "Q5_K_M",
+        18 => "Q6_K",
+        32 => "BF16",
+        _ => return None,
+    })
 }
 
 /// Bytes of `elems` elements stored as `t`.

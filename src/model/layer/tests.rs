@@ -12,15 +12,21 @@ use candle_core::{DType, Device, IndexOp, Tensor};
 
 use super::*;
 
-fn config(heads: usize, kv_heads: usize) -> LayerConfig {
-    LayerConfig {
+fn config(heads: usize, kv_heads: usize) -> Config {
+    Config {
+        arch: crate::model::Arch::Llama,
+        layers: 1,
         hidden: 32,
         heads,
         kv_heads,
         head_dim: 32 / heads,
         mlp: 40,
+        vocab: 0,
+        context: 64,
         rms_eps: 1e-6,
         rope_theta: 500_000.0,
+        tied: true,
+        local: None,
     }
 }
 
@@ -34,8 +40,8 @@ fn uniform(shape: &[usize], seed: u64) -> Tensor {
 }
 
 /// Random weights for `cfg` on the host in f64, scaled by 1/sqrt(fan-in).
-fn weights(cfg: &LayerConfig, seed: u64) -> HashMap<&'static str, Tensor> {
-    cfg.weight_shapes()
+fn weights(cfg: &Config, seed: u64) -> HashMap<&'static str, Tensor> {
+    cfg.layer_weights()
         .into_iter()
         .enumerate()
         .map(|(i, (name, shape))| {
@@ -50,8 +56,8 @@ fn weights(cfg: &LayerConfig, seed: u64) -> HashMap<&'static str, Tensor> {
         .collect()
 }
 
-fn layer(cfg: &LayerConfig, w: &HashMap<&str, Tensor>, dtype: DType, device: &Device) -> Layer {
-    Layer::new(cfg, |n| Ok(w[n].to_dtype(dtype)?.to_device(device)?)).unwrap()
+fn layer(cfg: &Config, w: &HashMap<&str, Tensor>, dtype: DType, device: &Device) -> Layer {
+    Layer::new(cfg, 0, |n| Ok(w[n].to_dtype(dtype)?.to_device(device)?)).unwrap()
 }
 
 fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
@@ -270,7 +276,7 @@ fn the_cache_writes_in_place_and_refuses_what_does_not_fit() {
 
 #[test]
 fn shapes_the_layer_cannot_have_are_refused() {
-    let err = config(4, 3).check().unwrap_err().to_string();
+    let err = check(&config(4, 3)).unwrap_err().to_string();
     assert!(err.contains("kv_heads 3 must divide heads 4"), "{err}");
     let cfg = config(4, 2);
     let mut w = weights(&cfg, 1);
@@ -278,7 +284,7 @@ fn shapes_the_layer_cannot_have_are_refused() {
         "wk",
         Tensor::zeros((32, 32), DType::F64, &Device::Cpu).unwrap(),
     );
-    let err = Layer::new(&cfg, |n| Ok(w[n].clone()))
+    let err = Layer::new(&cfg, 0, |n| Ok(w[n].clone()))
         .err()
         .unwrap()
         .to_string();

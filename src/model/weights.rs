@@ -20,21 +20,21 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
-use super::gguf::ModelFile;
-use super::{tensor_shapes, Dims, RowKind};
+use super::gguf::{max_positions, ModelFile};
+use super::{Arch, Config, Local};
 
 /// A named shape of random weights: the architecture of a published model.
 pub struct NamedShape {
     pub name: &'static str,
     /// What it is the shape of.
     pub of: &'static str,
-    pub dims: Dims,
+    pub config: Config,
 }
 
-/// The shapes `--shape` takes: two from their models' published
-/// config.json, and `tiny`, a smoke test's (the CPU rehearsal of the GPU call).
-pub fn shapes() -> [NamedShape; 3] {
-    let llama3 = |layers, hidden, mlp, tied, context| Dims {
+/// A Llama 3 of `layers` layers `hidden` wide, its MLP `mlp`.
+fn llama3(layers: usize, hidden: usize, mlp: usize, tied: bool) -> Config {
+    Config {
+        arch: Arch::Llama,
         layers,
         hidden,
         heads: 32,
@@ -42,47 +42,91 @@ pub fn shapes() -> [NamedShape; 3] {
         head_dim: hidden / 32,
         mlp,
         vocab: 128_256,
-        context,
+        context: max_positions(Arch::Llama),
         rope_theta: 500_000.0,
         rms_eps: 1e-5,
         tied,
-    };
+        local: None,
+    }
+}
+
+/// A smoke test's model of `arch`: 2 layers of width 64 (Gemma 3's: 6, so
+/// that one layer of its pattern is global), 4 heads of 16 (Qwen 3 and
+/// Gemma 3: of 32, wider than hidden / heads, as theirs are), 2 key/value
+/// heads, MLP 128, vocabulary 256.
+pub fn tiny(arch: Arch) -> Config {
+    let wide = arch.features().key_length;
+    Config {
+        arch,
+        layers: if arch == Arch::Gemma3 { 6 } else { 2 },
+        hidden: 64,
+        heads: 4,
+        kv_heads: 2,
+        head_dim: if wide { 32 } else { 16 },
+        mlp: 128,
+        vocab: 256,
+        context: 512,
+        rope_theta: 10_000.0,
+        rms_eps: 1e-5,
+        tied: true,
+        local: (arch == Arch::Gemma3).then_some(Local {
+            window: 8,
+            every: 6,
+            rope_theta: 1_000.0,
+        }),
+    }
+}
+
+/// The shapes `--shape` takes: two from their models' published
+/// config.json, and `tiny` per architecture, a smoke test's (the CPU
+/// rehearsal of the GPU call).
+pub fn shapes() -> [NamedShape; 6] {
     [
         NamedShape {
             name: "llama-3.2-1b",
             of: "Llama 3.2 1B (16 layers, hidden 2048, 32 heads, 8 key/value heads, MLP 8192, \
                  vocabulary 128256, tied embeddings)",
-            dims: llama3(16, 2048, 8192, true, super::gguf::MAX_POSITIONS),
+            config: llama3(16, 2048, 8192, true),
         },
         NamedShape {
             name: "llama-3-8b",
             of: "Llama 3 8B (32 layers, hidden 4096, 32 heads, 8 key/value heads, MLP 14336, \
                  vocabulary 128256)",
-            dims: llama3(32, 4096, 14336, false, super::gguf::MAX_POSITIONS),
+            config: llama3(32, 4096, 14336, false),
         },
         NamedShape {
             name: "tiny",
             of: "a tiny Llama for smoke tests (2 layers, hidden 64, 4 heads, 2 key/value heads, \
                  MLP 128, vocabulary 256)",
-            dims: Dims {
-                layers: 2,
-                hidden: 64,
-                heads: 4,
-                kv_heads: 2,
-                head_dim: 16,
-                mlp: 128,
-                vocab: 256,
-                context: 512,
-                rope_theta: 10_000.0,
-                rms_eps: 1e-5,
-                tied: true,
-            },
+            config: tiny(Arch::Llama),
+        },
+        NamedShape {
+            name: "tiny-qwen2",
+            of: "a tiny Qwen 2 for smoke tests (tiny's sizes, with Q, K and V biases)",
+            config: tiny(Arch::Qwen2),
+        },
+        NamedShape {
+            name: "tiny-qwen3",
+            of: "a tiny Qwen 3 for smoke tests (tiny's sizes, heads of 32, Q and K normed)",
+            config: tiny(Arch::Qwen3),
+        },
+        NamedShape {
+            name: "tiny-gemma3",
+            of: "a tiny Gemma 3 for smoke tests (6 layers, heads of 32, windows of 8 on five)",
+            config: tiny(Arch::Gemma3),
         },
     ]
 }
 
 /// The names `--shape` takes, in [`shapes`]' order.
-pub const SHAPE_NAMES: [&str; 3] = ["llama-3.2-1b", "llama-3-8b", "tiny"];
+pub const SHAPE_NAMES: [&str; 6] = [
+    "llama-3.2-1b",
+    "llama-3-8b",
+    "tiny",
+    "tiny-qwen2",
+    "tiny-qwen3",
+    "tiny-gemma3",
+];
 
 /// The shape named `name`, or a line listing the names.
 pub fn shape(name: &str) -> Result<NamedShape> {
@@ -94,15 +138,6 @@ pub fn shape(name: &str) -> Result<NamedShape> {
     }
 }
 
-/// The output head's GGUF name (the embedding when tied).
-pub fn head_name(d: &Dims) -> &'static str {
-    if d.tied {
-        "token_embd.weight"
-    } else {
-        "output.weight"
-    }
-}
-
 /// Where the weights come from.
 pub enum Source {
     File(Box<ModelFile>),
@@ -110,10 +145,10 @@ pub enum Source {
 }
 
 impl Source {
-    pub fn dims(&self) -> &Dims {
+    pub fn config(&self) -> &Config {
         match self {
-            Self::File(f) => &f.dims,
-            Self::Random { shape, .. } => &shape.dims,
+            Self::File(f) => &f.config,
+            Self::Random { shape, .. } => &shape.config,
         }
     }
 
@@ -132,7 +167,9 @@ impl Source {
         match self {
             Self::File(f) => Ok(f.tensor(name, &Device::Cpu)?.dequantize(&Device::Cpu)?),
             Self::Random { shape, seed } => {
-                let dims = tensor_shapes(&shape.dims)
+                let dims = shape
+                    .config
+                    .tensors()
                     .into_iter()
                     .find(|(n, _)| n == name)
                     .map(|(_, s)| s);
@@ -174,7 +211,9 @@ impl<'a> Weights<'a> {
     /// random tensor's values depend on the seed and its name alone, so the
     /// threads change none of them.
     pub fn made_once(source: &'a Source) -> Result<Self> {
-        let f32 = tensor_shapes(source.dims())
+        let f32 = source
+            .config()
+            .tensors()
             .into_par_iter()
             .map(|(name, _)| {
                 let t = source.f32(&name)?;
@@ -184,11 +223,10 @@ impl<'a> Weights<'a> {
         Ok(Self { source, f32 })
     }
 
-    /// The weights `rows` are made from: made once when a row needs them in
-    /// f32 (every row of random weights; a float or requantized row of a
-    /// file), else read from the file as each row asks (its stored row alone).
-    pub fn for_rows(source: &'a Source, rows: &[RowKind]) -> Result<Self> {
-        if needs_f32(source, rows) {
+    /// The weights of `source`: made once (`made_once`: [`Weights::made_once`],
+    /// when rows will read them in f32) or read as each asks.
+    pub fn new(source: &'a Source, made_once: bool) -> Result<Self> {
+        if made_once {
             Self::made_once(source)
         } else {
             Ok(Self::uncached(source))
@@ -199,8 +237,8 @@ impl<'a> Weights<'a> {
         self.source
     }
 
-    pub fn dims(&self) -> &'a Dims {
-        self.source.dims()
+    pub fn config(&self) -> &'a Config {
+        self.source.config()
     }
 
     /// The tensor `name` in f32 on the host: the one kept, else made now.
@@ -218,20 +256,10 @@ impl<'a> Weights<'a> {
     }
 }
 
-/// Whether any of `rows` is made from the weights in f32: every row of random
-/// weights (stored f32), and a file's float rows and requantized ones.
-pub fn needs_f32(source: &Source, rows: &[RowKind]) -> bool {
-    match source {
-        Source::Random { .. } => !rows.is_empty(),
-        Source::File(f) => rows
-            .iter()
-            .any(|r| !matches!(r, RowKind::Quantized(t) if *t == f.layer_type())),
-    }
-}
-
 /// A seeded random tensor, never zero: a projection uniform in +-sqrt(3 /
 /// fan-in) (variance 1 / fan-in, so activations keep their size through the
-/// layers), a norm's scale 1 +- 0.1, the embedding uniform with variance 1.
+/// layers), a norm's scale 1 +- 0.1, a bias uniform in +-0.1, the embedding
+/// uniform with variance 1.
 /// Uniform rather than normal: a 8B model is 8 billion draws, and a small
 /// fast generator (`SmallRng`) seeded from the seed and the name keeps that
 /// to seconds.
@@ -242,9 +270,10 @@ pub fn random(name: &str, dims: &[usize], seed: u64) -> Result<Tensor> {
     }
     let mut rng = SmallRng::seed_from_u64(h);
     let n: usize = dims.iter().product();
+    let centre = if name.ends_with(".bias") { 0.0 } else { 1.0 };
     let v: Vec<f32> = match dims {
         [_] => (0..n)
-            .map(|_| 1.0 + 0.1 * (2.0 * rng.random::<f32>() - 1.0))
+            .map(|_| centre + 0.1 * (2.0 * rng.random::<f32>() - 1.0))
             .collect(),
         [_, fan_in] => {
             let a = if name.starts_with("token_embd") {
@@ -302,9 +331,9 @@ mod tests {
             seed: 5,
         };
         let once = Weights::made_once(&source).unwrap();
-        let names = tensor_shapes(source.dims());
+        let names = source.config().tensors();
         assert_eq!(once.kept().0, names.len());
-        let params: u64 = source.dims().params();
+        let params: u64 = source.config().params();
         assert_eq!(once.kept().1, params * 4);
         for (name, _) in &names {
             let a = once.f32(name).unwrap().flatten_all().unwrap();
@@ -313,23 +342,23 @@ mod tests {
             assert_eq!(a.to_vec1::<f32>().unwrap(), b.to_vec1::<f32>().unwrap());
         }
         assert_eq!(Weights::uncached(&source).kept(), (0, 0));
-        // Random weights are stored f32: every row is made from them.
-        let q = RowKind::Quantized(GgmlDType::Q4_1);
-        assert!(needs_f32(&source, &[q]));
-        assert!(!needs_f32(&source, &[]));
     }
 
     #[test]
     fn the_named_shapes_have_their_published_sizes() {
         // Llama 3.2 1B: 1,235,814,400 parameters (tied); Llama 3 8B: 8,030,261,248.
-        assert_eq!(shape("llama-3.2-1b").unwrap().dims.params(), 1_235_814_400);
-        assert_eq!(shape("llama-3-8b").unwrap().dims.params(), 8_030_261_248);
+        assert_eq!(
+            shape("llama-3.2-1b").unwrap().config.params(),
+            1_235_814_400
+        );
+        assert_eq!(shape("llama-3-8b").unwrap().config.params(), 8_030_261_248);
         let e = shape("llama-9").err().unwrap().to_string();
         assert_eq!(
             e,
-            "--shape llama-9: expected one of llama-3.2-1b, llama-3-8b, tiny"
+            "--shape llama-9: expected one of llama-3.2-1b, llama-3-8b, tiny, tiny-qwen2, \
+             tiny-qwen3, tiny-gemma3"
         );
-        let d = shape("llama-3.2-1b").unwrap().dims;
-        assert_eq!(tensor_shapes(&d).len(), 2 + 16 * 9);
+        let d = shape("llama-3.2-1b").unwrap().config;
+        assert_eq!(d.tensors().len(), 2 + 16 * 9);
     }
 }

@@ -1,0 +1,62 @@
+//! The model layer every experiment shares: a GGUF file read and checked
+//! ([`gguf`]), a model's configuration ([`Config`]: one sizes struct, with
+//! its [`Arch`] saying what its forward pass does differently, [`arch`]),
+//! its weights from the file or seeded at a named shape ([`weights`]), its
+//! tokenizer and chat template ([`text`]), and the models that run it: the
+//! suite's own decoder ([`decoder`]: [`layer`]s stacked, on candle-nn's
+//! kernels or the suite's, from float weights or GGUF blocks as stored) and
+//! candle-transformers' quantized model of each architecture ([`candle`]).
+//! A row's tensors at another block type are [`quantize`]'s; the FLOPs and
+//! bytes of a pass, [`cost`]'s. `block` runs one [`layer::Layer`],
+//! `generate` whole models, `kernels` the matrices of their shapes; none of
+//! them imports another.
+
+pub mod arch;
+pub mod candle;
+pub mod config;
+pub mod cost;
+pub mod decoder;
+pub mod gguf;
+pub mod layer;
+pub mod quantize;
+pub mod text;
+pub mod weights;
+
+use anyhow::Result;
+use candle_core::{Device, Tensor, D};
+
+pub use arch::{Activation, Arch, Features};
+pub use config::{layer_matmul_names, Config, Local};
+
+/// A language model: logits for the last of `tokens`.
+pub trait Lm {
+    /// Runs `tokens` at positions `pos..`, the cache holding the `pos` tokens
+    /// before them (0 starts a new sequence), and returns the last token's
+    /// logits (1 x vocab).
+    fn forward(&mut self, tokens: &[u32], pos: usize) -> Result<Tensor>;
+    fn device(&self) -> &Device;
+}
+
+/// The next token: argmax of the logits, read back to the host.
+pub fn pick(logits: &Tensor) -> Result<u32> {
+    Ok(logits.argmax(D::Minus1)?.flatten_all()?.to_vec1::<u32>()?[0])
+}
+
+/// The greedy answer to `prompt`: up to `n` new tokens, ending at an EOS.
+pub fn answer(lm: &mut dyn Lm, prompt: &[u32], n: usize, eos: &[u32]) -> Result<(Vec<u32>, bool)> {
+    let mut out = Vec::with_capacity(n);
+    let mut next = pick(&lm.forward(prompt, 0)?)?;
+    for i in 0..n {
+        out.push(next);
+        if eos.contains(&next) {
+            return Ok((out, true));
+        }
+        if i + 1 < n {
+            next = pick(&lm.forward(&[next], prompt.len() + i)?)?;
+        }
+    }
+    Ok((out, false))
+}
+
+#[cfg(test)]
+mod tests;
