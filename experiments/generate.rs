@@ -1,14 +1,13 @@
-//! Generate: a real model, end to end. A Llama-architecture GGUF (by default
-//! SmolLM2-135M-Instruct from `just model`; `--model FILE` another; `--shape
-//! NAME` random weights at a larger model's shape) answers a prompt per
+//! Generate: a real model, end to end. A GGUF of an architecture the model
+//! layer runs (Llama, Qwen 2/3, Gemma 3; by default SmolLM2-135M-Instruct from
+//! `just model`; `--model FILE` or a name another, or several in turn;
+//! `--shape NAME` random weights at a larger model's shape) answers a prompt per
 //! precision: its quantization as stored, q8_0, fp32, tf32 (on a GPU), fp16,
 //! bf16. Per precision: the greedy answer, prompt processing and generation
 //! tokens/s as llama-bench reports them, time to first token, peak memory,
 //! generation against its bandwidth bound, the speedups over fp32 beside the
 //! matmuls alone, and where a token's time goes. The measurement is
 //! `candle_lab::bench::generate`; docs/generate.md says how it measures.
-
-use std::path::PathBuf;
 
 use anyhow::Result;
 use candle_core::Device;
@@ -27,13 +26,16 @@ static ALLOC: CountingAlloc = CountingAlloc;
 
 struct Generate;
 
-/// The model read and checked, its tokenizer built, and the run's plan; a dry
-/// run prints the plan.
-struct Run(setup::Prepared, bool);
+/// Each model read and checked, its tokenizer built, and its run's plan; a
+/// dry run prints the plans.
+struct Run(Vec<setup::Prepared>, bool);
 
 impl std::fmt::Debug for Run {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.config.fmt(f)?;
+        for p in &self.0 {
+            writeln!(f, "{}", p.found())?;
+            p.config.fmt(f)?;
+        }
         if self.1 {
             write!(
                 f,
@@ -53,9 +55,16 @@ struct Flags {
     #[command(flatten)]
     ladder: LadderFlags,
 
-    /// A Llama-architecture GGUF file (default: the one `just model` fetches).
-    #[arg(long, value_name = "FILE", conflicts_with = "shape")]
-    model: Option<PathBuf>,
+    /// GGUF files, comma-separated, each run in turn with the same flags: a
+    /// path, or a name `just model NAME` fetches (smollm2, gemma3). Llama,
+    /// Qwen 2/3 and Gemma 3 files (default: smollm2).
+    #[arg(
+        long,
+        value_name = "FILE|NAME",
+        value_delimiter = ',',
+        conflicts_with = "shape"
+    )]
+    model: Vec<String>,
 
     /// Random weights (seeded, never zeros) at a named model's shape instead of
     /// a file: llama-3.2-1b, llama-3-8b (tiny: a smoke test's). Speed and memory
@@ -64,9 +73,11 @@ struct Flags {
           value_parser = clap::builder::PossibleValuesParser::new(weights::SHAPE_NAMES))]
     shape: Option<String>,
 
-    /// Precisions, comma-separated: stored (the file's own type), q4_0, q4_1,
-    /// q5_0, q5_1, q8_0, q2_k..q6_k (requantized), fp32, tf32 (a GPU), fp16,
-    /// bf16 (default: stored, q8_0, fp32, tf32 on a GPU, fp16, bf16).
+    /// Precisions, comma-separated: stored (the file's own types), q4_0, q4_1,
+    /// q5_0, q5_1, q8_0, q2_k..q6_k (every weight requantized to it),
+    /// q2_k_mix, q3_k_m, q4_k_m, q5_k_m (llama.cpp's mixtures, each tensor's
+    /// type by its rules), fp32, tf32 (a GPU), fp16, bf16 (default: stored,
+    /// q8_0, fp32, tf32 on a GPU, fp16, bf16).
     #[arg(long, value_delimiter = ',')]
     dtypes: Vec<DtypeArg>,
 
@@ -179,34 +190,32 @@ impl Experiment for Generate {
         ))
     }
 
+    /// The models run one after another: each must fit alone.
     fn needs(r: &Run, _: &Device) -> Result<Vec<Need>> {
-        Ok(generate::needs(&r.0.source, &r.0.config))
+        Ok(r.0
+            .iter()
+            .flat_map(|p| generate::needs(&p.source, &p.config))
+            .collect())
     }
 
     fn inputs(r: &Run) -> Vec<Input> {
-        match &r.0.source {
-            Source::File(f) => vec![Input::new("the model", &f.path)],
-            Source::Random { .. } => Vec::new(),
-        }
+        r.0.iter()
+            .filter_map(|p| match &p.source {
+                Source::File(f) => Some(Input::new("the model", &f.path)),
+                Source::Random { .. } => None,
+            })
+            .collect()
     }
 
     /// After every row, the files saved as they stand (as the sweep does
     /// after every point): a run stopped midway keeps its finished rows.
     fn run(r: &Run, s: &Session) -> Result<Body> {
-        let p = &r.0;
         if r.1 {
-            return Ok(Body::Generate(generate::prepare_only(
-                &s.device, &p.source, &p.config,
-            )?));
+            return Ok(Body::Generate(generate::prepare_only(&s.device, &r.0)?));
         }
-        let result = generate::run(
-            &s.device,
-            &p.source,
-            &p.config,
-            p.text.as_ref(),
-            s.telemetry(),
-            &mut |so_far| s.save_progress(Body::Generate(so_far.clone())),
-        )?;
+        let result = generate::run(&s.device, &r.0, s.telemetry(), &mut |so_far| {
+            s.save_progress(Body::Generate(so_far.clone()))
+        })?;
         Ok(Body::Generate(result))
     }
 }
@@ -231,7 +240,7 @@ fn request(args: &Flags, on_cuda: bool) -> setup::Request {
         }
     };
     setup::Request {
-        model: args.model.clone(),
+        models: args.model.clone(),
         shape: args.shape.clone(),
         dtypes: args.dtypes.clone(),
         kernels: args.kernels,

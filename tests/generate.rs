@@ -101,6 +101,59 @@ fn every_row_of_a_tiny_model_answers_and_is_measured() {
     );
 }
 
+/// Files of every architecture the model layer runs, in one run (each model
+/// in turn, the others in the first's `more_models`): every row measured on
+/// Candle's model of the architecture and on the suite's kernels, each body
+/// naming its architecture and the per-tensor types it found.
+#[test]
+fn every_architecture_runs_on_both_kernel_sets_in_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let archs = ["qwen2", "qwen3", "gemma3"];
+    let files: Vec<String> = archs
+        .iter()
+        .map(|a| {
+            tiny_gguf(dir.path(), a, GgmlDType::Q8_0)
+                .to_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let models = files.join(",");
+    let mut args = vec!["--device", "cpu", "--model", models.as_str()];
+    args.extend([
+        "--dtypes",
+        "stored,q4_0,fp32",
+        "--kernels",
+        "both",
+        "--prompt",
+        "hi",
+    ]);
+    args.extend(QUICK);
+    let (json, out) = run_result("generate", &args);
+    let g = &json["generate"];
+    let more = g["more_models"].as_array().unwrap();
+    assert_eq!(more.len(), 2);
+    let bodies: Vec<&serde_json::Value> = std::iter::once(g).chain(more.iter()).collect();
+    for (body, arch) in bodies.iter().zip(archs) {
+        assert_eq!(body["model"]["architecture"], arch, "{body}");
+        let rows = body["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 6, "{arch}: three rows on two kernel sets");
+        for r in rows {
+            assert_eq!(r["status"], "ok", "{arch}: {r}");
+        }
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for arch in archs {
+        let found = format!("(tiny-{arch}.gguf): {arch}, 2 layers; Q8_0:");
+        assert!(stderr.contains(&found), "{found}: {stderr}");
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("tiny-gemma3: "),
+        "a further model's notes name it: {stdout}"
+    );
+}
+
 #[test]
 fn random_weights_at_a_named_shape_dry_run_on_cuda() {
     // The GPU call's step, checked without a GPU: flags, shape and rows.

@@ -634,3 +634,120 @@ fn no_function_outside_the_tests_is_over_80_lines() {
         "over {MAX_FN_LINES} lines, name their parts: {long:#?}"
     );
 }
+
+/// A CamelCase variant's snake_case name (`CpuVsGpu` -> `cpu_vs_gpu`).
+fn snake(v: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in v.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// No experiment's core (`src/bench/NAME.rs` or `src/bench/NAME/`, NAME an
+/// experiment of the registry) names another's: what two experiments share
+/// lives below them (the model layer, the ladder, the clock), so that an
+/// experiment can change without another changing with it.
+#[test]
+fn no_experiment_core_imports_another() {
+    let names: BTreeSet<String> = experiments().iter().map(|v| snake(v)).collect();
+    assert!(
+        names.contains("generate") && names.contains("cpu_vs_gpu"),
+        "{names:?}"
+    );
+    let mut files = Vec::new();
+    rust_files(&src().join("bench"), &mut files);
+    let mut found = Vec::new();
+    for f in &files {
+        let me = module_path(f);
+        let Some(own) = me.get(1).filter(|n| names.contains(*n)) else {
+            continue;
+        };
+        for path in paths(&strip(&code(f)), &me) {
+            if let [bench, other, ..] = &path[..] {
+                if bench == "bench" && names.contains(other) && other != own {
+                    found.push(format!("{}: {}", f.display(), path.join("::")));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "experiment cores importing another: {found:#?}"
+    );
+}
+
+/// One struct says a model's sizes (`model::Config`): outside the result
+/// types (which record them), no other struct holds a width and a head
+/// count, as five did before the model layer (a Llama's dims, a layer's
+/// config, a block's dims...).
+#[test]
+fn one_struct_says_a_models_sizes() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut found = Vec::new();
+    for f in files
+        .iter()
+        .filter(|f| !f.starts_with(src().join("schema")))
+    {
+        let text = strip(&code(f));
+        for (at, _) in text.match_indices("struct ") {
+            let rest = &text[at + "struct ".len()..];
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let Some(open) = rest.find('{').filter(|&o| !rest[..o].contains(';')) else {
+                continue;
+            };
+            let body = &rest[open..rest[open..].find('}').map_or(rest.len(), |e| open + e)];
+            let field =
+                |n: &str| body.contains(&format!("pub {n}:")) || body.contains(&format!(" {n}:"));
+            if field("hidden") && (field("heads") || field("mlp")) {
+                found.push(format!("{}: {name}", f.display()));
+            }
+        }
+    }
+    let want = src().join("model/config.rs");
+    assert_eq!(
+        found,
+        [format!("{}: Config", want.display())],
+        "structs holding a model's sizes"
+    );
+}
+
+/// One file per architecture in `src/model/arch/`, named as GGUF names the
+/// architecture, each declared there: what docs/architecture.md says a new
+/// architecture is.
+#[test]
+fn every_architecture_is_one_file_of_the_model_layer() {
+    let dir = src().join("model/arch");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().to_string())
+        .collect();
+    files.sort();
+    let mut archs: Vec<String> = candle_lab::model::Arch::ALL
+        .iter()
+        .map(|a| a.name().to_string())
+        .collect();
+    archs.sort();
+    assert_eq!(files, archs, "src/model/arch/ against model::Arch::ALL");
+    let seam = std::fs::read_to_string(src().join("model/arch.rs")).unwrap();
+    for a in &archs {
+        assert!(
+            seam.contains(&format!("mod {a};")),
+            "arch.rs declares no mod {a}"
+        );
+    }
+    let doc = std::fs::read_to_string(src().join("../docs/architecture.md")).unwrap();
+    assert!(
+        doc.contains("`src/model/arch/NAME.rs`"),
+        "docs/architecture.md says where an architecture goes"
+    );
+}

@@ -1,4 +1,4 @@
-"""The decoder block, as src/bench/block/model.rs computes it, in plain eager PyTorch
+"""The decoder block, as src/model/layer.rs computes it, in plain eager PyTorch
 (torch.nn.functional and tensor ops): RMSNorm, the Q/K/V/O projections (F.linear over
 (out, in) weights), rotary embedding (non-interleaved, as Llama's), causal attention
 (Q K^T / sqrt(d), softmax, times V: explicit matmuls, not scaled_dot_product_attention,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from common.errors import Failure
 
-# The names src/bench/block/model.rs HostWeights writes, in its order.
+# The names src/bench/block/weights.rs HostWeights writes, in its order.
 NAMES = [
     "x_prefill",
     "x_decode",

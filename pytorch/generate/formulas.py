@@ -1,4 +1,4 @@
-"""The formulas behind generate's rates, as src/bench/decoder.rs writes them (with their
+"""The formulas behind generate's rates, as src/model/cost.rs writes them (with their
 sources there): a Llama's sizes, FLOPs at 2 per multiply-add, the weight bytes one
 generated token reads, and generation's bound, a copy's bandwidth over those bytes."""
 
@@ -68,7 +68,7 @@ def weight_bytes_per_token(d: LlamaDims, matmul_bytes: int, norm_elem: int, embe
 
 def float_bytes(d: LlamaDims, elem: int) -> tuple[int, int]:
     """(bytes held, bytes per token) of a float row with `elem`-byte weights, as
-    src/bench/generate/float.rs bytes(): the projections and the head (the embedding
+    src/model/decoder.rs bytes(): the projections and the head (the embedding
     when tied), the embedding when not, the norms."""
     matmuls = d.token_matmul_params() * elem
     embed = 0 if d.tied else d.vocab * d.hidden * elem

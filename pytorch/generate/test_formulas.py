@@ -1,4 +1,4 @@
-"""The generate peers' pure parts against hand values, as src/bench/decoder.rs's tests hold
+"""The generate peers' pure parts against hand values, as src/model/cost.rs's tests hold
 Candle's: SmolLM2-135M's published parameter count, pp's FLOPs, the bytes a token reads
 and the bound; the copy's size; rates from samples; the speedups over fp32 and where an
 answer parts from fp32's; what holds a row back; a pp test's ids; llama.cpp's permute

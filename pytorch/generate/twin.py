@@ -1,5 +1,5 @@
-"""The model, as Candle's float path computes it (src/bench/generate/float.rs on
-src/bench/block/model.rs), in eager PyTorch: the embedding row, per layer RMSNorm, Q/K/V
+"""The model, as Candle's float path computes it (src/model/decoder.rs on
+src/model/layer.rs), in eager PyTorch: the embedding row, per layer RMSNorm, Q/K/V
 projections, rotary embedding over halves, grouped-query attention against a preallocated
 KV cache (each key/value head shared by heads / kv_heads query heads; block's cache, as
 Candle's), the output projection and a residual add, RMSNorm, a SwiGLU MLP and a residual

@@ -15,7 +15,7 @@
 //! | Q and K rows permuted in the GGUF | yes | | | |
 //! | sliding-window layers | | | | 5 of 6 |
 //!
-//! Sources: llama.cpp's `src/models/{llama,qwen2,qwen3,gemma3}.cpp` (the
+//! Sources: llama.cpp's `models/{llama,qwen2,qwen3,gemma3}.cpp` (the
 //! files' home runtime) and transformers' modeling files of each.
 
 mod gemma3;

@@ -112,7 +112,7 @@ fn fallback(t: GgmlDType, cols: usize) -> GgmlDType {
 }
 
 /// Each tensor's type in llama.cpp's mixture `mix` of a model of `d`, as
-/// `llama-quantize` chooses it (src/llama-quant.cpp,
+/// `llama-quantize` chooses it (llama.cpp's llama-quant.cpp,
 /// `llama_tensor_get_type_impl` and `tensor_type_fallback`, for the
 /// architectures here: no experts, not Falcon, not 70B): vectors stay f32;
 /// the output head (the embedding when tied) Q6_K, or Q8_0 where its rows

@@ -1,5 +1,7 @@
-//! The body of `generate`: a whole Llama-architecture model (a real GGUF file,
-//! or random weights at a named shape) generating text per precision: its
+//! The body of `generate`: a whole model (a real GGUF file of an architecture
+//! the suite runs, or random weights at a named shape) generating text per
+//! precision, and any further models the run measured, each a body of its
+//! own (`more_models`): its
 //! greedy answer, prompt processing (pp) and generation (tg) tokens/s as
 //! llama-bench reports them, time to first token, peak memory and weight bytes,
 //! generation against the bound that reading every weight once per token sets
@@ -48,6 +50,19 @@ pub struct GenerateResults {
     pub rows: Vec<GenerateRow>,
     /// What the run could not measure, and why (kernel launches on a GPU).
     pub notes: Vec<String>,
+    /// The further models the run measured with the same flags (`--model
+    /// A,B`), each a body of its own (2.9; none before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_models: Vec<GenerateResults>,
+}
+
+impl GenerateResults {
+    /// This body and every further model's, in the order they ran.
+    pub fn models(&self) -> Vec<&GenerateResults> {
+        let mut out = vec![self];
+        out.extend(self.more_models.iter().flat_map(|m| m.models()));
+        out
+    }
 }
 
 /// How a row run with the suite's kernels is named: "fp32 (lab kernels)",
@@ -72,6 +87,15 @@ pub const RANDOM_NAME_PREFIX: &str = "random weights at the shape of ";
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ModelInfo {
     pub source: WeightSource,
+    /// GGUF's `general.architecture`: llama, qwen2, qwen3, gemma3 (2.9;
+    /// llama before).
+    #[serde(default = "llama")]
+    pub architecture: String,
+    /// The file's quantization as llama.cpp names it ("Q4_K_M", from
+    /// `general.file_type`, else its layers' main type); null for random
+    /// weights (2.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantization: Option<String>,
     /// The GGUF file's name (not its path: that is the machine's); null for
     /// random weights.
     pub file: Option<String>,
@@ -96,6 +120,10 @@ pub struct ModelInfo {
     pub rms_eps: f64,
     /// The output projection is the token embedding (no output.weight).
     pub tied_embeddings: bool,
+    /// Keys a query sees on the sliding-window layers, and how often a
+    /// layer is global (Gemma 3: 512, every 6th); null without (2.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sliding_window: Option<SlidingWindow>,
     /// Weights, embedding and norms included.
     pub params: u64,
     /// The tensors by stored type: GGUF's own mix (Q4_1 layers, a Q8_0
@@ -104,6 +132,21 @@ pub struct ModelInfo {
     /// How Q and K's rows are laid out for rotary embedding, and what the
     /// float path does about it.
     pub rotary_layout: String,
+}
+
+fn llama() -> String {
+    "llama".into()
+}
+
+/// A model's sliding-window layers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SlidingWindow {
+    /// Keys a query sees: its own position and the ones before it.
+    pub window: usize,
+    /// Every `global_every`-th layer attends to all positions.
+    pub global_every: usize,
+    /// The local layers' rotary base.
+    pub rope_theta: f64,
 }
 
 /// One stored tensor type and how much of the model it holds.
@@ -384,8 +427,45 @@ impl super::rows::Rows for GenerateResults {
     /// tokens, so that a PyTorch twin's fp32 tg on the same file pairs with
     /// Candle's, and two models never pair.
     fn timed_rows(&self) -> Vec<TimedRow<'_>> {
-        let model = self.model.file.as_deref().or(self.model.shape.as_deref());
-        let model = model.unwrap_or(&self.model.name);
+        let mut rows = self.own_timed_rows(None);
+        for m in self.more_models.iter().flat_map(|m| m.models()) {
+            rows.extend(m.own_timed_rows(Some(m.model.key())));
+        }
+        rows
+    }
+
+    fn validate(&self) -> Result<()> {
+        let mut keys = Vec::new();
+        for m in self.models() {
+            m.validate_one()?;
+            if keys.contains(&m.model.key()) {
+                bail!("generate: the model {} is in the file twice", m.model.key());
+            }
+            keys.push(m.model.key());
+        }
+        Ok(())
+    }
+}
+
+impl ModelInfo {
+    /// How the model is told apart: its file, or its shape, or its name.
+    pub fn key(&self) -> &str {
+        self.file
+            .as_deref()
+            .or(self.shape.as_deref())
+            .unwrap_or(&self.name)
+    }
+}
+
+impl GenerateResults {
+    /// This model's rows (not its further models'), each named by its
+    /// precision, after `prefix` (a further model's key) where given.
+    fn own_timed_rows(&self, prefix: Option<&str>) -> Vec<TimedRow<'_>> {
+        let model = self.model.key();
+        let named = |p: &str| match prefix {
+            Some(m) => format!("{m}: {p}"),
+            None => p.to_string(),
+        };
         let rows = self.rows.iter().map(|row| {
             let parts = row
                 .measured
@@ -407,18 +487,19 @@ impl super::rows::Rows for GenerateResults {
             let (timings, pairs) = (timings.collect(), pairs.collect());
             let tg_pct = row.measured.as_ref().and_then(|m| m.tg_pct_of_bound);
             TimedRow::ran(
-                row.precision.clone(),
+                named(&row.precision),
                 row.status,
                 timings,
                 pairs,
                 row.measured.is_some(),
             )
-            .bounded(format!("generate {} tg", row.precision), tg_pct)
+            .bounded(format!("generate {} tg", named(&row.precision)), tg_pct)
         });
         rows.collect()
     }
 
-    fn validate(&self) -> Result<()> {
+    /// What the types cannot say of this model's own body.
+    fn validate_one(&self) -> Result<()> {
         let m = &self.model;
         if m.heads == 0 || m.kv_heads == 0 || !m.heads.is_multiple_of(m.kv_heads) {
             bail!(

@@ -56,8 +56,8 @@ pub use cpu::{same_generation, CpuIdentity};
 pub use cpu_vs_gpu::CpuVsGpuResults;
 pub use generate::{
     Answer, Fp32Beside, GenerateMeasured, GenerateResults, GenerateRow, ModelInfo, ModelPath,
-    PpRoofline, PromptInfo, StoredType, TokenOpClass, TokenPart, VsFp32, WeightSource, LAB_SUFFIX,
-    RANDOM_NAME_PREFIX,
+    PpRoofline, PromptInfo, SlidingWindow, StoredType, TokenOpClass, TokenPart, VsFp32,
+    WeightSource, LAB_SUFFIX, RANDOM_NAME_PREFIX,
 };
 pub use kernels::{
     Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow, KernelVariant,
@@ -97,8 +97,10 @@ pub use sweep::{SweepPoint, SweepResults};
 /// fp32 measured side by side with their intervals; 2.6 `matmul`'s
 /// (`vs_fp32_side_by_side`); 2.7 `kernels`' `freed_memory_kept` (its dram
 /// case's outputs come from memory the process holds); 2.8 the ladder's
-/// points timed by their fastest sample (`from_fastest_sample`).
-pub const SCHEMA_VERSION: &str = "2.8";
+/// points timed by their fastest sample (`from_fastest_sample`); 2.9
+/// `generate`'s model architecture, its quantization as llama.cpp names it,
+/// its sliding window, and the further models a run measured (`more_models`).
+pub const SCHEMA_VERSION: &str = "2.9";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
 

@@ -115,10 +115,16 @@ const ALIGN: usize = 32;
 impl Spec {
     /// A tiny Llama: 2 layers, hidden 64, 4 heads, 2 key/value heads, MLP
     /// 128, 256 byte tokens, the tokens `merges` make, two control tokens,
-    /// context 64; `arch` its architecture; weights random (never zero) in
-    /// `dtype`, the norms and the embedding in f32.
+    /// context 64; `arch` its architecture (qwen2, qwen3 and gemma3 with
+    /// their keys and their tensors, Gemma 3's windows of 32; any other name
+    /// a Llama's keys under it); weights random (never zero) in `dtype`, the
+    /// vectors and the embedding in f32.
     pub fn tiny(arch: &str, dtype: GgmlDType, merges: &[(&str, &str)]) -> Self {
         let (layers, h, heads, kv, m) = (2usize, 64usize, 4usize, 2usize, 128usize);
+        let p = match arch {
+            "qwen2" | "qwen3" | "gemma3" => arch,
+            _ => "llama",
+        };
         let mut tokens = byte_chars();
         tokens.extend(merges.iter().map(|(a, b)| format!("{a}{b}")));
         tokens.extend(["<|im_start|>".to_string(), "<|im_end|>".to_string()]);
@@ -129,15 +135,6 @@ impl Spec {
         let kvs: Vec<(&str, Raw)> = vec![
             ("general.architecture", Raw::str(arch)),
             ("general.name", Raw::str("tiny")),
-            ("llama.block_count", u(layers)),
-            ("llama.embedding_length", u(h)),
-            ("llama.feed_forward_length", u(m)),
-            ("llama.attention.head_count", u(heads)),
-            ("llama.attention.head_count_kv", u(kv)),
-            ("llama.rope.dimension_count", u(h / heads)),
-            ("llama.context_length", u(64)),
-            ("llama.rope.freq_base", Raw::F32(10000.0)),
-            ("llama.attention.layer_norm_rms_epsilon", Raw::F32(1e-5)),
             ("tokenizer.ggml.model", Raw::str("gpt2")),
             (
                 "tokenizer.ggml.tokens",
@@ -158,6 +155,30 @@ impl Spec {
             ("tokenizer.ggml.eos_token_id", u(vocab - 1)),
             ("tokenizer.chat_template", Raw::str(TEMPLATE)),
         ];
+        let mut kvs: Vec<(String, Raw)> =
+            kvs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let sizes = [
+            ("block_count", u(layers)),
+            ("embedding_length", u(h)),
+            ("feed_forward_length", u(m)),
+            ("attention.head_count", u(heads)),
+            ("attention.head_count_kv", u(kv)),
+            ("rope.dimension_count", u(h / heads)),
+            ("context_length", u(64)),
+            ("rope.freq_base", Raw::F32(10000.0)),
+            ("attention.layer_norm_rms_epsilon", Raw::F32(1e-5)),
+        ];
+        let mut sizes: Vec<(&str, Raw)> = sizes.into();
+        if matches!(p, "qwen3" | "gemma3") {
+            sizes.push(("attention.key_length", u(h / heads)));
+        }
+        if p == "gemma3" {
+            sizes.push(("attention.sliding_window", u(32)));
+        }
+        kvs.splice(
+            2..2,
+            sizes.into_iter().map(|(k, v)| (format!("{p}.{k}"), v)),
+        );
         let mut seed = 1.0f32;
         let mut t = |name: String, shape: &[usize], dt: GgmlDType| {
             seed += 1.0;
@@ -201,6 +222,24 @@ impl Spec {
                 };
                 tensors.push(t(format!("blk.{l}.{name}.weight"), &shape, dt));
             }
+            let (q, k) = (h, kv * 16);
+            let mut extra: Vec<(&str, usize)> = Vec::new();
+            match p {
+                "qwen2" => {
+                    extra.extend([("attn_q.bias", q), ("attn_k.bias", k), ("attn_v.bias", k)])
+                }
+                "qwen3" => extra.extend([("attn_q_norm.weight", 16), ("attn_k_norm.weight", 16)]),
+                "gemma3" => extra.extend([
+                    ("attn_q_norm.weight", 16),
+                    ("attn_k_norm.weight", 16),
+                    ("post_attention_norm.weight", h),
+                    ("post_ffw_norm.weight", h),
+                ]),
+                _ => {}
+            }
+            for (name, n) in extra {
+                tensors.push(t(format!("blk.{l}.{name}"), &[n], GgmlDType::F32));
+            }
         }
         let mut offset = 0u64;
         for t in &mut tensors {
@@ -212,7 +251,7 @@ impl Spec {
             version: 3,
             n_tensors: None,
             n_kv: None,
-            kvs: kvs.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            kvs,
             tensors,
         }
     }

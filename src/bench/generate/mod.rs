@@ -33,7 +33,7 @@ use crate::model::weights::Source;
 use crate::model::Config as ModelConfig;
 use crate::precision::Precision;
 use crate::schema::{
-    GenerateResults, KernelChoice, ModelInfo, PromptInfo, StoredType, WeightSource,
+    GenerateResults, KernelChoice, ModelInfo, PromptInfo, SlidingWindow, StoredType, WeightSource,
 };
 use crate::telemetry::Telemetry;
 
@@ -276,8 +276,14 @@ pub fn model_info(source: &Source) -> ModelInfo {
             }],
         ),
     };
+    let quantization = match source {
+        Source::File(f) => Some(f.quantization()),
+        Source::Random { .. } => None,
+    };
     ModelInfo {
         source: source_kind,
+        architecture: d.arch.name().into(),
+        quantization,
         file,
         file_bytes,
         shape,
@@ -293,6 +299,11 @@ pub fn model_info(source: &Source) -> ModelInfo {
         rope_theta: d.rope_theta,
         rms_eps: d.rms_eps,
         tied_embeddings: d.tied,
+        sliding_window: d.local.as_ref().map(|w| SlidingWindow {
+            window: w.window,
+            global_every: w.every,
+            rope_theta: w.rope_theta,
+        }),
         params: d.params(),
         stored,
         rotary_layout: crate::model::decoder::rotary_layout(d).into(),
@@ -301,7 +312,7 @@ pub fn model_info(source: &Source) -> ModelInfo {
 
 /// What must fit: the largest row's weights and cache on the device, and on
 /// the host the weights in f32 made once for every row (when a row needs
-/// them: [`weights::needs_f32`]) beside that row's weights made once more
+/// them: [`needs_f32`]) beside that row's weights made once more
 /// (its quantized GGUF, or a file's tensors before they move).
 pub fn needs(source: &Source, cfg: &Config) -> Vec<Need> {
     let d = source.config();
@@ -340,26 +351,25 @@ pub fn needs(source: &Source, cfg: &Config) -> Vec<Need> {
     }]
 }
 
-/// Runs every row on `device`, `on_row` given the results so far after each
-/// row but the last (the program saves them: a run stopped midway keeps its
-/// finished rows). A row that fails (out of memory, a type the device lacks)
-/// is that row's, recorded with its error; the others run.
+/// Runs every model's rows on `device`, one model after another, `on_row`
+/// given the results so far after each row but the last (the program saves
+/// them: a run stopped midway keeps its finished rows). A row that fails (out
+/// of memory, a type the device lacks) is that row's, recorded with its
+/// error; the others run.
 pub fn run(
     device: &Device,
-    source: &Source,
-    cfg: &Config,
-    text: Option<&crate::model::text::Text>,
+    runs: &[setup::Prepared],
     telemetry: &Telemetry,
     on_row: &mut dyn FnMut(&GenerateResults) -> Result<()>,
 ) -> Result<GenerateResults> {
-    rows::run(device, source, cfg, text, telemetry, on_row)
+    rows::run(device, runs, telemetry, on_row)
 }
 
 /// The run's weights and every row's model made and loaded, each timed, and
 /// nothing measured (`--prepare-only`): a result without rows whose notes
 /// give the times.
-pub fn prepare_only(device: &Device, source: &Source, cfg: &Config) -> Result<GenerateResults> {
-    rows::prepare_only(device, source, cfg)
+pub fn prepare_only(device: &Device, runs: &[setup::Prepared]) -> Result<GenerateResults> {
+    rows::prepare_only(device, runs)
 }
 
 /// Whether any of `rows` is made from the weights in f32: every row of random

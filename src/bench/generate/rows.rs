@@ -4,12 +4,13 @@
 //! results so far handed on after every row so that the program saves them
 //! as the sweep does, and a run stopped midway keeps what it measured.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use candle_core::Device;
 
 use super::bounds::Bounds;
 use super::group::{group as group_measured, Reference};
 use super::measure::{fill_vs_fp32, load, Rowed};
+use super::setup::Prepared;
 use super::{needs_f32, Config, RowKind};
 use crate::model::layer::Kernels;
 use crate::model::quantize::Gguf;
@@ -20,22 +21,74 @@ use crate::schema::{
 };
 use crate::telemetry::Telemetry;
 
-/// Every row on `device`, each saved as it finishes: after every row but the
-/// last, `on_row` gets the results so far (marked partial in their notes),
-/// so a run stopped midway keeps the rows it measured. The weights are made
-/// once for every row before the first ([`Weights::for_rows`]), a quantized
-/// row's GGUF once for its model and its matmuls ([`Gguf::of`]); each of
-/// these host-side steps says how long it took.
+/// Every model of `runs` in turn (the first's body holds the others',
+/// `more_models`), one ladder for all their bounds, each row saved as it
+/// finishes: `on_row` gets the results so far, marked partial, so a run
+/// stopped midway keeps the rows it measured.
 pub fn run(
     device: &Device,
-    source: &Source,
-    cfg: &Config,
-    text: Option<&Text>,
+    runs: &[Prepared],
     telemetry: &Telemetry,
     on_row: &mut dyn FnMut(&GenerateResults) -> Result<()>,
 ) -> Result<GenerateResults> {
+    let first = runs.first().context("no model to run")?;
     // One ladder for every row's bounds; its read past the caches first.
-    let bounds = Bounds::new(device, telemetry, cfg.ladder_max)?;
+    let bounds = Bounds::new(device, telemetry, first.config.ladder_max)?;
+    let mut done: Vec<GenerateResults> = Vec::new();
+    for (i, p) in runs.iter().enumerate() {
+        crate::note!("generate: {}", p.found());
+        let (source, cfg, text) = (&p.source, &p.config, p.text.as_ref());
+        let r = run_model(
+            device,
+            &bounds,
+            (source, cfg, text),
+            telemetry,
+            &mut |so_far| on_row(&nested(&done, Some(so_far), runs.len())),
+        )?;
+        done.push(r);
+        if i + 1 < runs.len() {
+            on_row(&nested(&done, None, runs.len()))?;
+        }
+    }
+    Ok(nested(&done, None, runs.len()))
+}
+
+/// The models measured so far (`done`, then the one being measured) as one
+/// body: the first's, the others in its `more_models`; a note says how many
+/// of `planned` it holds while the run goes on.
+fn nested(
+    done: &[GenerateResults],
+    current: Option<&GenerateResults>,
+    planned: usize,
+) -> GenerateResults {
+    let mut all: Vec<GenerateResults> = done.iter().chain(current).cloned().collect();
+    let mut first = all.remove(0);
+    first.more_models = all;
+    let measured = done.len();
+    if measured < planned {
+        first.notes.insert(
+            0,
+            format!(
+                "partial: {measured} of {planned} models measured whole, saved as they \
+                 finished; the run had not ended when this file was written"
+            ),
+        );
+    }
+    first
+}
+
+/// Every row of one model on `device`, each handed to `on_row` as it
+/// finishes (but the last), marked partial in its notes. The weights are
+/// made once for every row before the first ([`Weights::new`]), a quantized
+/// row's GGUF once for its model and its matmuls ([`Gguf::of`]); each of
+/// these host-side steps says how long it took.
+fn run_model(
+    device: &Device,
+    bounds: &Bounds,
+    (source, cfg, text): (&Source, &Config, Option<&Text>),
+    telemetry: &Telemetry,
+    on_row: &mut dyn FnMut(&GenerateResults) -> Result<()>,
+) -> Result<GenerateResults> {
     // Memory's read as the file states it: the best so far, when it is written.
     let dram = || bounds.dram().map(|d| (d.footprint_bytes, d.gb_per_s));
     let weights = made_once(source, cfg)?;
@@ -69,7 +122,7 @@ pub fn run(
                 .map(|((k, kern, l), g)| ((*k, *kern, g.as_ref()), l.as_str()))
                 .collect();
             Ok(group_measured(
-                device, &weights, cfg, &rowed, &mut refs, text, telemetry, &bounds,
+                device, &weights, cfg, &rowed, &mut refs, text, telemetry, bounds,
             ))
         })
         .unwrap_or_else(|e| {
@@ -139,8 +192,19 @@ fn references(
 /// weights made once, then per row its GGUF (quantized rows) and its model
 /// loaded on `device`. `--prepare-only`: the host side the GPU call's plan
 /// sizes generate's step from (scripts/gpu-run.sh's rehearsal measures it on
-/// the CPU). The result has no rows; its notes give the times.
-pub fn prepare_only(device: &Device, source: &Source, cfg: &Config) -> Result<GenerateResults> {
+/// the CPU). The result has no rows; its notes give the times, each model's
+/// in its own body.
+pub fn prepare_only(device: &Device, runs: &[Prepared]) -> Result<GenerateResults> {
+    let mut done = Vec::new();
+    for p in runs {
+        crate::note!("generate: {}", p.found());
+        done.push(prepare_model(device, &p.source, &p.config)?);
+    }
+    Ok(nested(&done, None, runs.len()))
+}
+
+/// [`prepare_only`] for one model.
+fn prepare_model(device: &Device, source: &Source, cfg: &Config) -> Result<GenerateResults> {
     let started = std::time::Instant::now();
     let weights = made_once(source, cfg)?;
     let mut times = vec![format!(
@@ -321,6 +385,7 @@ fn results(
         kernels: cfg.kernels,
         rows,
         notes,
+        more_models: Vec::new(),
     }
 }
 

