@@ -92,7 +92,8 @@ pub struct Spm {
     scores: Vec<f32>,
     ids: HashMap<String, u32>,
     special: Vec<u32>,
-    bytes: [Option<u32>; 256],
+    /// Each byte's token, all 256.
+    bytes: Vec<Option<u32>>,
     unk: Option<u32>,
     add_space_prefix: bool,
 }
@@ -183,15 +184,14 @@ impl Spm {
         // Longest first (a stable sort: equal lengths keep the ids' order).
         special.sort_by_key(|&i| std::cmp::Reverse(pieces[i as usize].len()));
         // llama.cpp's `byte_to_token`: `<0xXX>`, else the byte itself.
-        let mut bytes = [None; 256];
-        for (b, slot) in bytes.iter_mut().enumerate() {
-            let own = char::from(b as u8);
-            *slot = ids.get(&format!("<0x{b:02X}>")).copied().or_else(|| {
-                (b < 0x80)
-                    .then(|| ids.get(own.encode_utf8(&mut [0; 4]) as &str).copied())
-                    .flatten()
-            });
-        }
+        let bytes = (0..=255u8)
+            .map(|b| {
+                let own = char::from(b).to_string();
+                ids.get(&format!("<0x{b:02X}>"))
+                    .or_else(|| ids.get(&own).filter(|_| b.is_ascii()))
+                    .copied()
+            })
+            .collect();
         Self {
             scores: (0..pieces.len())
                 .map(|i| scores.get(i).copied().unwrap_or(0.0))
@@ -341,7 +341,13 @@ impl Spm {
     /// The token of one byte no piece covers: its `<0xXX>` token, else
     /// (where llama.cpp would stop) the unknown token.
     fn byte_token(&self, byte: u8) -> Result<u32> {
-        match self.bytes[byte as usize].or(self.unk) {
+        match self
+            .bytes
+            .get(byte as usize)
+            .copied()
+            .flatten()
+            .or(self.unk)
+        {
             Some(id) => Ok(id),
             None => bail!(
                 "cannot tokenize the prompt: byte 0x{byte:02X} has no token <0x{byte:02X}> in \
