@@ -5,7 +5,9 @@
 //! found by hand (issue 29: alignment 0, a FIFO, a folder, 2^40 layers, a
 //! template that loops or writes 90 MB, an offset near 2^64, ids past the
 //! vocabulary, an empty merges list, a bad epsilon, a string freq_base, an
-//! element count that overflows, the output naming the model). Each case
+//! element count that overflows, the output naming the model), and a
+//! SentencePiece-style vocabulary, whole and broken (its scores of the wrong
+//! length or type, a NaN score, a token type out of range). Each case
 //! runs the real `generate` under a time limit and must end as documented
 //! (docs/cli.md): exit 0, 1, 2 or 3, at most one `error:` line, no panic, no
 //! file left by a refused run, and the model file unchanged. Cases run on
