@@ -238,10 +238,10 @@ impl Spm {
     /// out of every stretch still text, at each place it occurs from the left
     /// (llama.cpp's `tokenizer_st_partition` with `parse_special`).
     fn partition(&self, text: &str) -> Vec<Fragment> {
-        let mut frags = vec![Fragment::Text(0, text.len())];
         if text.is_empty() {
             return Vec::new();
         }
+        let mut frags = vec![Fragment::Text(0, text.len())];
         for &id in &self.special {
             let needle = self.pieces[id as usize].as_str();
             if !text.contains(needle) {
