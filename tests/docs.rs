@@ -183,12 +183,12 @@ fn every_path_the_docs_and_comments_name_exists() {
 
 #[test]
 fn paths_are_found_whole_and_patterns_skipped() {
-    let text = "see src/bench/matmul/mod.rs, `pytorch/matmul/cli.py`; src/bench/block/ and \
+    let text = "see src/bench/square/mod.rs, `pytorch/matmul/cli.py`; src/bench/block/ and \
                 src/schema/NAME.rs, results/<machine>/x.json, tests/*.rs, cuda/src/lib.rs.";
     assert_eq!(
         named_paths(text),
         [
-            "src/bench/matmul/mod.rs",
+            "src/bench/square/mod.rs",
             "src/bench/block/",
             "pytorch/matmul/cli.py"
         ]

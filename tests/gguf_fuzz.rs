@@ -5,7 +5,9 @@
 //! found by hand (issue 29: alignment 0, a FIFO, a folder, 2^40 layers, a
 //! template that loops or writes 90 MB, an offset near 2^64, ids past the
 //! vocabulary, an empty merges list, a bad epsilon, a string freq_base, an
-//! element count that overflows, the output naming the model). Each case
+//! element count that overflows, the output naming the model), and a
+//! SentencePiece-style vocabulary, whole and broken (its scores of the wrong
+//! length or type, a NaN score, a token type out of range). Each case
 //! runs the real `generate` under a time limit and must end as documented
 //! (docs/cli.md): exit 0, 1, 2 or 3, at most one `error:` line, no panic, no
 //! file left by a refused run, and the model file unchanged. Cases run on
@@ -75,6 +77,86 @@ fn case(name: impl Into<String>, spec: &Spec, expect: Expect) -> Case {
 
 fn tiny() -> Spec {
     Spec::tiny("llama", GgmlDType::Q8_0, &[])
+}
+
+/// The tiny file with a SentencePiece-style vocabulary (tokenizer.ggml.model
+/// "llama"): a byte token for each byte but 0xF5-0xF7 (never in UTF-8),
+/// whose places hold the pieces "h", "i" and "hi", then the two control
+/// tokens; a score per token, and no merges.
+fn spm() -> Spec {
+    let mut s = tiny();
+    let mut tokens: Vec<String> = (0..256).map(|b| format!("<0x{b:02X}>")).collect();
+    let mut types = vec![6; 256];
+    let mut scores = vec![0.0f32; 258];
+    for (i, (piece, score)) in [("h", -1.0), ("i", -1.0), ("hi", -2.0)]
+        .into_iter()
+        .enumerate()
+    {
+        tokens[0xF5 + i] = piece.to_string();
+        types[0xF5 + i] = 1;
+        scores[0xF5 + i] = score;
+    }
+    tokens.extend(["<|im_start|>".to_string(), "<|im_end|>".to_string()]);
+    types.extend([3, 3]);
+    *s.kv("tokenizer.ggml.model") = Raw::str("llama");
+    *s.kv("tokenizer.ggml.tokens") = Raw::Arr(8, tokens.iter().map(|t| Raw::str(t)).collect());
+    *s.kv("tokenizer.ggml.token_type") = Raw::Arr(5, types.into_iter().map(Raw::I32).collect());
+    s.remove("tokenizer.ggml.merges");
+    s.set(
+        "tokenizer.ggml.scores",
+        Raw::Arr(6, scores.into_iter().map(Raw::F32).collect()),
+    );
+    s
+}
+
+/// An SPM vocabulary broken one way, and the line that refuses it.
+fn spm_cases() -> Vec<Case> {
+    use Expect::*;
+    let with = |f: &dyn Fn(&mut Spec)| {
+        let mut s = spm();
+        f(&mut s);
+        s
+    };
+    let set_item = |key: &'static str, i: usize, v: Raw| {
+        move |s: &mut Spec| {
+            if let Raw::Arr(_, items) = s.kv(key) {
+                items[i] = v.clone();
+            }
+        }
+    };
+    vec![
+        case("an SPM vocabulary", &spm(), Runs),
+        case(
+            "SPM scores of the wrong length",
+            &with(&|s| *s.kv("tokenizer.ggml.scores") = Raw::Arr(6, vec![Raw::F32(0.0); 257])),
+            Refused("tokenizer.ggml.scores is an array of 257 values, not one f32 per token (258)"),
+        ),
+        case(
+            "SPM scores of i32s",
+            &with(&|s| *s.kv("tokenizer.ggml.scores") = Raw::Arr(5, vec![Raw::I32(0); 258])),
+            Refused("tokenizer.ggml.scores holds an i32, not f32s"),
+        ),
+        case(
+            "an SPM score NaN",
+            &with(&set_item("tokenizer.ggml.scores", 3, Raw::F32(f32::NAN))),
+            Refused("tokenizer.ggml.scores holds NaN for token 3; a score must be finite"),
+        ),
+        case(
+            "SPM without scores",
+            &with(&|s| s.remove("tokenizer.ggml.scores")),
+            Refused("its metadata has no tokenizer.ggml.scores"),
+        ),
+        case(
+            "a token type out of range",
+            &with(&set_item("tokenizer.ggml.token_type", 4, Raw::I32(9))),
+            Refused("tokenizer.ggml.token_type holds 9 for token 4; GGUF's token types are 0 to 6"),
+        ),
+        case(
+            "a byte token that is not <0xXX>",
+            &with(&set_item("tokenizer.ggml.token_type", 0xF7, Raw::I32(6))),
+            Refused("token 247 is a byte token (tokenizer.ggml.token_type 6), but it reads \"hi\""),
+        ),
+    ]
 }
 
 fn u64_raw(v: u64) -> Raw {
@@ -258,7 +340,27 @@ fn fields() -> Vec<Case> {
         s.magic = m;
         add(format!("magic {m:?}"), s);
     }
-    for (i, (key, value)) in base.kvs.iter().enumerate() {
+    // Every key of the tiny file, and the SPM file's own.
+    let spm = spm();
+    let spm_keys = [
+        "tokenizer.ggml.model",
+        "tokenizer.ggml.scores",
+        "tokenizer.ggml.token_type",
+    ];
+    let keys = base
+        .kvs
+        .iter()
+        .enumerate()
+        .map(|(i, kv)| ("", &base, i, kv))
+        .chain(
+            spm.kvs
+                .iter()
+                .enumerate()
+                .filter(|(_, (k, _))| spm_keys.contains(&k.as_str()))
+                .map(|(i, kv)| ("SPM ", &spm, i, kv)),
+        );
+    for (tag, base, i, (key, value)) in keys {
+        let key = format!("{tag}{key}");
         let mut s = base.clone();
         s.kvs.remove(i);
         add(format!("{key} missing"), s);
@@ -524,6 +626,7 @@ fn no_file_makes_generate_panic_hang_or_lose_a_file() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(0x9e37_79b9_7f4a_7c15);
     let mut cases = named();
+    cases.extend(spm_cases());
     let n_named = cases.len();
     cases.extend(fields());
     // CANDLE_LAB_FUZZ_BYTES: more byte cases for a longer hunt (120 in `just test`).

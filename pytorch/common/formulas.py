@@ -1,4 +1,4 @@
-"""The matmul's arithmetic, as src/bench/matmul/mod.rs: FLOPs and GFLOP/s of an n x n product, the
+"""The matmul's arithmetic, as src/bench/square/mod.rs: FLOPs and GFLOP/s of an n x n product, the
 bytes of its three matrices, and which rows of the result are checked against f64."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Whether a size fits before anything is allocated, as src/memory/fits.rs check does for
-src/bench/matmul/mod.rs need (the same bounds and policy, so both programs refuse the same
+src/bench/square/mod.rs need (the same bounds and policy, so both programs refuse the same
 sizes): the bytes a run holds on its device at once (a row, or a row beside fp32's) and on
 the host, against what the host and the GPU have. On the host a size is refused only where
 it cannot fit (a trial reservation refused, or more than memory and swap); less
@@ -35,7 +35,7 @@ def device_bytes(on_cpu: bool, p: Precision, n: int) -> int:
 
 
 def at_once_bytes(on_cpu: bool, n: int, precisions: list[Precision]) -> int:
-    """The most a run holds on its device at once (src/bench/matmul/mod.rs need): the widest
+    """The most a run holds on its device at once (src/bench/square/mod.rs need): the widest
     precision's matrices, or, where fp32 is among the precisions, the widest pair of a
     precision and fp32, since the pass that times each beside fp32 holds both
     (pytorch/matmul/beside.py)."""
@@ -46,7 +46,7 @@ def at_once_bytes(on_cpu: bool, n: int, precisions: list[Precision]) -> int:
 
 def host_bytes(on_cpu: bool, n: int, precisions: list[Precision]) -> int:
     """Host bytes a run needs: A and B in f32, the f64 copy of B the reference needs, and on
-    the CPU what the device holds at once too (src/bench/matmul/mod.rs Inputs::host_bytes,
+    the CPU what the device holds at once too (src/bench/square/mod.rs Inputs::host_bytes,
     and fits.rs check)."""
     on_device = at_once_bytes(on_cpu, n, precisions)
     return 2 * n * n * 4 + n * n * 8 + (on_device if on_cpu else 0)
@@ -84,7 +84,7 @@ def host_memory() -> HostMemory | None:
 
 def try_reserve_host(nbytes: int) -> bool:
     """Asks the kernel for `nbytes` of private memory and gives them back untouched (no page
-    is written, so nothing is used), as src/bench/matmul/mod.rs try_reserve_host. It fails where the
+    is written, so nothing is used), as src/bench/square/mod.rs try_reserve_host. It fails where the
     real allocations would: under a process limit (`ulimit -v`) or beyond what the kernel
     agrees to commit."""
     if nbytes <= 0:
@@ -98,7 +98,7 @@ def try_reserve_host(nbytes: int) -> bool:
 
 
 def host_verdict(n: int, needed: int, memory: HostMemory | None, reserved: bool) -> str | None:
-    """src/bench/matmul/mod.rs host_verdict: refuses what cannot fit (a reservation the system
+    """src/bench/square/mod.rs host_verdict: refuses what cannot fit (a reservation the system
     refused, or more than the machine's memory and swap); returns a note when less than
     `needed` is available now, since the kernel can free caches and a VM whose memory grows
     on demand can take more than it reports; else None."""

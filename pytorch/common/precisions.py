@@ -1,6 +1,6 @@
 """The precisions a row can run in (src/precision.rs's names and aliases), `--dtypes`
 parsing, each one's torch dtype, and GemmMode: PyTorch's process-wide cuBLAS switches
-set for one row, as src/bench/matmul/mod.rs GemmMode sets Candle's."""
+set for one row, as src/bench/square/mod.rs GemmMode sets Candle's."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def gemm_switches(torch) -> set[str]:
 
 class GemmMode:
     """Sets PyTorch's process-wide cuBLAS switches for one row and restores them after, as
-    src/bench/matmul/mod.rs GemmMode does Candle's. They change cuBLAS calls only: CPU matmuls
+    src/bench/square/mod.rs GemmMode does Candle's. They change cuBLAS calls only: CPU matmuls
     ignore them.
 
     TF32 goes through the older `allow_tf32`, not torch 2.9's `fp32_precision = "tf32"`:

@@ -19,7 +19,7 @@ def row_error(e: Exception) -> str:
 
 def failed_rows(rows: list[dict | None]) -> tuple[list[str], int]:
     """The precisions of the rows that were not measured, and how many rows there were,
-    as src/bench/matmul/mod.rs completion() counts them (a missing row, None, is not counted)."""
+    as src/bench/square/mod.rs completion() counts them (a missing row, None, is not counted)."""
     present = [r for r in rows if r is not None]
     return [r["precision"] for r in present if r["status"] != "ok"], len(present)
 

@@ -1,4 +1,4 @@
-"""Tests of memory.py: the host policy of src/bench/matmul/mod.rs (refuse what cannot fit, note what
+"""Tests of memory.py: the host policy of src/bench/square/mod.rs (refuse what cannot fit, note what
 is short now) on hand-made numbers, the trial reservation, --skip-host-memory-check, and the
 bytes a run holds at once (a precision's matrices beside fp32's, as Rust's need counts)."""
 
@@ -76,7 +76,7 @@ class HostPolicy(unittest.TestCase):
 
 class AtOnce(unittest.TestCase):
     def test_the_pass_beside_fp32_holds_both_matrices(self):
-        # src/bench/matmul/mod.rs beside_fp32's check of need().
+        # src/bench/square/mod.rs beside_fp32's check of need().
         fp32, fp16, bf16 = (PRECISIONS[p] for p in ["fp32", "fp16", "bf16"])
         for on_cpu in [True, False]:
             f16, f32 = memory.device_bytes(on_cpu, fp16, 64), memory.device_bytes(on_cpu, fp32, 64)

@@ -3,7 +3,7 @@
 PyTorch, written as result schema 2.6, so that `compare` can set Candle and PyTorch
 side by side on the same machine. Same flags, defaults, timing model, memory and
 accuracy rules as experiments/matmul.rs and experiments/cpu_vs_gpu.rs (their
-library: src/bench/matmul/mod.rs, src/clock/mod.rs, src/stats.rs); where PyTorch cannot do
+library: src/bench/square/mod.rs, src/clock/mod.rs, src/stats.rs); where PyTorch cannot do
 what Candle does, it says so instead of writing a look-alike number.
 
 The entry point only; the program is this package's modules: cli (its flags: the

@@ -1,5 +1,5 @@
 """Each precision timed in turn with fp32 (A B A B ...), in one more pass after every row's
-own sampling, as src/bench/matmul/beside.rs: a row's "x fp32" measured side by side, with
+own sampling, as src/bench/square/beside.rs: a row's "x fp32" measured side by side, with
 the 95% interval of the paired samples, so that what drifts between two rows' own
 samplings (a neighbour's load, the clock's boost, heat) is not read as a speedup. The rows
 themselves are sampled one after the other, so their medians' ratio holds that drift. A

@@ -1,4 +1,4 @@
-"""One benchmark row per precision, as src/bench/matmul/mod.rs: the shared random inputs and their f64
+"""One benchmark row per precision, as src/bench/square/mod.rs: the shared random inputs and their f64
 reference, measuring one row (timing, peak memory, accuracy, derived rates), running a
 list of rows, and the fp32 comparison on the CPU beside a GPU run."""
 
@@ -45,7 +45,7 @@ def memory_source(device) -> str:
 
 def run_rows(torch, device, gpu_name, n, plan, precisions, inputs) -> list[dict]:
     """One schema Row per precision. An error in a row (out of memory, a GEMM mode cuBLAS
-    refuses, anything) ends that row only, as src/bench/matmul/mod.rs run_rows: the row keeps status
+    refuses, anything) ends that row only, as src/bench/square/mod.rs run_rows: the row keeps status
     "error" and the error's line, and the next row runs."""
     rows = []
     for p in precisions:
@@ -79,7 +79,7 @@ def run_rows(torch, device, gpu_name, n, plan, precisions, inputs) -> list[dict]
 
 def place_inputs(inputs, dtype, device):
     """A and B in the row's dtype on its device."""
-    # copy=True: storage of their own, even for f32 on the CPU, as src/bench/matmul/mod.rs owned_on.
+    # copy=True: storage of their own, even for f32 on the CPU, as src/bench/square/mod.rs owned_on.
     a = inputs.a.to(dtype=dtype, copy=True).to(device)
     b = inputs.b.to(dtype=dtype, copy=True).to(device)
     return a, b

@@ -1,4 +1,4 @@
-"""Tests of rows.py: an error in one row ends that row only (as src/bench/matmul/mod.rs run_rows), in
+"""Tests of rows.py: an error in one row ends that row only (as src/bench/square/mod.rs run_rows), in
 a real CPU run at n = 64 with one precision's measurement made to fail; a failed pass
 beside fp32 (beside.py) costs that row its side-by-side ratio only; and the GPU memory
 baseline, which takes cuBLAS's workspace in before the inputs (on a fake torch.cuda, and

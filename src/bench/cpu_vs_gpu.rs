@@ -1,11 +1,11 @@
 //! The `cpu_vs_gpu` experiment's core: the same fp32 matmul, on the same
 //! inputs, on the CPU and on the GPU in one run, and the speedup. Its rows are
-//! measured by [`crate::bench::matmul`]'s one row path.
+//! measured by [`crate::bench::square`]'s one row path.
 
 use anyhow::Result;
 use candle_core::Device;
 
-use crate::bench::matmul::{self, Config, Inputs};
+use crate::bench::square::{self, Config, Inputs};
 use crate::formulas::speedup;
 use crate::precision::Precision;
 use crate::schema::{CpuVsGpuResults, Row};
@@ -24,11 +24,11 @@ pub fn run(
     let inputs = Inputs::random(n, cfg.accuracy_rows)?;
     let (gpu, gpu_skipped) = if device.is_cuda() {
         crate::note!("gpu fp32 {n}x{n}: {}", cfg.sampling);
-        (matmul::run(device, gpu_name, cfg, &inputs)?.pop(), None)
+        (square::run(device, gpu_name, cfg, &inputs)?.pop(), None)
     } else {
         (None, Some(format!("no CUDA device in use ({no_gpu})")))
     };
-    let cpu = matmul::run_cpu_fp32(cfg, &inputs)?;
+    let cpu = square::run_cpu_fp32(cfg, &inputs)?;
     let cpu_fp32_ms = cpu.fp32_median_ms();
     let gpu_fp32_ms = gpu.as_ref().and_then(Row::fp32_median_ms);
     Ok(CpuVsGpuResults {

@@ -1,6 +1,9 @@
 //! The measurement cores, one module per experiment: each knows what to time
 //! (a matmul, a copy, a transfer), times it with the [`crate::clock`] and
 //! returns plain result types. Nothing here prints a result or opens a file.
+//! No core imports another's: what several share lives beside them
+//! ([`square`]: the square matmul per precision; [`ladder`]: the bandwidth
+//! ladder) or below them (the model layer, [`crate::model`]).
 
 pub mod basics;
 pub mod block;
@@ -13,4 +16,5 @@ pub mod matmul;
 pub mod memory;
 pub mod overhead;
 pub mod precision;
+pub mod square;
 pub mod sweep;

@@ -1,7 +1,7 @@
 //! The sweep: square matmul throughput across sizes x precisions, to see the
 //! shape of performance (where caches stop helping, what an awkward size such
 //! as 1023 or 1025 costs against 1024) rather than one point. Each point is
-//! measured by [`crate::bench::matmul::measure_row`], the path `matmul` uses, under an
+//! measured by [`crate::bench::square::measure_row`], the path `matmul` uses, under an
 //! adaptive plan ([`plan`]): at least 10 samples, then until the median is known
 //! to +-1% or the point's time runs out. [`run`] hands the results to its caller
 //! after every point, so the caller can save and show them as it goes.
@@ -9,7 +9,7 @@
 use anyhow::{Context, Result};
 use candle_core::Device;
 
-use crate::bench::matmul::{self, measure_row, Inputs, RowContext, RowRun};
+use crate::bench::square::{self, measure_row, Inputs, RowContext, RowRun};
 use crate::clock::{clock_overhead, Adaptive, Plan, Sampling};
 use crate::memory::MemoryMeter;
 use crate::precision::Precision;
@@ -87,7 +87,7 @@ impl Config {
         let Some(&n) = self.sizes.last() else {
             return Vec::new();
         };
-        let largest = matmul::Config {
+        let largest = square::Config {
             size: n,
             sampling: Plan {
                 warmup: 0,
@@ -99,7 +99,7 @@ impl Config {
         };
         vec![crate::memory::fits::Need {
             what: format!("--sizes (largest {n})"),
-            ..matmul::need(device, &largest)
+            ..square::need(device, &largest)
         }]
     }
 }

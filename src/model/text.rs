@@ -1,12 +1,18 @@
 //! From a user's message to token ids and back, with what the GGUF file
-//! itself holds: its tokenizer (tokenizer.ggml.tokens, .merges, .token_type,
-//! the special tokens' ids), built as transformers builds it from a GGUF
-//! (`integrations/ggml.py`: GPT-2 byte-level BPE, no prefix space, the control
-//! tokens as special added tokens), and its chat template
-//! (tokenizer.chat_template, Jinja), rendered as transformers'
+//! itself holds: its tokenizer (tokenizer.ggml.tokens, .token_type, .merges
+//! or .scores, the special tokens' ids, whether a text starts with BOS), and
+//! its chat template (tokenizer.chat_template, Jinja). A "gpt2" tokenizer is
+//! built as transformers builds it from a GGUF (`integrations/ggml.py`:
+//! GPT-2 byte-level BPE, no prefix space, the control tokens as special added
+//! tokens); a "llama" one (SentencePiece-style) tokenizes as llama.cpp does
+//! ([`spm`]). The template is rendered as transformers'
 //! `apply_chat_template(messages, add_generation_prompt=True)` renders it: the
 //! same variables (`messages`, `add_generation_prompt`, the special tokens'
-//! texts) and Jinja settings (`trim_blocks`, `lstrip_blocks`).
+//! texts) and Jinja settings (`trim_blocks`, `lstrip_blocks`). A file without
+//! a template takes the caller's fallback (Gemma's turns for Gemma 3), and the
+//! result says which was used.
+
+mod spm;
 
 use anyhow::{Context, Result};
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
@@ -14,21 +20,77 @@ use tokenizers::models::bpe::{Merges, Vocab, BPE};
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::{AddedToken, Tokenizer};
 
-use super::gguf::check::{self, CONTROL, USER_DEFINED};
-use super::gguf::ModelFile;
+use super::gguf::vocab::{self, TokenizerModel, Vocabulary, CONTROL, USER_DEFINED};
+use super::gguf::{Gguf, ModelFile};
 use crate::error::contained;
+pub use spm::Spm;
 
 /// The template engine's steps for one chat: a real template takes a few
 /// hundred for one message; a loop of loops runs out here, in well under a
 /// second, instead of for minutes.
 const TEMPLATE_FUEL: u64 = 200_000;
 
+/// The end-of-turn markers llama.cpp takes as the end-of-turn token when the
+/// file names none (tokenizer.ggml.eot_token_id), in its order; the first one
+/// in the vocabulary is taken.
+const EOT_MARKERS: [&str; 11] = [
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|end_of_text|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "<｜end▁of▁sentence｜>",
+    "<end_of_utterance>",
+];
+
+/// Which chat template formats a message.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TemplateUsed {
+    /// The file's own (tokenizer.chat_template).
+    File,
+    /// The caller's fallback, by the name it was given ("Gemma's turn
+    /// format"): the file has none.
+    Fallback(String),
+    /// None: the message as written.
+    None,
+}
+
+impl std::fmt::Display for TemplateUsed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TemplateUsed::File => write!(f, "the file's chat template"),
+            TemplateUsed::Fallback(name) => write!(f, "{name} (the file has no chat template)"),
+            TemplateUsed::None => write!(
+                f,
+                "none (the file has no chat template): the message as written"
+            ),
+        }
+    }
+}
+
+/// The tokenizer itself: transformers' BPE, or llama.cpp's SPM.
+enum Coder {
+    Bpe(Box<Tokenizer>),
+    Spm(Spm),
+}
+
 /// The file's tokenizer, its special tokens, and its chat template.
 pub struct Text {
-    pub tokenizer: Tokenizer,
+    coder: Coder,
     pub bos: Option<u32>,
+    /// The ids that end an answer: the file's EOS and end-of-turn token.
     pub eos: Vec<u32>,
+    /// Whether a text's ids start with BOS and end with EOS
+    /// (tokenizer.ggml.add_bos_token, .add_eos_token).
+    pub add_bos: bool,
+    pub add_eos: bool,
     template: Option<String>,
+    /// The caller's (name, template) for a file without one.
+    fallback: Option<(String, String)>,
     token_text: Vec<String>,
     /// The longest text a prompt can have and still fit the context: the
     /// context's positions, each holding the longest token.
@@ -37,60 +99,74 @@ pub struct Text {
 
 impl Text {
     /// Builds the tokenizer from the checked metadata of `f`
-    /// ([`check::vocabulary`]); a tokenizer other than GPT-2-style byte-level
-    /// BPE (`tokenizer.ggml.model` "gpt2") is refused there.
+    /// ([`vocab::vocabulary`]); a tokenizer other than GPT-2-style byte-level
+    /// BPE ("gpt2") or SentencePiece-style ("llama") is refused there.
     pub fn from_model(f: &ModelFile) -> Result<Self> {
-        let v = check::vocabulary(&f.gguf, f.config.vocab)?;
-        let tokens: Vec<String> = v.tokens.iter().map(|t| t.to_string()).collect();
-        let longest = tokens.iter().map(|t| t.len()).max().unwrap_or(1);
-        let merges: Merges = v
-            .merges
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect();
-        let vocab: Vocab = tokens
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.clone(), i as u32))
-            .collect();
-        let tokenizer = contained("building the tokenizer", || {
-            let mut bpe = BPE::builder().vocab_and_merges(vocab, merges);
-            if let Some(unk) = v.unk {
-                bpe = bpe.unk_token(tokens[unk as usize].clone());
-            }
-            let bpe = bpe.build().map_err(|e| {
-                anyhow::anyhow!("its vocabulary and merges do not make a BPE ({e})")
-            })?;
-            let mut tokenizer = Tokenizer::new(bpe);
-            tokenizer.with_pre_tokenizer(Some(ByteLevel::new(v.add_space_prefix, false, true)));
-            tokenizer.with_decoder(Some(ByteLevelDecoder::default()));
-            let special: Vec<AddedToken> = tokens
-                .iter()
-                .zip(&v.types)
-                .filter(|(_, t)| matches!(**t, CONTROL | USER_DEFINED))
-                .map(|(s, _)| AddedToken::from(s.clone(), true))
-                .collect();
-            tokenizer
-                .add_special_tokens(special)
-                .map_err(|e| anyhow::anyhow!("its special tokens cannot be added ({e})"))?;
-            Ok(tokenizer)
-        })?;
+        Self::from_gguf(&f.gguf, f.config.vocab, f.config.context)
+    }
+
+    /// The same from a GGUF's metadata alone: `rows` the embedding's rows (the
+    /// most tokens there can be), `context` the positions a prompt can fill.
+    pub fn from_gguf(g: &Gguf, rows: usize, context: usize) -> Result<Self> {
+        let v = vocab::vocabulary(g, rows)?;
+        let token_text: Vec<String> = v.tokens.iter().map(|t| t.to_string()).collect();
+        let longest = token_text.iter().map(|t| t.len()).max().unwrap_or(1);
+        let coder = match v.model {
+            TokenizerModel::Gpt2 => Coder::Bpe(Box::new(bpe(&v, &token_text)?)),
+            TokenizerModel::Spm => Coder::Spm(Spm::new(
+                &v.tokens,
+                &v.types,
+                &v.scores,
+                v.unk,
+                v.add_space_prefix,
+            )),
+        };
         let mut eos = Vec::new();
-        eos.extend(v.eos);
-        eos.extend(v.eot.filter(|t| !eos.contains(t)));
+        // As llama.cpp: without an end-of-turn id, the token that reads as one.
+        let eot = v.eot.or_else(|| {
+            EOT_MARKERS
+                .iter()
+                .find_map(|m| token_text.iter().position(|t| t == m))
+                .map(|i| i as u32)
+        });
+        for id in [v.eos, eot].into_iter().flatten() {
+            if !eos.contains(&id) {
+                eos.push(id);
+            }
+        }
         Ok(Self {
-            tokenizer,
+            coder,
             bos: v.bos,
             eos,
+            add_bos: v.add_bos,
+            add_eos: v.add_eos,
             template: v.template.map(str::to_string),
-            max_prompt_bytes: f.config.context.saturating_mul(longest),
-            token_text: tokens,
+            fallback: None,
+            max_prompt_bytes: context.saturating_mul(longest),
+            token_text,
         })
     }
 
-    /// The ids of `text`, special tokens matched as wholes, nothing added
-    /// around them (transformers' `tokenizer(text)` for a GGUF with
-    /// `add_bos_token` false; the chat template writes its own markers).
+    /// The template `chat` uses when the file has none: `template` (Jinja,
+    /// given the same variables as a file's), reported as `name`'s.
+    pub fn with_fallback_template(mut self, name: &str, template: &str) -> Self {
+        self.fallback = Some((name.to_string(), template.to_string()));
+        self
+    }
+
+    /// Which template `chat` formats a message with.
+    pub fn template_used(&self) -> TemplateUsed {
+        match (&self.template, &self.fallback) {
+            (Some(_), _) => TemplateUsed::File,
+            (None, Some((name, _))) => TemplateUsed::Fallback(name.clone()),
+            (None, None) => TemplateUsed::None,
+        }
+    }
+
+    /// The ids of `text`, special tokens matched as wholes; BOS first when the
+    /// file says so (tokenizer.ggml.add_bos_token) and the text does not
+    /// already start with it (a template that writes `bos_token` gets one
+    /// BOS, where llama.cpp would write two), EOS last when the file says so.
     /// Text longer than the context could hold is refused before it is
     /// tokenized.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
@@ -102,19 +178,32 @@ impl Text {
                 self.max_prompt_bytes
             );
         }
-        let enc = contained("tokenizing the prompt", || {
-            self.tokenizer
+        let mut ids = contained("tokenizing the prompt", || match &self.coder {
+            Coder::Bpe(t) => t
                 .encode(text, false)
-                .map_err(|e| anyhow::anyhow!("cannot tokenize the prompt ({e})"))
+                .map(|e| e.get_ids().to_vec())
+                .map_err(|e| anyhow::anyhow!("cannot tokenize the prompt ({e})")),
+            Coder::Spm(s) => s.encode(text),
         })?;
-        Ok(enc.get_ids().to_vec())
+        if let Some(bos) = self.bos.filter(|_| self.add_bos) {
+            if ids.first() != Some(&bos) {
+                ids.insert(0, bos);
+            }
+        }
+        if let Some(eos) = self.eos.first().filter(|_| self.add_eos) {
+            ids.push(*eos);
+        }
+        Ok(ids)
     }
 
     /// `ids` back to text, special tokens included.
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
-        self.tokenizer
-            .decode(ids, false)
-            .map_err(|e| anyhow::anyhow!("cannot decode token ids ({e})"))
+        match &self.coder {
+            Coder::Bpe(t) => t
+                .decode(ids, false)
+                .map_err(|e| anyhow::anyhow!("cannot decode token ids ({e})")),
+            Coder::Spm(s) => s.decode(ids),
+        }
     }
 
     fn text_of(&self, id: Option<u32>) -> String {
@@ -123,10 +212,12 @@ impl Text {
     }
 
     /// `user` as a one-message chat formatted by the file's template with the
-    /// generation prompt; without a template, the message itself.
+    /// generation prompt, else by the caller's fallback; without either, the
+    /// message itself ([`Text::template_used`] says which).
     pub fn chat(&self, user: &str) -> Result<String> {
-        let Some(template) = &self.template else {
-            return Ok(user.to_string());
+        let template = match (&self.template, &self.fallback) {
+            (Some(t), _) | (None, Some((_, t))) => t,
+            (None, None) => return Ok(user.to_string()),
         };
         render(
             template,
@@ -136,6 +227,43 @@ impl Text {
             self.max_prompt_bytes,
         )
     }
+}
+
+/// A "gpt2" vocabulary as transformers builds it: byte-level BPE from the
+/// tokens and merges, the control and user-defined tokens special.
+fn bpe(v: &Vocabulary, tokens: &[String]) -> Result<Tokenizer> {
+    let merges: Merges = v
+        .merges
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    let vocab: Vocab = tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.clone(), i as u32))
+        .collect();
+    contained("building the tokenizer", || {
+        let mut bpe = BPE::builder().vocab_and_merges(vocab, merges);
+        if let Some(unk) = v.unk {
+            bpe = bpe.unk_token(tokens[unk as usize].clone());
+        }
+        let bpe = bpe
+            .build()
+            .map_err(|e| anyhow::anyhow!("its vocabulary and merges do not make a BPE ({e})"))?;
+        let mut tokenizer = Tokenizer::new(bpe);
+        tokenizer.with_pre_tokenizer(Some(ByteLevel::new(v.add_space_prefix, false, true)));
+        tokenizer.with_decoder(Some(ByteLevelDecoder::default()));
+        let special: Vec<AddedToken> = tokens
+            .iter()
+            .zip(&v.types)
+            .filter(|(_, t)| matches!(**t, CONTROL | USER_DEFINED))
+            .map(|(s, _)| AddedToken::from(s.clone(), true))
+            .collect();
+        tokenizer
+            .add_special_tokens(special)
+            .map_err(|e| anyhow::anyhow!("its special tokens cannot be added ({e})"))?;
+        Ok(tokenizer)
+    })
 }
 
 /// Writes at most `left` bytes, then fails: a template's output is cut off
@@ -233,6 +361,7 @@ fn render_limited(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use candle_core::quantized::gguf_file::Value;
 
     /// SmolLM2-Instruct's template, as its GGUF's tokenizer.chat_template holds it.
     const SMOLLM2: &str = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
@@ -297,5 +426,191 @@ mod tests {
             "{e}"
         );
         assert_eq!(render("{{ 'ab' * 3 }}", "x", "", "", 6).unwrap(), "ababab");
+    }
+
+    /// A tiny SPM vocabulary's GGUF metadata (no tensors: the tokenizer reads
+    /// none), with `extra` keys added or replacing.
+    fn spm_gguf(extra: Vec<(&str, Value)>) -> Gguf {
+        let tokens = [
+            "<pad>",
+            "<eos>",
+            "<bos>",
+            "<unk>",
+            "<end_of_turn>",
+            "h",
+            "i",
+            "hi",
+            "▁",
+        ];
+        let types = [3, 3, 3, 2, 3, 1, 1, 1, 1];
+        let mut metadata: Vec<(String, Value)> = vec![
+            ("tokenizer.ggml.model".into(), Value::String("llama".into())),
+            (
+                "tokenizer.ggml.tokens".into(),
+                Value::Array(
+                    tokens
+                        .iter()
+                        .map(|t| Value::String(t.to_string()))
+                        .collect(),
+                ),
+            ),
+            (
+                "tokenizer.ggml.scores".into(),
+                Value::Array((0..9).map(|i| Value::F32(-(i as f32))).collect()),
+            ),
+            (
+                "tokenizer.ggml.token_type".into(),
+                Value::Array(types.iter().map(|t| Value::I32(*t)).collect()),
+            ),
+            ("tokenizer.ggml.bos_token_id".into(), Value::U32(2)),
+            ("tokenizer.ggml.eos_token_id".into(), Value::U32(1)),
+            ("tokenizer.ggml.add_space_prefix".into(), Value::Bool(false)),
+        ];
+        for (k, v) in extra {
+            metadata.retain(|(key, _)| key != k);
+            metadata.push((k.to_string(), v));
+        }
+        Gguf {
+            version: 3,
+            metadata,
+            tensors: Vec::new(),
+            data_offset: 0,
+        }
+    }
+
+    #[test]
+    fn bos_comes_once_as_the_file_says_and_end_of_turn_ends_an_answer() {
+        let text = Text::from_gguf(&spm_gguf(vec![]), 9, 64).unwrap();
+        // add_bos_token absent: true for "llama", as llama.cpp.
+        assert_eq!(text.encode("hi").unwrap(), [2, 7]);
+        // A text that starts with BOS keeps one.
+        assert_eq!(text.encode("<bos>hi").unwrap(), [2, 7]);
+        assert_eq!(text.encode("hi<bos>").unwrap(), [2, 7, 2]);
+        assert_eq!(text.decode(&[2, 7, 8, 5]).unwrap(), "<bos>hi h");
+        // No eot_token_id: <end_of_turn> by its text.
+        assert_eq!(text.eos, [1, 4]);
+        let g = spm_gguf(vec![
+            ("tokenizer.ggml.add_bos_token", Value::Bool(false)),
+            ("tokenizer.ggml.add_eos_token", Value::Bool(true)),
+            ("tokenizer.ggml.eot_token_id", Value::U32(3)),
+        ]);
+        let text = Text::from_gguf(&g, 9, 64).unwrap();
+        assert_eq!(text.encode("hi").unwrap(), [7, 1]);
+        assert_eq!(text.eos, [1, 3]);
+        let e = Text::from_gguf(
+            &spm_gguf(vec![("tokenizer.ggml.add_eos_token", Value::U8(1))]),
+            9,
+            64,
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert_eq!(e, "tokenizer.ggml.add_eos_token is a u8, not a bool");
+    }
+
+    #[test]
+    fn a_file_without_a_template_takes_the_fallback_and_says_so() {
+        let text = Text::from_gguf(&spm_gguf(vec![]), 9, 64).unwrap();
+        assert_eq!(text.template_used(), TemplateUsed::None);
+        assert_eq!(text.chat("hi").unwrap(), "hi");
+        let (name, turns) = crate::model::Arch::Gemma3.fallback_template().unwrap();
+        let text = text.with_fallback_template(name, turns);
+        let name = name.to_string();
+        assert_eq!(text.template_used(), TemplateUsed::Fallback(name));
+        assert_eq!(
+            text.chat("hi").unwrap(),
+            "<start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n"
+        );
+        assert_eq!(
+            text.template_used().to_string(),
+            "Gemma's turn format (the file has no chat template)"
+        );
+        // The file's own template wins over a fallback.
+        let g = spm_gguf(vec![(
+            "tokenizer.chat_template",
+            Value::String("[{{ messages[0].content }}]".into()),
+        )]);
+        let text = Text::from_gguf(&g, 9, 64)
+            .unwrap()
+            .with_fallback_template("Gemma's turn format", "{{ x }}");
+        assert_eq!(text.template_used(), TemplateUsed::File);
+        assert_eq!(text.chat("hi").unwrap(), "[hi]");
+    }
+
+    #[test]
+    fn a_malformed_spm_vocabulary_is_refused_in_one_line() {
+        let refused = |extra: Vec<(&str, Value)>| -> String {
+            let e = Text::from_gguf(&spm_gguf(extra), 9, 64).err().unwrap();
+            let line = format!("{e:#}");
+            assert!(!line.contains('\n'), "{line}");
+            line
+        };
+        let f32s = |n: usize, x: f32| Value::Array(vec![Value::F32(x); n]);
+        for (extra, want) in [
+            (
+                vec![("tokenizer.ggml.scores", f32s(8, 0.0))],
+                "tokenizer.ggml.scores is an array of 8 values, not one f32 per token (9)",
+            ),
+            (
+                vec![(
+                    "tokenizer.ggml.scores",
+                    Value::Array(vec![Value::I32(0); 9]),
+                )],
+                "tokenizer.ggml.scores holds an i32, not f32s",
+            ),
+            (
+                vec![("tokenizer.ggml.scores", f32s(9, f32::NAN))],
+                "tokenizer.ggml.scores holds NaN for token 0; a score must be finite",
+            ),
+            (
+                vec![("tokenizer.ggml.scores", Value::F32(0.0))],
+                "tokenizer.ggml.scores is an f32 of 1 values, not one f32 per token (9)",
+            ),
+            (
+                vec![(
+                    "tokenizer.ggml.token_type",
+                    Value::Array(vec![Value::I32(7); 9]),
+                )],
+                "tokenizer.ggml.token_type holds 7 for token 0; GGUF's token types are 0 to 6",
+            ),
+            (
+                vec![(
+                    "tokenizer.ggml.token_type",
+                    Value::Array(vec![Value::I32(6); 9]),
+                )],
+                "token 0 is a byte token (tokenizer.ggml.token_type 6), but it reads \"<pad>\", \
+                 not <0xXX>",
+            ),
+            (
+                vec![("tokenizer.ggml.model", Value::String("bert".into()))],
+                "its tokenizer is 'bert' (tokenizer.ggml.model)",
+            ),
+        ] {
+            let line = refused(extra);
+            assert!(line.starts_with(want), "{line}");
+        }
+        let mut g = spm_gguf(vec![]);
+        g.metadata.retain(|(k, _)| k != "tokenizer.ggml.scores");
+        let e = Text::from_gguf(&g, 9, 64).err().unwrap().to_string();
+        assert!(e.contains("has no tokenizer.ggml.scores"), "{e}");
+        // add_bos_token is true for "llama" unless it says otherwise, and a
+        // one-token vocabulary has no BOS (no id, nor llama.cpp's default 1).
+        let mut one = spm_gguf(vec![
+            (
+                "tokenizer.ggml.tokens",
+                Value::Array(vec![Value::String("a".into())]),
+            ),
+            ("tokenizer.ggml.scores", f32s(1, 0.0)),
+            (
+                "tokenizer.ggml.token_type",
+                Value::Array(vec![Value::I32(1)]),
+            ),
+        ]);
+        one.metadata.retain(|(k, _)| !k.ends_with("_token_id"));
+        let e = Text::from_gguf(&one, 9, 64).err().unwrap().to_string();
+        assert_eq!(
+            e,
+            "tokenizer.ggml.add_bos_token is true, but it has no tokenizer.ggml.bos_token_id"
+        );
     }
 }

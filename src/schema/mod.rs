@@ -25,6 +25,7 @@ mod kernels;
 mod ladder;
 mod matmul;
 mod memory;
+mod model;
 mod overhead;
 mod precision;
 mod rows;
@@ -55,9 +56,8 @@ pub use block::{
 pub use cpu::{same_generation, CpuIdentity};
 pub use cpu_vs_gpu::CpuVsGpuResults;
 pub use generate::{
-    Answer, Fp32Beside, GenerateMeasured, GenerateResults, GenerateRow, ModelInfo, ModelPath,
-    PpRoofline, PromptInfo, SlidingWindow, StoredType, TokenOpClass, TokenPart, VsFp32,
-    WeightSource, LAB_SUFFIX, RANDOM_NAME_PREFIX,
+    Answer, Fp32Beside, GenerateMeasured, GenerateResults, GenerateRow, ModelPath, PpRoofline,
+    PromptInfo, TokenOpClass, TokenPart, VsFp32, LAB_SUFFIX,
 };
 pub use kernels::{
     Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow, KernelVariant,
@@ -69,6 +69,7 @@ pub use memory::{
     BandwidthRow, Direction, HostMemory, MemoryResults, OomAttempt, OutOfMemory, Refusal, Roofline,
     RooflinePoint, TransferRow, Transfers,
 };
+pub use model::{ModelInfo, SlidingWindow, StoredType, WeightSource, RANDOM_NAME_PREFIX};
 pub use overhead::{
     CacheRow, CacheSection, FirstCall, JitCache, LaunchMode, LaunchRow, OverheadResults,
 };

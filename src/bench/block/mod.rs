@@ -24,7 +24,7 @@ use crate::clock::Plan;
 use crate::formulas::amdahl;
 use crate::memory::fits::Need;
 use crate::model::cost::{block_bytes, block_flops, layer_params, Call};
-use crate::model::layer::Kernels;
+use crate::model::layer::{Kernels, CPU_SHAPE, GPU_SHAPE};
 use crate::model::{Arch, Config as ModelConfig};
 use crate::precision::Precision;
 use crate::schema::{
@@ -47,12 +47,6 @@ pub struct Config {
     /// The ladder's largest footprint in bytes (`--ladder-max-mib`).
     pub ladder_max: Option<u64>,
 }
-
-/// A Llama-7B-like layer on a GPU: hidden 4096, 32 heads, MLP 11008, 2048 tokens.
-pub const GPU_SHAPE: (usize, usize, usize, usize) = (4096, 32, 11008, 2048);
-/// On the CPU an eighth of its width (hidden 512, 8 heads, MLP 1376) over 128
-/// tokens: seconds on 2 cores rather than minutes.
-pub const CPU_SHAPE: (usize, usize, usize, usize) = (512, 8, 1376, 128);
 
 /// Runs per row unless --iters and --warmup say otherwise: 20 timed after 3
 /// warm-up on a GPU; 10 after 2 on the CPU, where a layer takes longer.

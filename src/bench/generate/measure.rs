@@ -230,15 +230,8 @@ pub(super) fn finish(
     let tg_bound = bounds.tg(weight_bytes_per_token)?;
     let pct = 100.0 * tg_tps / tg_bound.tokens_per_s;
     // pp reads the weights once (the least it can move): its intensity.
-    let peak = match s.kind {
-        RowKind::Float(p) => Peak::Float(p),
-        RowKind::Quantized(q) => {
-            let t = main_type(&d, &row_types(weights.source(), q)?);
-            Peak::Quantized(t, s.kernels == Kernels::Lab)
-        }
-    };
     let roofline = bounds.pp_roofline(
-        (peak, d.hidden),
+        (compute_peak(weights, s.kind, s.kernels)?, d.hidden),
         (flops, weight_bytes_per_token),
         &tg_bound.bound,
         (pp_gflop, mm_gflop),
@@ -283,6 +276,19 @@ pub(super) fn finish(
         held_back_by,
         vs_fp32: None,
         fp32_beside: None,
+    })
+}
+
+/// What a row's compute peak is measured on: its precision's GEMM, or its
+/// main block type's product on its kernels (a mixture's or a file's: the
+/// type holding most of its layers' bytes).
+fn compute_peak(weights: &Weights, kind: RowKind, kernels: Kernels) -> Result<Peak> {
+    Ok(match kind {
+        RowKind::Float(p) => Peak::Float(p),
+        RowKind::Quantized(q) => {
+            let t = main_type(weights.config(), &row_types(weights.source(), q)?);
+            Peak::Quantized(t, kernels == Kernels::Lab)
+        }
     })
 }
 

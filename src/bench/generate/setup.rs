@@ -169,7 +169,10 @@ fn prepare_one(req: &Request, source: Source, on_cuda: bool) -> Result<Prepared>
     let (text, prompt, ids, eos, start) = match &source {
         Source::File(f) => {
             let what = crate::quote::shell_quote(f.path.as_os_str());
-            let text = Text::from_model(f).map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
+            let mut text = Text::from_model(f).map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
+            if let Some((name, template)) = f.config.arch.fallback_template() {
+                text = text.with_fallback_template(name, template);
+            }
             let user = req.prompt.clone().unwrap_or_else(|| DEFAULT_PROMPT.into());
             let formatted = text
                 .chat(&user)
@@ -183,6 +186,7 @@ fn prepare_one(req: &Request, source: Source, on_cuda: bool) -> Result<Prepared>
             let prompt = PromptInfo {
                 user: Some(user),
                 formatted: Some(formatted),
+                template: Some(text.template_used().to_string()),
                 token_ids: ids.clone(),
             };
             (Some(text), prompt, ids, eos, start)
@@ -195,6 +199,7 @@ fn prepare_one(req: &Request, source: Source, on_cuda: bool) -> Result<Prepared>
             let prompt = PromptInfo {
                 user: None,
                 formatted: None,
+                template: None,
                 token_ids: ids.clone(),
             };
             let start = ids[0];

@@ -128,9 +128,9 @@ pub fn cases(
     large_mib: u64,
 ) -> Vec<KernelCase> {
     let (hidden, heads, mlp, default_seq) = if on_cuda {
-        crate::bench::block::GPU_SHAPE
+        crate::model::layer::GPU_SHAPE
     } else {
-        crate::bench::block::CPU_SHAPE
+        crate::model::layer::CPU_SHAPE
     };
     let seq = seq.unwrap_or(default_seq);
     let case = |name: &str, source: String, tokens, hidden, heads, mlp, context| KernelCase {

@@ -23,7 +23,7 @@ mod rows;
 mod transfers;
 
 use crate::bench::ladder::Ladder;
-use crate::bench::matmul::{self, Inputs, Precision};
+use crate::bench::square::{self, Inputs, Precision};
 use crate::clock::Plan;
 use crate::memory::fits::Need;
 use crate::schema::{MemoryResults, SectionStatus};
@@ -67,8 +67,8 @@ impl Config {
         self.mib * MIB
     }
 
-    fn matmul(&self) -> matmul::Config {
-        matmul::Config {
+    fn matmul(&self) -> square::Config {
+        square::Config {
             size: self.matmul_size,
             sampling: self.plan.into(),
             precisions: self.dtypes.iter().filter_map(|&d| precision(d)).collect(),
@@ -128,7 +128,7 @@ fn precision(dtype: DType) -> Option<Precision> {
 /// matmuls do not fit. The operations hold two f32 inputs, two inputs in the
 /// widest dtype and one output; transfers hold a pageable, a pinned and a
 /// returned host copy of the largest size and two device copies; the matmuls
-/// are [`matmul::check_fits`]'s.
+/// are [`square::check_fits`]'s.
 pub fn needs(device: &Device, cfg: &Config) -> Vec<Need> {
     let t = cfg.tensor_bytes();
     let widest = cfg
@@ -157,7 +157,7 @@ pub fn needs(device: &Device, cfg: &Config) -> Vec<Need> {
     let m = cfg.matmul();
     needs.push(Need {
         what: format!("--matmul-size {}", m.size),
-        ..matmul::need(device, &m)
+        ..square::need(device, &m)
     });
     needs
 }
@@ -203,7 +203,7 @@ pub fn run(
         Vec::new()
     } else {
         let inputs = Inputs::random(mcfg.size, mcfg.accuracy_rows)?;
-        let rows = matmul::run(device, gpu_name, &mcfg, &inputs)?;
+        let rows = square::run(device, gpu_name, &mcfg, &inputs)?;
         done("the roofline's matmuls");
         rows
     };

@@ -21,7 +21,7 @@ pub(crate) fn point(size: usize, p: Precision, ms: f64, peak_tflops: Option<f64>
             error: None,
             measured: Some(Measured {
                 median_ms: ms,
-                gflops: matmul::gflops(size, ms),
+                gflops: square::gflops(size, ms),
                 peak_mib: None,
                 peak_bytes: None,
                 payload_mib: 0.0,

@@ -228,8 +228,9 @@ fn first_note(r: &GenerateResults) -> Option<String> {
         ))
     } else {
         let u = r.prompt.user.as_ref()?;
+        let template = r.prompt.template.as_deref().unwrap_or("the chat template");
         Some(format!(
-            "prompt: {u:?} ({} tokens with the chat template)",
+            "prompt: {u:?} ({} tokens, formatted with {template})",
             r.prompt.token_ids.len()
         ))
     }

@@ -37,10 +37,12 @@ const EVERY: usize = 6;
 /// The local layers' rotary base (`rope_local_base_freq`).
 const LOCAL_THETA: f64 = 10_000.0;
 
-/// Gemma's documented chat turns (the Gemma 3 model card's prompt format),
-/// for files without a template; BOS is the tokenizer's to add.
+/// Gemma's documented chat turns (the Gemma 3 model card's prompt format,
+/// as llama.cpp's built-in "gemma" template writes them), for files without
+/// a template: one user turn, then the model's; no `<bos>`, which the
+/// tokenizer adds (`tokenizer.ggml.add_bos_token`).
 pub const TURNS: (&str, &str) = (
-    "Gemma's turn format (the file has no chat template)",
+    "Gemma's turn format",
     "{% for m in messages %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n\
      {{ m['content'] | trim }}<end_of_turn>\n{% endfor %}\
      {% if add_generation_prompt %}<start_of_turn>model\n{% endif %}",

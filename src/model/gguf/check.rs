@@ -2,8 +2,8 @@
 //! its architecture, one the suite runs; every key this program or
 //! candle-transformers' model of that architecture reads, by its type, its
 //! range and its relation to the others and to the tensors; every tensor the
-//! architecture needs, at the shape those sizes give; and the
-//! tokenizer's vocabulary, merges and special ids. A count read from the
+//! architecture needs, at the shape those sizes give (the tokenizer's
+//! keys are [`super::vocab`]'s). A count read from the
 //! metadata is bounded by what the file holds before anything is built from
 //! it (the layers by the tensors there are, the widths by the embedding's
 //! shape). Each refusal is one clause naming the key or the tensor.
@@ -17,14 +17,9 @@ use super::read::Gguf;
 use super::{type_name, READ_TYPES};
 use crate::model::{Arch, Config};
 
-/// GGUF's token types (llama.cpp's `llama_token_type`): 3 is a control token
-/// (`<|im_start|>`), 4 a user-defined one; both match as whole special tokens.
-pub const CONTROL: i32 = 3;
-pub const USER_DEFINED: i32 = 4;
-
 /// An unsigned integer at `key` (any of GGUF's integer types, not negative),
 /// at most u32's range: quantized_llama reads these as u32.
-fn uint(g: &Gguf, key: &str) -> Result<Option<usize>> {
+pub(super) fn uint(g: &Gguf, key: &str) -> Result<Option<usize>> {
     let Some(v) = g.get(key) else {
         return Ok(None);
     };
@@ -46,7 +41,7 @@ fn uint(g: &Gguf, key: &str) -> Result<Option<usize>> {
     Ok(Some(n as usize))
 }
 
-fn required(g: &Gguf, key: &str) -> Result<usize> {
+pub(super) fn required(g: &Gguf, key: &str) -> Result<usize> {
     let n = uint(g, key)?.with_context(|| format!("its metadata has no {key}"))?;
     if n == 0 {
         bail!("{key} is 0");
@@ -55,7 +50,12 @@ fn required(g: &Gguf, key: &str) -> Result<usize> {
 }
 
 /// A float at `key` (f32 or f64), finite and in `range` when present.
-fn float(g: &Gguf, key: &str, ok: impl Fn(f64) -> bool, want: &str) -> Result<Option<f64>> {
+pub(super) fn float(
+    g: &Gguf,
+    key: &str,
+    ok: impl Fn(f64) -> bool,
+    want: &str,
+) -> Result<Option<f64>> {
     let v = match g.get(key) {
         None => return Ok(None),
         Some(Value::F32(x)) => *x as f64,
@@ -78,7 +78,7 @@ pub fn string<'a>(g: &'a Gguf, key: &str) -> Result<Option<&'a str>> {
 }
 
 /// A value's GGUF type, for messages.
-fn kind(v: &Value) -> &'static str {
+pub(super) fn kind(v: &Value) -> &'static str {
     match v {
         Value::U8(_) => "a u8",
         Value::I8(_) => "an i8",
@@ -252,7 +252,7 @@ pub fn tensors(g: &Gguf, d: &Config) -> Result<()> {
 }
 
 /// An array of strings at `key`.
-fn strings<'a>(g: &'a Gguf, key: &str) -> Result<Option<Vec<&'a str>>> {
+pub(super) fn strings<'a>(g: &'a Gguf, key: &str) -> Result<Option<Vec<&'a str>>> {
     match g.get(key) {
         None => Ok(None),
         Some(Value::Array(items)) => items
@@ -265,118 +265,6 @@ fn strings<'a>(g: &'a Gguf, key: &str) -> Result<Option<Vec<&'a str>>> {
             .map(Some),
         Some(v) => bail!("{key} is {}, not an array of strings", kind(v)),
     }
-}
-
-/// A GGUF's tokenizer, checked: GPT-2 byte-level BPE, its tokens, their
-/// types, its merges and its special ids, each in range.
-pub struct Vocabulary<'a> {
-    pub tokens: Vec<&'a str>,
-    pub types: Vec<i32>,
-    pub merges: Vec<(&'a str, &'a str)>,
-    pub bos: Option<u32>,
-    pub eos: Option<u32>,
-    pub eot: Option<u32>,
-    pub unk: Option<u32>,
-    pub add_space_prefix: bool,
-    pub template: Option<&'a str>,
-}
-
-/// The tokenizer's metadata of `g`, whose embedding has `rows` rows.
-pub fn vocabulary(g: &Gguf, rows: usize) -> Result<Vocabulary<'_>> {
-    let model = string(g, "tokenizer.ggml.model")?.unwrap_or("(none)");
-    if model != "gpt2" {
-        bail!(
-            "its tokenizer is '{model}' (tokenizer.ggml.model); generate builds GPT-2-style \
-             byte-level BPE tokenizers ('gpt2': SmolLM, Llama 3) from a GGUF"
-        );
-    }
-    let tokens = strings(g, "tokenizer.ggml.tokens")?
-        .context("its metadata has no tokenizer.ggml.tokens (a tokenizer is needed for text)")?;
-    if tokens.is_empty() || tokens.len() > rows {
-        bail!(
-            "tokenizer.ggml.tokens holds {} tokens, its embedding (token_embd.weight) {rows} rows",
-            tokens.len()
-        );
-    }
-    let types = token_types(g, tokens.len())?;
-    let merges = merges(g, &tokens, &types)?;
-    let id = |key: &str| -> Result<Option<u32>> {
-        match uint(g, key)? {
-            Some(i) if i >= tokens.len() => bail!(
-                "{key} is {i}, past its vocabulary of {} tokens",
-                tokens.len()
-            ),
-            i => Ok(i.map(|i| i as u32)),
-        }
-    };
-    let add_space_prefix = match g.get("tokenizer.ggml.add_space_prefix") {
-        None => false,
-        Some(Value::Bool(b)) => *b,
-        Some(v) => bail!("tokenizer.ggml.add_space_prefix is {}, not a bool", kind(v)),
-    };
-    Ok(Vocabulary {
-        bos: id("tokenizer.ggml.bos_token_id")?,
-        eos: id("tokenizer.ggml.eos_token_id")?,
-        eot: id("tokenizer.ggml.eot_token_id")?,
-        unk: id("tokenizer.ggml.unknown_token_id")?,
-        add_space_prefix,
-        template: string(g, "tokenizer.chat_template")?,
-        tokens,
-        types,
-        merges,
-    })
-}
-
-/// Each token's type (`tokenizer.ggml.token_type`, one i32 per token of
-/// `n`), or every token a normal one (1) when the file has none.
-fn token_types(g: &Gguf, n: usize) -> Result<Vec<i32>> {
-    Ok(match g.get("tokenizer.ggml.token_type") {
-        None => vec![1; n],
-        Some(Value::Array(v)) if v.len() == n => v
-            .iter()
-            .map(|t| match t {
-                Value::I32(x) => Ok(*x),
-                t => bail!("tokenizer.ggml.token_type holds {}, not i32s", kind(t)),
-            })
-            .collect::<Result<_>>()?,
-        Some(v) => bail!(
-            "tokenizer.ggml.token_type is {} of {} values, not one i32 per token ({n})",
-            kind(v),
-            match v {
-                Value::Array(a) => a.len(),
-                _ => 1,
-            },
-        ),
-    })
-}
-
-/// The BPE merges (`tokenizer.ggml.merges`), each a pair split at its space;
-/// none only where no token but a special one is longer than one character
-/// (only merges make such tokens).
-fn merges<'a>(g: &'a Gguf, tokens: &[&str], types: &[i32]) -> Result<Vec<(&'a str, &'a str)>> {
-    let merges = strings(g, "tokenizer.ggml.merges")?
-        .context("its metadata has no tokenizer.ggml.merges (a tokenizer is needed for text)")?
-        .into_iter()
-        .map(|m| {
-            m.split_once(' ')
-                .with_context(|| format!("tokenizer.ggml.merges holds '{m}', not a pair"))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    if merges.is_empty() {
-        let special = |t: &i32| matches!(*t, CONTROL | USER_DEFINED);
-        let made = tokens
-            .iter()
-            .zip(types)
-            .filter(|(s, t)| !special(t) && s.chars().count() > 1)
-            .count();
-        if made > 0 {
-            bail!(
-                "tokenizer.ggml.merges is empty, but {made} of its tokens are more than one \
-                 byte, which only merges make"
-            );
-        }
-    }
-    Ok(merges)
 }
 
 /// The metadata candle-transformers' model of `d`'s architecture reads, as

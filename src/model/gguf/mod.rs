@@ -8,6 +8,7 @@
 
 pub mod check;
 pub mod read;
+pub mod vocab;
 
 use std::collections::BTreeMap;
 use std::fs::File;

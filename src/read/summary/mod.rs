@@ -416,7 +416,7 @@ mod tests {
             cpu_fp32_ms: m.cpu_fp32_ms,
             gpu_speedup_fp32: m.gpu_speedup_fp32,
             cpu_fp32: None,
-            flops_per_matmul: crate::bench::matmul::matmul_flops(m.size),
+            flops_per_matmul: crate::formulas::matmul_flops(m.size),
         };
         let tensor = |dtype: &str, element_bytes: usize| Described {
             name: dtype.into(),

@@ -1,5 +1,7 @@
-//! The square-matmul benchmark behind the `matmul` and `cpu_vs_gpu` programs:
-//! C = A x B for random n x n matrices, timed per precision with
+//! The square-matmul benchmark: the `matmul` experiment's measurement, which
+//! `cpu_vs_gpu`, `sweep` and `memory` run too (shared here, below them, so
+//! that no experiment's core imports another's): C = A x B for random n x n
+//! matrices, timed per precision with
 //! [`crate::clock::time_on_device`], with peak memory from
 //! [`crate::memory::MemoryMeter`] and accuracy against an f64 reference.
 
@@ -8,7 +10,6 @@ use candle_core::{DType, Device, Tensor};
 use indicatif::ProgressBar;
 
 use crate::bench::gemm_mode::GemmMode;
-// The formulas, also under this module's name while the readers use them so.
 use crate::clock::{progress_bar, time_on_device, Plan, Sampling, StopRule};
 pub use crate::formulas::{gflops, matmul_flops, matrix_bytes, payload_bytes, speedup};
 use crate::memory::fits::Need;
