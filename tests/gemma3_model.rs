@@ -9,49 +9,48 @@
 //! Without the file these skip with a line saying so, unless CI is set: CI
 //! fetches it, and there a missing file fails.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
-use candle_lab::model::gguf::{open_regular, read};
+use candle_core::{DType, Device, Tensor};
+use candle_lab::bench::generate::setup::model_path;
+use candle_lab::model::candle::CandleLm;
+use candle_lab::model::decoder::Decoder;
+use candle_lab::model::gguf::ModelFile;
+use candle_lab::model::layer::Kernels;
+use candle_lab::model::quantize::{row_types, Quant};
 use candle_lab::model::text::{TemplateUsed, Text};
-use candle_lab::model::Arch;
+use candle_lab::model::weights::{Source, Weights};
+use candle_lab::model::{pick, Activation, Arch, Lm};
 
 mod common;
 
-const FILE: &str = "gemma-3-270m-q4_k_m.gguf";
-
-/// Where `scripts/model.sh gemma3` puts the file.
-fn path() -> PathBuf {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
-    cache.join("candle-lab/models").join(FILE)
-}
-
-/// The file's tokenizer (Gemma 3 is not a Llama: its metadata is read, not
-/// checked as a model `generate` runs).
-fn text() -> Option<Text> {
-    let path = path();
+/// The file `just model gemma3` fetches, checked as `generate` checks it;
+/// `None` (said) where it is absent, unless CI is set: CI fetches it.
+fn file() -> Option<ModelFile> {
+    let path = model_path("gemma3").expect("HOME is set");
     if !path.exists() {
         assert!(
             std::env::var_os("CI").is_none(),
-            "no model at {}: CI fetches it with `scripts/model.sh gemma3`",
+            "no model at {}: CI fetches it with `just model gemma3`",
             path.display()
         );
         eprintln!(
-            "skipped: no model at {} (`scripts/model.sh gemma3` fetches it)",
+            "skipped: no model at {} (`just model gemma3` fetches it)",
             path.display()
         );
         return None;
     }
-    let (mut file, bytes) = open_regular(&path).unwrap();
-    let g = read::read(&mut std::io::BufReader::new(&mut file), bytes).unwrap();
-    let rows = g.tensor("token_embd.weight").unwrap().dims[0];
+    Some(ModelFile::open(&path).unwrap())
+}
+
+/// The file's tokenizer.
+fn text() -> Option<Text> {
+    let f = file()?;
     let t0 = Instant::now();
-    let text = Text::from_gguf(&g, rows, 32_768).unwrap();
+    let text = Text::from_model(&f).unwrap();
     eprintln!(
-        "the tokenizer of {rows} tokens built in {:.0} ms",
+        "the tokenizer of {} tokens built in {:.0} ms",
+        f.config.vocab,
         t0.elapsed().as_secs_f64() * 1e3
     );
     Some(text)
@@ -146,4 +145,54 @@ fn an_answer_ends_at_eos_or_end_of_turn_and_gemmas_turns_format_the_prompt() {
         .template_used()
         .to_string()
         .contains("Gemma's turn format"));
+}
+
+fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
+    let d = (a - b).unwrap().abs().unwrap().flatten_all().unwrap();
+    d.max(0).unwrap().to_scalar::<f32>().unwrap()
+}
+
+/// The suite's two paths on the real file against candle-transformers'
+/// `quantized_gemma3` on the same blocks, the prompt's logits: the lab's
+/// quantized path quantizes the activations as candle does (Q8 blocks), so
+/// it gives candle's logits to 0.2% of their scale; the float path (the
+/// blocks dequantized, f32 activations) to 5%, what quantizing the
+/// activations moves; both pick candle's next token. Each with the MLP gated
+/// as candle gates it (SiLU, candle's issue 3745); gated as Gemma 3 is
+/// (GELU), the two paths agree with each other and not with candle.
+#[test]
+fn the_suites_paths_give_candles_logits_on_the_file() {
+    let Some(f) = file() else { return };
+    assert_eq!(f.config.arch, Arch::Gemma3);
+    let source = Source::File(Box::new(f));
+    let w = Weights::uncached(&source);
+    let cpu = Device::Cpu;
+    let prompt = [2u32, 818, 5279, 529, 7001, 563];
+    let types = row_types(&source, Quant::Stored).unwrap();
+    let lab = Decoder::load_quantized(&w, &types, &cpu, 8).unwrap();
+    let float = Decoder::load(&w, DType::F32, &cpu, 8, Kernels::Fused).unwrap();
+    let mut candle = CandleLm::load(&w, Quant::Stored, &cpu).unwrap();
+    let c = candle.forward(&prompt, 0).unwrap();
+    let scale = c.abs().unwrap().flatten_all().unwrap().max(0).unwrap();
+    let scale = scale.to_scalar::<f32>().unwrap();
+    let mut lab = lab.with_activation(Activation::Silu);
+    let mut float = float.with_activation(Activation::Silu);
+    let (l, x) = (
+        lab.forward(&prompt, 0).unwrap(),
+        float.forward(&prompt, 0).unwrap(),
+    );
+    let (dl, dx) = (max_diff(&l, &c), max_diff(&x, &c));
+    eprintln!("logits' scale {scale}: lab {dl}, float {dx} from candle's");
+    assert!(dl < 2e-3 * scale, "lab: {dl} of {scale}");
+    assert!(dx < 5e-2 * scale, "float: {dx} of {scale}");
+    assert_eq!(pick(&l).unwrap(), pick(&c).unwrap());
+    assert_eq!(pick(&x).unwrap(), pick(&c).unwrap());
+    let mut lab = lab.with_activation(Activation::GeluTanh);
+    let mut float = float.with_activation(Activation::GeluTanh);
+    let (l, x) = (
+        lab.forward(&prompt, 0).unwrap(),
+        float.forward(&prompt, 0).unwrap(),
+    );
+    assert!(max_diff(&l, &x) < 5e-2 * scale, "{}", max_diff(&l, &x));
+    assert!(max_diff(&l, &c) > 5e-2 * scale, "GELU is not SiLU");
 }

@@ -132,6 +132,10 @@ fn resolve(kind: RowKind, source: &Source) -> RowKind {
     };
     match kind {
         RowKind::Quantized(Quant::Type(t)) if f.uniform(t) => RowKind::Quantized(Quant::Stored),
+        // A file of that mixture (general.file_type says so) is its stored row.
+        RowKind::Quantized(Quant::Mix(m)) if f.quantization().eq_ignore_ascii_case(m.name()) => {
+            RowKind::Quantized(Quant::Stored)
+        }
         RowKind::Quantized(Quant::Stored) => match f.layer_type() {
             GgmlDType::F16 if f.uniform(GgmlDType::F16) => RowKind::Float(Precision::F16),
             GgmlDType::BF16 if f.uniform(GgmlDType::BF16) => RowKind::Float(Precision::Bf16),
