@@ -457,6 +457,34 @@ fn bad_inputs_are_refused_before_any_work() {
     let iq = dir.path().join("iq.gguf");
     std::fs::write(&iq, patched).unwrap();
     run(&iq, &[], "ggml type 16, which this program does not read");
+    // Non-finite weights (issue 52's case 3): a Q8_0 block scale NaN, an Inf
+    // in an F32 embedding; refused before any row runs, the dry run too.
+    let mut nan = Spec::tiny("llama", GgmlDType::Q8_0, &[]);
+    let q = nan
+        .tensors
+        .iter_mut()
+        .find(|t| t.name == b"blk.1.ffn_up.weight")
+        .unwrap();
+    q.data[34..36].copy_from_slice(&half::f16::NAN.to_le_bytes());
+    let nan_file = dir.path().join("nan.gguf");
+    nan.write(&nan_file);
+    let says = "tensor blk.1.ffn_up.weight (Q8_0) holds 1 block scales that are NaN or infinite";
+    run(&nan_file, &[], says);
+    run(&nan_file, &["--dry-run"], says);
+    let mut inf = Spec::tiny("llama", GgmlDType::F32, &[]);
+    let e = inf
+        .tensors
+        .iter_mut()
+        .find(|t| t.name == b"token_embd.weight")
+        .unwrap();
+    e.data[400..404].copy_from_slice(&f32::INFINITY.to_le_bytes());
+    let inf_file = dir.path().join("inf.gguf");
+    inf.write(&inf_file);
+    run(
+        &inf_file,
+        &[],
+        "tensor token_embd.weight (F32) holds 1 values that are NaN or infinite",
+    );
     let long = "many words ".repeat(8);
     run(
         &good,

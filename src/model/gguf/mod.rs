@@ -4,9 +4,11 @@
 //! ([`read`]: header, metadata, tensor descriptions, extents) and whose
 //! metadata (an architecture the suite runs), tensors and tokenizer ([`check`]) say nothing this program or
 //! candle would trip on. Its tensors are then read on demand, each from the
-//! extent [`read`] checked, through candle's own decoding of ggml blocks.
+//! extent [`read`] checked, through candle's own decoding of ggml blocks;
+//! before that, every value and block scale is checked finite ([`finite`]).
 
 pub mod check;
+pub mod finite;
 pub mod read;
 pub mod vocab;
 
@@ -125,6 +127,7 @@ impl ModelFile {
             .map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
         let config = check::config(&gguf).map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
         check::tensors(&gguf, &config).map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
+        finite::check(&mut file, &gguf).map_err(|e| anyhow::anyhow!("{what}: {e:#}"))?;
         let name = check::string(&gguf, "general.name")
             .ok()
             .flatten()
