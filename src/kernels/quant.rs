@@ -5,9 +5,9 @@
 //! The idea that makes it fast: never turn a weight back into a float. The
 //! activations are quantized once per row to 8-bit blocks as ggml does
 //! ([`act`]), and each weight block is then a few integer multiply-add
-//! instructions against them, one float multiply per block ([`x86`]: VNNI's
-//! `vpdpbusd` or AVX2's `vpmaddubsw`, chosen at run time; [`portable`]
-//! elsewhere). The 32-value blocks and Q4_K are repacked once, when the
+//! instructions against them, one float multiply per block ([`arch`], by
+//! instruction set: VNNI's `vpdpbusd` or AVX2's `vpmaddubsw` on x86, chosen
+//! at run time; plain integer arithmetic elsewhere). The 32-value blocks and Q4_K are repacked once, when the
 //! layer is made, eight rows interleaved ([`packed`]), so that a register's
 //! eight lanes are eight rows' sums and a block's eight scales one load;
 //! Q6_K is read as stored. At one token the weights are read once, in the order they
@@ -23,14 +23,10 @@
 //! CUDA device applies the tensor's `CustomOp` as `QMatMul` does.
 
 mod act;
+mod arch;
 mod blocks;
 mod packed;
-mod portable;
 mod tier;
-#[cfg(target_arch = "x86_64")]
-mod walk;
-#[cfg(target_arch = "x86_64")]
-mod x86;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -339,31 +335,6 @@ impl Pass<'_> {
             }
         }
         self.portable(rows);
-    }
-
-    fn portable(&self, rows: Range<usize>) {
-        match &self.work {
-            Work::Packed(p, a) => {
-                for gi in groups(&rows) {
-                    for r in 0..self.m {
-                        let out = match a {
-                            Acts::Q8(a) => portable::group(p.kind, p.group(gi), a, r),
-                            Acts::Q8K(a) => portable::group_q4k(p.group(gi), a, r),
-                        };
-                        self.write_group(r, gi, [out]);
-                    }
-                }
-            }
-            Work::Stored(kind, w, a) => {
-                let bytes = self.op.k / kind.values() * kind.bytes();
-                for j in rows {
-                    let w = &w[j * bytes..(j + 1) * bytes];
-                    for r in 0..self.m {
-                        self.write(r, j, [portable::dot_q6k(w, a, r)]);
-                    }
-                }
-            }
-        }
     }
 
     /// Outputs (row0 + r0 + r, 8 gi..) from a packed group's eight rows, the
