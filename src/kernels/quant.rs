@@ -60,7 +60,7 @@ pub struct QLinear {
 }
 
 enum How {
-    /// Q8_0, Q4_0, Q4_1 or Q4_K blocks, repacked for the kernels, on the host.
+    /// Blocks of any type but Q6_K, repacked for the kernels, on the host.
     Packed(Packed),
     /// Q6_K blocks as stored, on the host.
     Stored(Kind, Arc<QTensor>),
@@ -95,8 +95,8 @@ impl QLinear {
             How::Float(w.dequantize(&candle_core::Device::Cpu)?)
         } else {
             bail!(
-                "lab qlinear: GGUF type {t:?} has no kernel here (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, \
-                 F32, F16 and BF16 do)"
+                "lab qlinear: GGUF type {t:?} has no kernel here (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, \
+                 Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, F32, F16 and BF16 do)"
             );
         };
         Ok(Self {

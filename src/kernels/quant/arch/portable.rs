@@ -6,12 +6,14 @@
 //! is [`Pass::portable`]; each type's sums are in the file of its name
 //! ([`super`]'s table).
 
+mod q2k_q3k;
 mod q32;
 mod q4k_q5k;
 mod q6k;
 
 use std::ops::Range;
 
+use crate::kernels::quant::blocks::Kind;
 use crate::kernels::quant::{groups, Acts, Pass, Work};
 
 impl Pass<'_> {
@@ -23,7 +25,12 @@ impl Pass<'_> {
                     for r in 0..self.m {
                         let out = match a {
                             Acts::Q8(a) => q32::group(p.kind, p.group(gi), a, r),
-                            Acts::Q8K(a) => q4k_q5k::group_q4k(p.group(gi), a, r),
+                            Acts::Q8K(a) => match p.kind {
+                                Kind::Q2K | Kind::Q3K => {
+                                    q2k_q3k::group_q2k_q3k(p.kind, p.group(gi), a, r)
+                                }
+                                _ => q4k_q5k::group_q4k_q5k(p.kind, p.group(gi), a, r),
+                            },
                         };
                         self.write_group(r, gi, [out]);
                     }

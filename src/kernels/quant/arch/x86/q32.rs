@@ -1,4 +1,4 @@
-//! The 32-value blocks (Q8_0, Q4_0, Q4_1) in AVX2 and VNNI, eight
+//! The 32-value blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) in AVX2 and VNNI, eight
 //! repacked rows at a time ([`group`]; sixteen in AVX-512, [`super::wide`]):
 //! each type says how its packed block's values and scales load
 //! ([`Packed32`]), and one kernel multiplies them into the activations.
@@ -8,6 +8,12 @@ use std::arch::x86_64::*;
 use super::{f16x8, load, prefetch_ahead, Int};
 use crate::kernels::quant::act::{Q8, QK};
 use crate::kernels::quant::blocks::Kind;
+use crate::kernels::quant::packed::q5_high;
+
+// SAFETY (every `unsafe` block of this file without its own note): the
+// kernels run inside functions built with the instruction set's features,
+// which the dispatcher checked this CPU has; pointer reads stay inside the
+// weights and the activation rows the callers pass (their contracts).
 
 /// A 32-value block type as [`crate::kernels::quant::packed`] lays out eight rows of it.
 pub(in crate::kernels::quant) trait Packed32 {
@@ -16,7 +22,7 @@ pub(in crate::kernels::quant) trait Packed32 {
     /// the sign onto the activations.
     const SIGNED: bool;
     /// Whether the activations' sum multiplies as Q8_1 stores it (f16):
-    /// Q4_1's minimum, as ggml and Candle multiply it.
+    /// Q4_1's and Q5_1's minimum, as ggml and Candle multiply it.
     const SUM16: bool = false;
     /// The eight rows' values of the packed block at `p`: register `c` holds
     /// values `4 c .. 4 c + 4` of row `j` in lane `j`, as bytes (unsigned,
@@ -38,6 +44,10 @@ pub(in crate::kernels::quant) struct Q8_0;
 pub(in crate::kernels::quant) struct Q4_0;
 /// Q4_1: eight d, eight m, four chunks of nibbles, values d q + m.
 pub(in crate::kernels::quant) struct Q4_1;
+/// Q5_0: eight d, Q4_0's chunks and a high plane, values q - 16.
+pub(in crate::kernels::quant) struct Q5_0;
+/// Q5_1: eight d, eight m, the chunks and the high plane, values d q + m.
+pub(in crate::kernels::quant) struct Q5_1;
 
 /// Four chunks of nibbles at `p` as eight registers: the low nibbles
 /// (values 0-15 of each row), then the high ones (16-31).
@@ -50,6 +60,35 @@ pub(super) unsafe fn nibbles(p: *const u8) -> [__m256i; 8] {
             let raw = load(p.add(32 * g));
             v[g] = _mm256_and_si256(raw, mask);
             v[g + 4] = _mm256_and_si256(_mm256_srli_epi16::<4>(raw), mask);
+        }
+        v
+    }
+}
+
+/// The eight registers of [`nibbles`] with each value's fifth bit from the
+/// high plane at `h` (register `c`'s at bit `c` of each byte, moved to bit
+/// 4: a shift and a mask, no table). The shifts are 16-bit ones: what they
+/// move across a byte's edge lands on bits the mask clears.
+///
+/// # Safety
+/// `p` points at four chunks of nibbles, `h` at their 32-byte high plane.
+#[inline(always)]
+pub(super) unsafe fn five_bits(p: *const u8, h: *const u8) -> [__m256i; 8] {
+    unsafe {
+        let mut v = nibbles(p);
+        let (hp, bit) = (load(h), _mm256_set1_epi8(0x10));
+        let high = [
+            _mm256_slli_epi16::<4>(hp),
+            _mm256_slli_epi16::<3>(hp),
+            _mm256_slli_epi16::<2>(hp),
+            _mm256_slli_epi16::<1>(hp),
+            hp,
+            _mm256_srli_epi16::<1>(hp),
+            _mm256_srli_epi16::<2>(hp),
+            _mm256_srli_epi16::<3>(hp),
+        ];
+        for (v, h) in v.iter_mut().zip(high) {
+            *v = _mm256_or_si256(*v, _mm256_and_si256(h, bit));
         }
         v
     }
@@ -112,6 +151,36 @@ impl Packed32 for Q4_1 {
     #[inline(always)]
     unsafe fn values<I: Int>(p: *const u8) -> [__m256i; 8] {
         unsafe { nibbles(p.add(32)) }
+    }
+    #[inline(always)]
+    unsafe fn scales<I: Int>(p: *const u8) -> (__m256, __m256) {
+        unsafe { (f16x8(p), f16x8(p.add(16))) }
+    }
+}
+
+impl Packed32 for Q5_0 {
+    const KIND: Kind = Kind::Q5_0;
+    const SIGNED: bool = false;
+    #[inline(always)]
+    unsafe fn values<I: Int>(p: *const u8) -> [__m256i; 8] {
+        unsafe { five_bits(p.add(16), p.add(q5_high(Kind::Q5_0))) }
+    }
+    #[inline(always)]
+    unsafe fn scales<I: Int>(p: *const u8) -> (__m256, __m256) {
+        unsafe {
+            let d = f16x8(p);
+            (d, _mm256_mul_ps(d, _mm256_set1_ps(-16.0)))
+        }
+    }
+}
+
+impl Packed32 for Q5_1 {
+    const KIND: Kind = Kind::Q5_1;
+    const SIGNED: bool = false;
+    const SUM16: bool = true;
+    #[inline(always)]
+    unsafe fn values<I: Int>(p: *const u8) -> [__m256i; 8] {
+        unsafe { five_bits(p.add(32), p.add(q5_high(Kind::Q5_1))) }
     }
     #[inline(always)]
     unsafe fn scales<I: Int>(p: *const u8) -> (__m256, __m256) {

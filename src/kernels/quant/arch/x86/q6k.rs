@@ -8,6 +8,11 @@ use super::{f16x1, hsum, load, prefetch_ahead, Int};
 use crate::kernels::quant::act::{Q8K, QK_K};
 use crate::kernels::quant::blocks::Kind;
 
+// SAFETY (every `unsafe` block of this file without its own note): the
+// kernels run inside functions built with the instruction set's features,
+// which the dispatcher checked this CPU has; pointer reads stay inside the
+// weights and the activation rows the callers pass (their contracts).
+
 /// Q6_K: `R` activation rows from `r0` against weight row `w`.
 ///
 /// # Safety

@@ -8,7 +8,7 @@
 use std::ops::Range;
 
 use super::wide::{group_pair, WIDE as WIDE_TILE};
-use super::{q32, q4k_q5k, q6k, Avx2, AvxVnni, Int, Vnni512};
+use super::{q2k_q3k, q32, q4k_q5k, q6k, Avx2, AvxVnni, Int, Vnni512};
 use crate::kernels::quant::act::{Q8, Q8K};
 use crate::kernels::quant::blocks::Kind;
 use crate::kernels::quant::packed::{Packed, ROWS};
@@ -138,7 +138,9 @@ impl Pass<'_> {
             match kind {
                 Kind::Q8_0 => group_pair::<q32::Q8_0, R>(w0, w1, a, r0),
                 Kind::Q4_0 => group_pair::<q32::Q4_0, R>(w0, w1, a, r0),
-                _ => group_pair::<q32::Q4_1, R>(w0, w1, a, r0),
+                Kind::Q4_1 => group_pair::<q32::Q4_1, R>(w0, w1, a, r0),
+                Kind::Q5_0 => group_pair::<q32::Q5_0, R>(w0, w1, a, r0),
+                _ => group_pair::<q32::Q5_1, R>(w0, w1, a, r0),
             }
         }
     }
@@ -154,10 +156,15 @@ impl Pass<'_> {
         // r0..r0 + R of the activations exist (r0 + R <= m).
         unsafe {
             match (a, kind) {
-                (Acts::Q8K(a), _) => q4k_q5k::group_q4k::<I, R>(w, a, r0),
+                (Acts::Q8K(a), Kind::Q2K) => q2k_q3k::group_q2k::<I, R>(w, a, r0),
+                (Acts::Q8K(a), Kind::Q3K) => q2k_q3k::group_q3k::<I, R>(w, a, r0),
+                (Acts::Q8K(a), Kind::Q4K) => q4k_q5k::group_q4k_q5k::<I, false, R>(w, a, r0),
+                (Acts::Q8K(a), _) => q4k_q5k::group_q4k_q5k::<I, true, R>(w, a, r0),
                 (Acts::Q8(a), Kind::Q8_0) => q32::group::<I, q32::Q8_0, R>(w, a, r0),
                 (Acts::Q8(a), Kind::Q4_0) => q32::group::<I, q32::Q4_0, R>(w, a, r0),
-                (Acts::Q8(a), _) => q32::group::<I, q32::Q4_1, R>(w, a, r0),
+                (Acts::Q8(a), Kind::Q4_1) => q32::group::<I, q32::Q4_1, R>(w, a, r0),
+                (Acts::Q8(a), Kind::Q5_0) => q32::group::<I, q32::Q5_0, R>(w, a, r0),
+                (Acts::Q8(a), _) => q32::group::<I, q32::Q5_1, R>(w, a, r0),
             }
         }
     }
