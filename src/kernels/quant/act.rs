@@ -3,15 +3,16 @@
 //! each weight block meets 8-bit integers and the dot product is integer
 //! multiply-adds, with one float multiply per block.
 //!
-//! - [`Q8`], for the 32-value weight blocks (Q8_0, Q4_0, Q4_1): per block of
-//!   32, `d = max|x| / 127` (kept as the f16 ggml stores, so the sums equal
-//!   Candle's), `q = round(x / d)`, and `s = d * sum(q)` (Q8_1's sum: what a
-//!   block's offset, Q4_1's minimum or Q4_0's 8, multiplies), also kept
-//!   rounded as Q8_1 stores it (f16), for Q4_1: ggml and Candle multiply
-//!   Q4_1's minimum by that, and with it the lab's Q4_1 products are theirs
-//!   (measured on a tiny model: logits equal to 5e-7, where the exact sum
-//!   moved them by 1% of their scale, a tenth of what Q4_1 itself costs).
-//! - [`Q8K`], for the 256-value k-quant blocks (Q4_K, Q6_K): one scale per
+//! - [`Q8`], for the 32-value weight blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1):
+//!   per block of 32, `d = max|x| / 127` (kept as the f16 ggml stores, so
+//!   the sums equal Candle's), `q = round(x / d)`, and `s = d * sum(q)`
+//!   (Q8_1's sum: what a block's offset, Q4_1's minimum or Q4_0's 8,
+//!   multiplies), also kept rounded as Q8_1 stores it (f16), for Q4_1 and
+//!   Q5_1: ggml and Candle multiply their minimum by that, and with it the
+//!   lab's Q4_1 products are theirs (measured on a tiny model: logits equal
+//!   to 5e-7, where the exact sum moved them by 1% of their scale, a tenth
+//!   of what Q4_1 itself costs).
+//! - [`Q8K`], for the 256-value k-quant blocks (Q2_K to Q6_K): one scale per
 //!   256, `q = round(-127 x / max)` where `max` is the value of largest
 //!   magnitude (Candle's `BlockQ8K::from_float`), and the sums of each 16 `q`
 //!   (the k-quants' minima and offsets multiply them).

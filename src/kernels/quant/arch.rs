@@ -7,8 +7,9 @@
 //!
 //! | file | types | weights |
 //! | --- | --- | --- |
-//! | `q32.rs` | Q8_0, Q4_0, Q4_1 | repacked eight rows at a time ([`super::packed`]) |
-//! | `q4k_q5k.rs` | Q4_K | repacked, sub-blocks of 32 values |
+//! | `q32.rs` | Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 | repacked eight rows at a time ([`super::packed`]); x86's `wide.rs` takes two groups in 512 bits |
+//! | `q2k_q3k.rs` | Q2_K, Q3_K | repacked, sub-blocks of 16 values |
+//! | `q4k_q5k.rs` | Q4_K, Q5_K | repacked, sub-blocks of 32 values |
 //! | `q6k.rs` | Q6_K | as stored, a row at a time |
 //!
 //! x86's `walk.rs` holds the instruction sets' entry points and the walk

@@ -4,7 +4,7 @@
 //! [`Int`]; loads; the prefetch), each type's kernels in the file of its
 //! name ([`super`]'s table):
 //!
-//! - The 32-value blocks and Q4_K come repacked eight rows at a time
+//! - Every type but Q6_K comes repacked eight rows at a time
 //!   ([`crate::kernels::quant::packed`]): a register holds four values of
 //!   each of eight rows, the four activations they meet are broadcast to
 //!   every lane as they load, and the eight lanes end as eight rows' sums,
@@ -15,10 +15,13 @@
 //!   summed into each 32-bit lane: one `vpdpbusd` with AVX512-VNNI (its
 //!   512-bit form for two groups of 32-value blocks at once, [`wide`]; the
 //!   256-bit form for the rest) or AVX-VNNI, `vpmaddubsw` + `vpmaddwd` with
-//!   AVX2. Whatever the weights subtract (Q4_0's 8, Q4_1's minimum, the
-//!   k-quants' minima and Q6_K's 32) is not subtracted per value: it
-//!   multiplies the activation block's sum, computed once when the
-//!   activations were quantized.
+//!   AVX2. Whatever the weights subtract (Q4_0's 8, Q5_0's 16, Q4_1's and
+//!   Q5_1's minimum, the k-quants' minima, Q3_K's 4 and Q6_K's 32) is not
+//!   subtracted per value: it multiplies the activation block's sum (or its
+//!   sums of 16), computed once when the activations were quantized.
+//! - A value's bits past the first four or two (Q5's fifth, Q3_K's third)
+//!   come from a high plane, one bit of each of a register's bytes per bit
+//!   of the plane's: a shift and a mask join them to the low ones.
 //! - Q8_0's weights are signed. With VNNI they are offset by 128 (one xor)
 //!   and 128 times the activations' sum taken back, as above; `vpmaddubsw`
 //!   would saturate on such bytes, so AVX2 moves the sign onto the
