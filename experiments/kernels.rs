@@ -11,7 +11,9 @@
 
 use anyhow::{bail, Result};
 use candle_core::Device;
-use candle_lab::bench::kernels::matvec::{MatvecConfig, WeightType, MATRICES, MODELS};
+use candle_lab::bench::kernels::matvec::{
+    MatvecConfig, WeightType, DEFAULT_WEIGHTS, MATRICES, MODELS,
+};
 use candle_lab::bench::kernels::{
     self, cases, default_large_mib, default_plan, Config, CASE_NAMES, DRAM,
 };
@@ -58,9 +60,10 @@ struct Flags {
     matrices: Vec<String>,
 
     /// The matrix-vector rows' weight types, comma-separated: fp32, fp16,
-    /// bf16, q8_0, q4_0, q4_1, q4_k, q6_k (the k-quants where a row is whole
-    /// 256-value blocks).
-    #[arg(long, value_delimiter = ',', default_value = "fp32,fp16,bf16,q8_0,q4_0,q4_1,q4_k,q6_k",
+    /// bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k (the
+    /// k-quants where a row is whole 256-value blocks); q5_1, q2_k and q3_k
+    /// only when named.
+    #[arg(long, value_delimiter = ',', default_value = DEFAULT_WEIGHTS,
           value_parser = WeightType::parse)]
     weights: Vec<WeightType>,
 

@@ -524,8 +524,8 @@ fn matvec_program_on(device: &str) {
     );
     refused(
         "kernels",
-        &["--ops", "matvec", "--weights", "q5_0"],
-        "unknown weight type 'q5_0'",
+        &["--ops", "matvec", "--weights", "q8_1"],
+        "unknown weight type 'q8_1'",
     );
     refused(
         "kernels",

@@ -150,7 +150,7 @@ fn linear_on(device: &Device) {
 /// activation rows not a multiple of the tile (4: 13 is three and a row) and
 /// beyond one pass (64).
 fn quant_cases(t: GgmlDType) -> Vec<(usize, usize, usize)> {
-    if matches!(t, GgmlDType::Q4K | GgmlDType::Q6K) {
+    if t.block_size() == 256 {
         vec![
             (1, 256, 3),
             (1, 1536, 576),
@@ -170,11 +170,16 @@ fn quant_cases(t: GgmlDType) -> Vec<(usize, usize, usize)> {
     }
 }
 
-const QUANT: [GgmlDType; 5] = [
+const QUANT: [GgmlDType; 10] = [
     GgmlDType::Q8_0,
     GgmlDType::Q4_0,
     GgmlDType::Q4_1,
+    GgmlDType::Q5_0,
+    GgmlDType::Q5_1,
+    GgmlDType::Q2K,
+    GgmlDType::Q3K,
     GgmlDType::Q4K,
+    GgmlDType::Q5K,
     GgmlDType::Q6K,
 ];
 
@@ -186,11 +191,7 @@ const QUANT: [GgmlDType; 5] = [
 /// on CUDA, where Candle's larger products dequantize the weights to f16,
 /// 2^-10 sum |w x|.
 fn quant_bound(t: GgmlDType, x: &[f64], w: &[f64], k: usize, n: usize, cuda: bool) -> Vec<f64> {
-    let block = if matches!(t, GgmlDType::Q4K | GgmlDType::Q6K) {
-        256
-    } else {
-        32
-    };
+    let block = t.block_size();
     let step = 1.0 / 254.0 + if block == 32 { 2f64.powi(-11) } else { 0.0 };
     let m = x.len() / k;
     let mut out = vec![0.0; m * n];
@@ -243,11 +244,23 @@ fn qlinear_on(device: &Device) {
             assert_eq!(lin.dims(), (n, k));
             let pool = values(&lin.forward(&x).unwrap());
             assert_within(&what("pool"), &pool, &want, &bound);
+            // Every tier computes the portable code's integer sums; only
+            // the f32 sums of the blocks' products differ (their order, FMA):
+            // an eighth of the quantization's bound, as against Candle.
+            let close: Vec<f64> = bound.iter().map(|b| b / 8.0).collect();
+            let portable = lin.forward_on(&x, Threads::One, QuantTier::Portable);
+            let portable = values(&portable.unwrap());
             for &tier in &tiers {
                 let one = lin.forward_on(&x, Threads::One, tier).unwrap();
                 let all = lin.forward_on(&x, Threads::Pool, tier).unwrap();
                 let (one, all) = (values(&one), values(&all));
                 assert_within(&what(tier.name()), &one, &want, &bound);
+                assert_within(
+                    &what(&format!("{} vs portable", tier.name())),
+                    &one,
+                    &portable,
+                    &close,
+                );
                 assert_eq!(one, all, "{}: threads change nothing", what(tier.name()));
                 // A row's sums do not depend on the tile it was in: a prompt
                 // chunk's rows are the bits of each row alone (a decode step).
@@ -264,14 +277,15 @@ fn qlinear_on(device: &Device) {
             }
             // Candle's QMatMul quantizes the activations the same way (its
             // Q8_1 sums in f16): the two agree far inside the bound above.
-            // (Candle's Q4_1 CPU dot takes blocks in pairs: not on 1 or 3.)
-            if t == GgmlDType::Q4_1 && (k / 32) % 2 == 1 {
+            // (Candle's Q4_1, Q5_0 and Q5_1 CPU dots take blocks in pairs:
+            // not on 1 or 3.)
+            let pairs = matches!(t, GgmlDType::Q4_1 | GgmlDType::Q5_0 | GgmlDType::Q5_1);
+            if pairs && (k / 32) % 2 == 1 {
                 continue;
             }
             let qm =
                 QMatMul::from_qtensor(QTensor::quantize_onto(&wf, t, device).unwrap()).unwrap();
             let candle = values(&qm.forward(&x).unwrap());
-            let close: Vec<f64> = bound.iter().map(|b| b / 8.0).collect();
             assert_within(&what("vs candle"), &pool, &candle, &close);
         }
     }
@@ -319,9 +333,10 @@ fn refusals_on(device: &Device) {
     assert!(err(lin.forward(&x32)).contains("input of shape [1, 32] for a weight of 4 x 64"));
     let xh = tensor(random(&[1, 64], 7, 1.0), &[1, 64], DType::F16, device);
     assert!(err(lin.forward(&xh)).contains("lab qlinear: input in f16 (f32 only)"));
-    let q5 = QTensor::quantize(&wq, GgmlDType::Q5_0).unwrap();
-    let msg = QLinear::new(q5).err().unwrap().to_string();
-    assert!(msg.contains("GGUF type Q5_0 has no kernel here"), "{msg}");
+    // Q8_1 is an activation type (no GGUF weight is stored in it).
+    let q8_1 = QTensor::quantize(&wq, GgmlDType::Q8_1).unwrap();
+    let msg = QLinear::new(q8_1).err().unwrap().to_string();
+    assert!(msg.contains("GGUF type Q8_1 has no kernel here"), "{msg}");
 }
 
 /// An F32 or F16 tensor in a GGUF runs on the float kernels, as f32.
@@ -354,13 +369,8 @@ fn stacked_layers_compute_their_parts() {
         let w = tensor(random(&[n, k], seed, 0.1), &[n, k], DType::F32, &cpu);
         QLinear::new(QTensor::quantize(&w, t).unwrap()).unwrap()
     };
-    for t in [
-        GgmlDType::Q8_0,
-        GgmlDType::Q4_0,
-        GgmlDType::Q4_1,
-        GgmlDType::Q4K,
-    ] {
-        let k = if t == GgmlDType::Q4K { 512 } else { 96 };
+    for t in QUANT.into_iter().filter(|&t| t != GgmlDType::Q6K) {
+        let k = 2 * t.block_size().max(48);
         let parts = [(24, 1), (8, 2), (16, 3)].map(|(n, seed)| quant(n, k, seed, t));
         for m in [1, 5] {
             let x = tensor(random(&[m, k], 4, 1.0), &[m, k], DType::F32, &cpu);

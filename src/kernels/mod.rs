@@ -16,9 +16,9 @@
 //!   decode step or a prompt chunk: a head's row a task, no tiny GEMMs),
 //! - [`linear`] (`x W^T` on float weights, a decode row or a prompt chunk:
 //!   matrix-vector products on every thread),
-//! - [`QLinear`] (the same on GGUF blocks as stored: Q8_0, Q4_0, Q4_1, Q4_K,
-//!   Q6_K, the activations quantized to 8 bits once per row and dotted with
-//!   integer instructions).
+//! - [`QLinear`] (the same on GGUF blocks as stored: Q8_0, Q4_0, Q4_1, Q5_0,
+//!   Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, the activations quantized to 8 bits
+//!   once per row and dotted with integer instructions).
 //!
 //! fp32, fp16 and bf16, always accumulated and computed in f32 (16-bit values
 //! are widened on load and rounded once on store). Another dtype, a rank the

@@ -1,36 +1,38 @@
 //! `y = x W^T` on GGUF weights as they are stored: [`QLinear`], for Q8_0,
-//! Q4_0, Q4_1, Q4_K and Q6_K blocks (and F32, F16 or BF16 tensors, which it
-//! runs as f32 on [`super::linear`]), the activations f32.
+//! Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K blocks (every
+//! type the common llama.cpp presets write; and F32, F16 or BF16 tensors,
+//! which it runs as f32 on [`super::linear`]), the activations f32.
 //!
 //! The idea that makes it fast: never turn a weight back into a float. The
 //! activations are quantized once per row to 8-bit blocks as ggml does
 //! ([`act`]), and each weight block is then a few integer multiply-add
-//! instructions against them, one float multiply per block ([`x86`]: VNNI's
-//! `vpdpbusd` or AVX2's `vpmaddubsw`, chosen at run time; [`portable`]
-//! elsewhere). The 32-value blocks and Q4_K are repacked once, when the
-//! layer is made, eight rows interleaved ([`packed`]), so that a register's
-//! eight lanes are eight rows' sums and a block's eight scales one load;
-//! Q6_K is read as stored. At one token the weights are read once, in the order they
-//! are held, their rows split across every thread of Candle's pool
-//! ([`super::rows`]); Candle's CPU path has the same blocks and threads but
-//! no vector code for Q4_1 (a scalar loop). A prompt chunk multiplies each
-//! unpacked weight block into four activation rows (eight, sixteen weight
-//! rows at a time, with AVX-512) before the next block is read, so its
-//! weights come from memory once per 64 rows.
+//! instructions against them, one float multiply per block ([`arch`], by
+//! instruction set: VNNI's `vpdpbusd` or AVX2's `vpmaddubsw` on x86, chosen
+//! at run time; plain integer arithmetic elsewhere). Every type but Q6_K is
+//! repacked once, when the layer is made, eight rows interleaved
+//! ([`packed`]), so that a register's eight lanes are eight rows' sums and a
+//! block's eight scales one load; Q6_K is read as stored. At one token the
+//! weights are read once, in the order they are held, their rows split
+//! across every thread of Candle's pool ([`super::rows`]); Candle's CPU path
+//! has the same blocks and threads but no vector code for Q4_1, Q5_0 and
+//! Q5_1 (a scalar loop), and reads the other k-quants but Q4_K a row at a
+//! time. A prompt chunk multiplies each unpacked weight block into four
+//! activation rows (eight, sixteen weight rows at a time, with AVX-512)
+//! before the next block is read, so its weights come from memory once per
+//! 64 rows.
+//!
+//! A new block type gets its layout in `blocks.rs` (and `packed.rs` if it is
+//! repacked) and its kernels in one file of each folder of [`arch`].
 //!
 //! On a GPU the quantized op is Candle's own (its CUDA matrix-vector and
 //! matrix-matrix kernels for these blocks): a `QLinear` whose tensor is on a
 //! CUDA device applies the tensor's `CustomOp` as `QMatMul` does.
 
 mod act;
+mod arch;
 mod blocks;
 mod packed;
-mod portable;
 mod tier;
-#[cfg(target_arch = "x86_64")]
-mod walk;
-#[cfg(target_arch = "x86_64")]
-mod x86;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -49,10 +51,12 @@ pub use tier::QuantTier;
 
 /// Activation rows per pass over the weights (their 8-bit copy stays in L2).
 const CHUNK_ROWS: usize = 64;
-/// Weight rows per unit of shared work, for the k-quants (the packed
-/// blocks share a group of [`ROWS`]).
+/// Weight rows per unit of shared work, for the stored rows (Q6_K; the
+/// packed blocks share a group of [`ROWS`]).
 const GROUP: usize = 4;
-/// Activation rows per tile: each unpacked weight block meets this many.
+/// Activation rows per tile: each unpacked weight block meets this many (in
+/// the x86 walk; the portable one takes a row at a time).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const TILE: usize = 4;
 
 /// A linear layer's weight as GGUF stores it: `forward(x)` is `x W^T`.
@@ -64,7 +68,7 @@ pub struct QLinear {
 }
 
 enum How {
-    /// Q8_0, Q4_0, Q4_1 or Q4_K blocks, repacked for the kernels, on the host.
+    /// Blocks of any type but Q6_K, repacked for the kernels, on the host.
     Packed(Packed),
     /// Q6_K blocks as stored, on the host.
     Stored(Kind, Arc<QTensor>),
@@ -99,8 +103,8 @@ impl QLinear {
             How::Float(w.dequantize(&candle_core::Device::Cpu)?)
         } else {
             bail!(
-                "lab qlinear: GGUF type {t:?} has no kernel here (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, \
-                 F32, F16 and BF16 do)"
+                "lab qlinear: GGUF type {t:?} has no kernel here (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, \
+                 Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, F32, F16 and BF16 do)"
             );
         };
         Ok(Self {
@@ -339,31 +343,6 @@ impl Pass<'_> {
             }
         }
         self.portable(rows);
-    }
-
-    fn portable(&self, rows: Range<usize>) {
-        match &self.work {
-            Work::Packed(p, a) => {
-                for gi in groups(&rows) {
-                    for r in 0..self.m {
-                        let out = match a {
-                            Acts::Q8(a) => portable::group(p.kind, p.group(gi), a, r),
-                            Acts::Q8K(a) => portable::group_q4k(p.group(gi), a, r),
-                        };
-                        self.write_group(r, gi, [out]);
-                    }
-                }
-            }
-            Work::Stored(kind, w, a) => {
-                let bytes = self.op.k / kind.values() * kind.bytes();
-                for j in rows {
-                    let w = &w[j * bytes..(j + 1) * bytes];
-                    for r in 0..self.m {
-                        self.write(r, j, [portable::dot_q6k(w, a, r)]);
-                    }
-                }
-            }
-        }
     }
 
     /// Outputs (row0 + r0 + r, 8 gi..) from a packed group's eight rows, the

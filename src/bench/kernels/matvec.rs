@@ -1,7 +1,8 @@
 //! The `kernels` experiment's matrix-vector rows: `y = x W^T` on one weight
 //! of a model's decode shape (SmolLM2-135M's and Llama-3-8B's projections,
 //! SmolLM2's output head), the weight in each type a model stores
-//! (fp32, fp16, bf16, and GGUF's Q8_0, Q4_0, Q4_1, Q4_K, Q6_K blocks), the
+//! (fp32, fp16, bf16, and GGUF's Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,
+//! Q4_K, Q5_K, Q6_K blocks: [`WEIGHTS`]; [`DEFAULT_WEIGHTS`] by default), the
 //! suite's op (`kernels::linear`, `kernels::QLinear`) against Candle's
 //! (`matmul`, `QMatMul`), and the bound the weight's bytes set: at one token
 //! the product is reading the weight, so it cannot beat the bandwidth
@@ -43,17 +44,30 @@ pub enum WeightType {
     Blocks(GgmlDType),
 }
 
-/// The weight types `--weights` takes, in the default order.
-pub const WEIGHTS: [WeightType; 8] = [
+/// The weight types `--weights` takes, in order: every block type
+/// `QLinear` reads.
+pub const WEIGHTS: [WeightType; 13] = [
     WeightType::Float(Precision::F32),
     WeightType::Float(Precision::F16),
     WeightType::Float(Precision::Bf16),
     WeightType::Blocks(GgmlDType::Q8_0),
     WeightType::Blocks(GgmlDType::Q4_0),
     WeightType::Blocks(GgmlDType::Q4_1),
+    WeightType::Blocks(GgmlDType::Q5_0),
+    WeightType::Blocks(GgmlDType::Q5_1),
+    WeightType::Blocks(GgmlDType::Q2K),
+    WeightType::Blocks(GgmlDType::Q3K),
     WeightType::Blocks(GgmlDType::Q4K),
+    WeightType::Blocks(GgmlDType::Q5K),
     WeightType::Blocks(GgmlDType::Q6K),
 ];
+
+/// The types `--weights` runs unless told (`just results`' set): the
+/// floats, and the blocks the common presets write most: Q4_K_M's Q4_K,
+/// Q6_K and its Q5_0 (rows not whole 256-value blocks, as SmolLM2's 576),
+/// Q5_K_M's Q5_K, and Q8_0, Q4_0, Q4_1. Q5_1, Q2_K and Q3_K are taken by
+/// name (docs/kernels.md says why).
+pub const DEFAULT_WEIGHTS: &str = "fp32,fp16,bf16,q8_0,q4_0,q4_1,q5_0,q4_k,q5_k,q6_k";
 
 impl WeightType {
     pub fn name(self) -> String {
@@ -441,9 +455,12 @@ mod tests {
             WeightType::parse("f16"),
             Ok(WeightType::Float(Precision::F16))
         );
-        assert!(WeightType::parse("q5_0")
+        assert!(WeightType::parse("q8_1")
             .unwrap_err()
             .contains("expected one of fp32"));
+        for name in DEFAULT_WEIGHTS.split(',') {
+            assert!(WeightType::parse(name).is_ok(), "{name}");
+        }
         // Q4_K at k = 576 is not whole blocks: no such row.
         assert!(!WeightType::Blocks(GgmlDType::Q4K).fits(576));
         assert_eq!(

@@ -3,15 +3,16 @@
 //! each weight block meets 8-bit integers and the dot product is integer
 //! multiply-adds, with one float multiply per block.
 //!
-//! - [`Q8`], for the 32-value weight blocks (Q8_0, Q4_0, Q4_1): per block of
-//!   32, `d = max|x| / 127` (kept as the f16 ggml stores, so the sums equal
-//!   Candle's), `q = round(x / d)`, and `s = d * sum(q)` (Q8_1's sum: what a
-//!   block's offset, Q4_1's minimum or Q4_0's 8, multiplies), also kept
-//!   rounded as Q8_1 stores it (f16), for Q4_1: ggml and Candle multiply
-//!   Q4_1's minimum by that, and with it the lab's Q4_1 products are theirs
-//!   (measured on a tiny model: logits equal to 5e-7, where the exact sum
-//!   moved them by 1% of their scale, a tenth of what Q4_1 itself costs).
-//! - [`Q8K`], for the 256-value k-quant blocks (Q4_K, Q6_K): one scale per
+//! - [`Q8`], for the 32-value weight blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1):
+//!   per block of 32, `d = max|x| / 127` (kept as the f16 ggml stores, so
+//!   the sums equal Candle's), `q = round(x / d)`, and `s = d * sum(q)`
+//!   (Q8_1's sum: what a block's offset, Q4_1's minimum or Q4_0's 8,
+//!   multiplies), also kept rounded as Q8_1 stores it (f16), for Q4_1 and
+//!   Q5_1: ggml and Candle multiply their minimum by that, and with it the
+//!   lab's Q4_1 products are theirs (measured on a tiny model: logits equal
+//!   to 5e-7, where the exact sum moved them by 1% of their scale, a tenth
+//!   of what Q4_1 itself costs).
+//! - [`Q8K`], for the 256-value k-quant blocks (Q2_K to Q6_K): one scale per
 //!   256, `q = round(-127 x / max)` where `max` is the value of largest
 //!   magnitude (Candle's `BlockQ8K::from_float`), and the sums of each 16 `q`
 //!   (the k-quants' minima and offsets multiply them).
@@ -155,141 +156,13 @@ fn block_portable(x: &[f32], q: &mut [i8]) -> (f32, i32) {
     (scale, sum)
 }
 
-/// [`block_portable`]'s operations on 32 values at once. Compiled for the
-/// baseline, the portable loop ran about 2.7 ns a value here (a maximum
-/// that does not vectorize, a rounding per lane): 20 us of a 16-token
-/// chunk's 576-wide activations, a third of its 576 x 576 product, on the
-/// calling thread while the pool's other threads waited.
+/// [`block_portable`]'s and [`block_k_portable`]'s operations on a block at
+/// once. Compiled for the baseline, the portable loop ran about 2.7 ns a
+/// value here (a maximum that does not vectorize, a rounding per lane): 20
+/// us of a 16-token chunk's 576-wide activations, a third of its 576 x 576
+/// product, on the calling thread while the pool's other threads waited.
 #[cfg(target_arch = "x86_64")]
-mod x86 {
-    use std::arch::x86_64::*;
-
-    /// # Safety
-    /// The CPU has AVX2.
-    pub(super) unsafe fn q8(x: &[f32], k: usize) -> super::Q8 {
-        // SAFETY: the caller's features.
-        super::q8_with(x, k, |x, q, ds| unsafe { part(x, q, ds) })
-    }
-
-    /// # Safety
-    /// The CPU has AVX2.
-    #[target_feature(enable = "avx2")]
-    unsafe fn part(x: &[f32], qs: &mut [i8], ds: (&mut [f32], &mut [f32])) {
-        // SAFETY: this function's features.
-        super::blocks(x, qs, ds, |x, q| unsafe { block(x, q) })
-    }
-
-    /// Whether [`q8_512`] runs here.
-    pub(super) fn has_avx512() -> bool {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512bw")
-    }
-
-    /// [`q8`] a block in two 512-bit registers, the roundings' corrections
-    /// as masked adds: 16 rows of 576 in 3.3 us against 3.7 in 256 bits
-    /// (the 2-core Xeon measured, best of 3000). The same bits.
-    ///
-    /// # Safety
-    /// The CPU has AVX512F and AVX512BW.
-    pub(super) unsafe fn q8_512(x: &[f32], k: usize) -> super::Q8 {
-        // SAFETY: the caller's features.
-        super::q8_with(x, k, |x, q, ds| unsafe { part512(x, q, ds) })
-    }
-
-    /// # Safety
-    /// The CPU has AVX512F and AVX512BW.
-    #[target_feature(enable = "avx512f,avx512bw")]
-    unsafe fn part512(x: &[f32], qs: &mut [i8], ds: (&mut [f32], &mut [f32])) {
-        // SAFETY: this function's features.
-        super::blocks(x, qs, ds, |x, q| unsafe { block512(x, q) })
-    }
-
-    #[inline(always)]
-    unsafe fn block512(x: &[f32], q: &mut [i8]) -> (f32, i32) {
-        assert!(x.len() == super::QK && q.len() == super::QK);
-        // SAFETY: 32 values in and out (asserted); the CPU's features are
-        // the caller's.
-        unsafe {
-            let (v0, v1) = (
-                _mm512_loadu_ps(x.as_ptr()),
-                _mm512_loadu_ps(x.as_ptr().add(16)),
-            );
-            // The maximum of magnitudes is the same in any order: the same bits.
-            let amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-            let scale = amax / 127.0;
-            let inv = _mm512_set1_ps(if scale != 0.0 { 1.0 / scale } else { 0.0 });
-            let (r0, r1) = (round_away512(v0, inv), round_away512(v1, inv));
-            let sum = _mm512_reduce_add_epi32(_mm512_add_epi32(r0, r1));
-            // |q| <= 127: narrowing by truncation is exact.
-            _mm_storeu_si128(q.as_mut_ptr().cast(), _mm512_cvtepi32_epi8(r0));
-            _mm_storeu_si128(q.as_mut_ptr().add(16).cast(), _mm512_cvtepi32_epi8(r1));
-            (scale, sum)
-        }
-    }
-
-    /// `round_away(v * inv)` in sixteen lanes: truncate, then one up (or
-    /// down) where the fraction is a half or more.
-    #[inline(always)]
-    unsafe fn round_away512(v: __m512, inv: __m512) -> __m512i {
-        // SAFETY: the caller's features (AVX512F).
-        unsafe {
-            let y = _mm512_mul_ps(v, inv);
-            let t = _mm512_cvttps_epi32(y);
-            let frac = _mm512_sub_ps(y, _mm512_cvtepi32_ps(t));
-            let up = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(frac, _mm512_set1_ps(0.5));
-            let down = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(frac, _mm512_set1_ps(-0.5));
-            let one = _mm512_set1_epi32(1);
-            let t = _mm512_mask_add_epi32(t, up, t, one);
-            _mm512_mask_sub_epi32(t, down, t, one)
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn block(x: &[f32], q: &mut [i8]) -> (f32, i32) {
-        assert!(x.len() == super::QK && q.len() == super::QK);
-        // SAFETY: 32 values in and out (asserted); the CPU's features are
-        // the caller's.
-        unsafe {
-            // Loops, not `std::array::from_fn`: see `super::x86` on closures.
-            let (mut v, mut a) = ([_mm256_setzero_ps(); 4], [_mm256_setzero_ps(); 4]);
-            let sign = _mm256_set1_ps(-0.0);
-            for i in 0..4 {
-                v[i] = _mm256_loadu_ps(x.as_ptr().add(8 * i));
-                a[i] = _mm256_andnot_ps(sign, v[i]);
-            }
-            let m = _mm256_max_ps(_mm256_max_ps(a[0], a[1]), _mm256_max_ps(a[2], a[3]));
-            let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps::<1>(m));
-            let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-            let amax = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
-            let scale = amax / 127.0;
-            let inv = _mm256_set1_ps(if scale != 0.0 { 1.0 / scale } else { 0.0 });
-            let (half, minus_half) = (_mm256_set1_ps(0.5), _mm256_set1_ps(-0.5));
-            // round_away: truncate, then one up (or down) where the
-            // fraction is a half or more (a compare's mask is -1).
-            let mut r = [_mm256_setzero_si256(); 4];
-            for (i, r) in r.iter_mut().enumerate() {
-                let y = _mm256_mul_ps(v[i], inv);
-                let t = _mm256_cvttps_epi32(y);
-                let frac = _mm256_sub_ps(y, _mm256_cvtepi32_ps(t));
-                let up = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_GE_OQ>(frac, half));
-                let down = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_LE_OQ>(frac, minus_half));
-                *r = _mm256_add_epi32(_mm256_sub_epi32(t, up), down);
-            }
-            let s = _mm256_add_epi32(_mm256_add_epi32(r[0], r[1]), _mm256_add_epi32(r[2], r[3]));
-            let s = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
-            let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));
-            let sum = _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s)));
-            // Packing works within 128-bit halves: put the dwords back in order.
-            let b = _mm256_packs_epi16(
-                _mm256_packs_epi32(r[0], r[1]),
-                _mm256_packs_epi32(r[2], r[3]),
-            );
-            let b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-            _mm256_storeu_si256(q.as_mut_ptr().cast(), b);
-            (scale, sum)
-        }
-    }
-}
+mod x86;
 
 /// `x` rounded to the nearest integer, halves away from zero: `f32::round`,
 /// exactly, for |x| < 2^23 (the activations' steps are at most 128), in
@@ -303,36 +176,74 @@ fn round_away(x: f32) -> i32 {
     t + i32::from(frac >= 0.5) - i32::from(frac <= -0.5)
 }
 
-/// `x` (rows of `k`, a multiple of 256) in Q8_K blocks.
+/// `x` (rows of `k`, a multiple of 256) in Q8_K blocks: in AVX-512 or AVX2
+/// where the CPU has them ([`x86`]), else in portable code; the same bits
+/// either way for finite activations (a test holds them equal). Built for
+/// the baseline, the portable loop took 1.5 ns a value on the Xeon
+/// measured (2.4 us of a 1536-wide row, a sixth of SmolLM2's Q2_K down
+/// product on one thread).
 pub(super) fn q8k(x: &[f32], k: usize) -> Q8K {
-    let blocks = k / QK_K;
+    #[cfg(target_arch = "x86_64")]
+    if x86::has_avx512() {
+        // SAFETY: the CPU has AVX512F and AVX512BW (checked above).
+        return unsafe { x86::q8k_512(x, k) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked above).
+        return unsafe { x86::q8k(x, k) };
+    }
+    q8k_portable(x, k)
+}
+
+fn q8k_portable(x: &[f32], k: usize) -> Q8K {
+    q8k_with(x, k, |x, out| blocks_k(x, out, block_k_portable))
+}
+
+/// [`q8k`] with `part` quantizing the blocks ([`blocks_k`], each path's
+/// loop compiled for its instructions).
+fn q8k_with(x: &[f32], k: usize, part: impl FnOnce(&[f32], &mut Q8K)) -> Q8K {
     let n = x.len() / QK_K;
     let mut out = Q8K {
         qs: vec![0; n * QK_K],
         d: vec![0.0; n],
         bsums: vec![0; n * 16],
-        blocks,
+        blocks: k / QK_K,
     };
+    part(x, &mut out);
+    out
+}
+
+/// Quantizes the 256-value blocks of `x` into `out` with `block` (which
+/// writes a block's values and sums of 16 and gives back its scale).
+#[inline(always)]
+fn blocks_k(x: &[f32], out: &mut Q8K, block: impl Fn(&[f32], &mut [i8], &mut [i16]) -> f32) {
     let qs = out.qs.chunks_exact_mut(QK_K);
     let bsums = out.bsums.chunks_exact_mut(16);
     for (((x, q), d), bs) in x.chunks_exact(QK_K).zip(qs).zip(&mut out.d).zip(bsums) {
-        // The value of largest magnitude, the first of equals (Candle's
-        // loop): the magnitude in a pass that vectorizes, then its value.
-        let amax = x.iter().fold(0f32, |m, &v| m.max(v.abs()));
-        let max = x.iter().copied().find(|v| v.abs() == amax).unwrap_or(0.0);
-        if max == 0.0 {
-            continue; // d, q and the sums stay 0
-        }
-        let inv = -127.0 / max;
-        for (q, &v) in q.iter_mut().zip(x) {
-            *q = round_away(inv * v).clamp(-128, 127) as i8;
-        }
-        for (b, q) in bs.iter_mut().zip(q.chunks_exact(16)) {
-            *b = q.iter().map(|&v| i16::from(v)).sum();
-        }
-        *d = 1.0 / inv;
+        *d = block(x, q, bs);
     }
-    out
+}
+
+/// One Q8_K block as Candle's `BlockQ8K::from_float`: `max` the value of
+/// largest magnitude (the first of equals), `q = round(-127 x / max)`, the
+/// sums of each 16 `q`, and the scale `1 / (-127 / max)`; an all-zero block
+/// leaves `q` and the sums as they are (zero) and its scale 0.
+fn block_k_portable(x: &[f32], q: &mut [i8], bs: &mut [i16]) -> f32 {
+    // The magnitude in a pass that vectorizes, then its value.
+    let amax = x.iter().fold(0f32, |m, &v| m.max(v.abs()));
+    let max = x.iter().copied().find(|v| v.abs() == amax).unwrap_or(0.0);
+    if max == 0.0 {
+        return 0.0;
+    }
+    let inv = -127.0 / max;
+    for (q, &v) in q.iter_mut().zip(x) {
+        *q = round_away(inv * v).clamp(-128, 127) as i8;
+    }
+    for (b, q) in bs.iter_mut().zip(q.chunks_exact(16)) {
+        *b = q.iter().map(|&v| i16::from(v)).sum();
+    }
+    1.0 / inv
 }
 
 #[cfg(test)]
@@ -421,6 +332,43 @@ mod tests {
             assert_eq!(bits(&a.d), bits(&b.d), "{path}");
             assert_eq!(bits(&a.s), bits(&b.s), "{path}");
             assert_eq!(bits(&a.s16), bits(&b.s16), "{path}");
+        }
+    }
+
+    #[test]
+    fn q8k_is_the_same_bits_on_every_path() {
+        // Halves, near-halves, a zero block, equal magnitudes of both signs
+        // (the first is the one kept), signs, magnitudes.
+        let mut x: Vec<f32> = (0..256 * 6)
+            .map(|i| (((i * 7919) % 2003) as f32 - 1001.0) * 0.0173)
+            .collect();
+        x[256..512].fill(0.0);
+        for (i, v) in x[512..768].iter_mut().enumerate() {
+            *v = (i as f32 - 128.0) * 0.5;
+        }
+        x[768 + 40] = -30.0;
+        x[768 + 90] = 30.0;
+        x[1024 + 7] = 0.25;
+        x[1024 + 200] = -0.25;
+        let b = q8k_portable(&x, 512);
+        let mut paths = vec![("dispatched", q8k(&x, 512))];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if x86::has_avx512() {
+                // SAFETY: checked above.
+                paths.push(("avx512", unsafe { x86::q8k_512(&x, 512) }));
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: checked above.
+                paths.push(("avx2", unsafe { x86::q8k(&x, 512) }));
+            }
+        }
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        for (path, a) in paths {
+            assert_eq!(a.qs, b.qs, "{path}");
+            assert_eq!(bits(&a.d), bits(&b.d), "{path}");
+            assert_eq!(a.bsums, b.bsums, "{path}");
+            assert_eq!(a.blocks, 2, "{path}");
         }
     }
 

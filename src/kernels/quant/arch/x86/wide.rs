@@ -1,12 +1,13 @@
 //! The 32-value blocks sixteen weight rows at a time, in AVX-512's 512-bit
 //! registers: [`group_pair`], the AVX512-VNNI tier's kernel for a prompt
 //! chunk and a decode step alike (the k-quants and a last odd group stay in
-//! 256 bits, [`super::group`]).
+//! 256 bits, [`super::q32::group`]).
 
 use std::arch::x86_64::*;
 
-use super::super::act::{Q8, QK};
-use super::{prefetch_ahead, Packed32, Vnni512};
+use super::q32::Packed32;
+use super::{prefetch_ahead, Vnni512};
+use crate::kernels::quant::act::{Q8, QK};
 
 /// Activation rows per tile of [`group_pair`] where a prompt chunk has that
 /// many: each unpacked block of sixteen weight rows meets eight activation

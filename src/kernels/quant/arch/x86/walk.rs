@@ -1,45 +1,46 @@
 //! A pass's weight rows on x86: the instruction set's entry points (each
-//! built with its features, so the kernels of [`super::x86`] inline into
-//! it), and the walk over the rows of a range, a tile of activation rows at
-//! a time: packed groups in pairs where the CPU has 512-bit registers
-//! ([`super::x86::group_pair`]), one at a time otherwise, and the stored
+//! built with its features, so the kernels of [`super`] inline into it),
+//! and the walk over the rows of a range, a tile of activation rows at a
+//! time: packed groups in pairs where the CPU has 512-bit registers
+//! ([`super::wide::group_pair`]), one at a time otherwise, and the stored
 //! Q6_K rows one by one.
 
 use std::ops::Range;
 
-use super::act::{Q8, Q8K};
-use super::blocks::Kind;
-use super::packed::{Packed, ROWS};
-use super::{groups, x86, Acts, Pass, Work, TILE};
-use x86::WIDE_TILE;
+use super::wide::{group_pair, WIDE as WIDE_TILE};
+use super::{q2k_q3k, q32, q4k_q5k, q6k, Avx2, AvxVnni, Int, Vnni512};
+use crate::kernels::quant::act::{Q8, Q8K};
+use crate::kernels::quant::blocks::Kind;
+use crate::kernels::quant::packed::{Packed, ROWS};
+use crate::kernels::quant::{groups, Acts, Pass, Work, TILE};
 
 impl Pass<'_> {
     /// # Safety
     /// The CPU has AVX2, FMA, F16C, AVX512F, AVX512BW, AVX512-VNNI and
     /// AVX512-VL.
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vnni,avx512vl")]
-    pub(super) unsafe fn vnni512(&self, rows: Range<usize>) {
-        self.walk::<x86::Vnni512>(rows)
+    pub(in crate::kernels::quant) unsafe fn vnni512(&self, rows: Range<usize>) {
+        self.walk::<Vnni512>(rows)
     }
 
     /// # Safety
     /// The CPU has AVX2, FMA, F16C and AVX-VNNI.
     #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
-    pub(super) unsafe fn avx_vnni(&self, rows: Range<usize>) {
-        self.walk::<x86::AvxVnni>(rows)
+    pub(in crate::kernels::quant) unsafe fn avx_vnni(&self, rows: Range<usize>) {
+        self.walk::<AvxVnni>(rows)
     }
 
     /// # Safety
     /// The CPU has AVX2, FMA and F16C.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn avx2(&self, rows: Range<usize>) {
-        self.walk::<x86::Avx2>(rows)
+    pub(in crate::kernels::quant) unsafe fn avx2(&self, rows: Range<usize>) {
+        self.walk::<Avx2>(rows)
     }
 
     /// Each weight row of `rows` against the activations, [`TILE`]
     /// activation rows at a time, then one at a time.
     #[inline(always)]
-    fn walk<I: x86::Int>(&self, rows: Range<usize>) {
+    fn walk<I: Int>(&self, rows: Range<usize>) {
         match &self.work {
             Work::Packed(p, a) => {
                 let mut gs = groups(&rows);
@@ -81,8 +82,8 @@ impl Pass<'_> {
     }
 
     /// Packed groups `gi` and `gi + 1` against every activation row, in
-    /// 512-bit registers ([`x86::group_pair`]), [`WIDE_TILE`] rows a tile,
-    /// then [`TILE`], then one; only where [`x86::Int::WIDE`], inside
+    /// 512-bit registers ([`group_pair`]), [`WIDE_TILE`] rows a tile,
+    /// then [`TILE`], then one; only where [`Int::WIDE`], inside
     /// [`Pass::vnni512`].
     #[inline(always)]
     fn pair(&self, p: &Packed, a: &Q8, gi: usize) {
@@ -135,15 +136,17 @@ impl Pass<'_> {
         // rows r0..r0 + R of the activations exist (r0 + R <= m).
         unsafe {
             match kind {
-                Kind::Q8_0 => x86::group_pair::<x86::Q8_0, R>(w0, w1, a, r0),
-                Kind::Q4_0 => x86::group_pair::<x86::Q4_0, R>(w0, w1, a, r0),
-                _ => x86::group_pair::<x86::Q4_1, R>(w0, w1, a, r0),
+                Kind::Q8_0 => group_pair::<q32::Q8_0, R>(w0, w1, a, r0),
+                Kind::Q4_0 => group_pair::<q32::Q4_0, R>(w0, w1, a, r0),
+                Kind::Q4_1 => group_pair::<q32::Q4_1, R>(w0, w1, a, r0),
+                Kind::Q5_0 => group_pair::<q32::Q5_0, R>(w0, w1, a, r0),
+                _ => group_pair::<q32::Q5_1, R>(w0, w1, a, r0),
             }
         }
     }
 
     #[inline(always)]
-    fn group<I: x86::Int, const R: usize>(
+    fn group<I: Int, const R: usize>(
         kind: Kind,
         w: *const u8,
         a: &Acts,
@@ -153,18 +156,23 @@ impl Pass<'_> {
         // r0..r0 + R of the activations exist (r0 + R <= m).
         unsafe {
             match (a, kind) {
-                (Acts::Q8K(a), _) => x86::group_q4k::<I, R>(w, a, r0),
-                (Acts::Q8(a), Kind::Q8_0) => x86::group::<I, x86::Q8_0, R>(w, a, r0),
-                (Acts::Q8(a), Kind::Q4_0) => x86::group::<I, x86::Q4_0, R>(w, a, r0),
-                (Acts::Q8(a), _) => x86::group::<I, x86::Q4_1, R>(w, a, r0),
+                (Acts::Q8K(a), Kind::Q2K) => q2k_q3k::group_q2k::<I, R>(w, a, r0),
+                (Acts::Q8K(a), Kind::Q3K) => q2k_q3k::group_q3k::<I, R>(w, a, r0),
+                (Acts::Q8K(a), Kind::Q4K) => q4k_q5k::group_q4k_q5k::<I, false, R>(w, a, r0),
+                (Acts::Q8K(a), _) => q4k_q5k::group_q4k_q5k::<I, true, R>(w, a, r0),
+                (Acts::Q8(a), Kind::Q8_0) => q32::group::<I, q32::Q8_0, R>(w, a, r0),
+                (Acts::Q8(a), Kind::Q4_0) => q32::group::<I, q32::Q4_0, R>(w, a, r0),
+                (Acts::Q8(a), Kind::Q4_1) => q32::group::<I, q32::Q4_1, R>(w, a, r0),
+                (Acts::Q8(a), Kind::Q5_0) => q32::group::<I, q32::Q5_0, R>(w, a, r0),
+                (Acts::Q8(a), _) => q32::group::<I, q32::Q5_1, R>(w, a, r0),
             }
         }
     }
 
     #[inline(always)]
-    fn q6k_tile<I: x86::Int, const R: usize>(w: *const u8, a: &Q8K, r0: usize) -> [f32; R] {
+    fn q6k_tile<I: Int, const R: usize>(w: *const u8, a: &Q8K, r0: usize) -> [f32; R] {
         // SAFETY: `w` is a whole row of blocks (sliced in `walk`); rows
         // r0..r0 + R of the activations exist (r0 + R <= m).
-        unsafe { x86::row_q6k::<I, R>(w, a, r0) }
+        unsafe { q6k::row_q6k::<I, R>(w, a, r0) }
     }
 }
