@@ -84,6 +84,14 @@ impl QLinear {
         Self::from_arc(Arc::new(w))
     }
 
+    /// Whether the suite's kernels read a tensor stored as `t` on the CPU
+    /// (every block type of a GGUF file, and the float types; on a GPU,
+    /// Candle's kernels take every type candle reads): what a dry run checks
+    /// of a row's tensors before any work.
+    pub fn takes(t: GgmlDType) -> bool {
+        Kind::of(t).is_some() || matches!(t, GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16)
+    }
+
     /// [`QLinear::new`] over a shared tensor.
     pub fn from_arc(w: Arc<QTensor>) -> Result<Self> {
         let (n, k) = w.shape().dims2()?;

@@ -7,9 +7,14 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
-use super::{random_ids, rows, Config, DtypeArg};
+use candle_core::quantized::GgmlDType;
+
+use super::{random_ids, rows, Config, DtypeArg, RowKind};
 use crate::clock::Plan;
+use crate::kernels::QLinear;
+use crate::model::gguf::type_name;
 use crate::model::gguf::ModelFile;
+use crate::model::quantize::row_types;
 use crate::model::text::Text;
 use crate::model::weights::{self, Source};
 use crate::schema::{KernelChoice, PromptInfo};
@@ -163,6 +168,31 @@ pub fn prepare(req: &Request, on_cuda: bool) -> Result<Vec<Prepared>> {
         .collect()
 }
 
+/// Refuses a quantized row on the suite's kernels whose tensors it holds in
+/// a type those kernels do not read, naming the tensor, before any work:
+/// what loading the row would refuse after the weights were made. (On a GPU
+/// the lab's quantized rows run Candle's kernels, which read every type.)
+fn lab_reads(source: &Source, cfg: &Config) -> Result<()> {
+    if cfg.kernels == KernelChoice::Candle {
+        return Ok(());
+    }
+    for row in &cfg.rows {
+        let RowKind::Quantized(q) = row else { continue };
+        let mut types: Vec<(String, GgmlDType)> = row_types(source, *q)?.into_iter().collect();
+        types.sort_by(|a, b| a.0.cmp(&b.0));
+        if let Some((name, t)) = types.iter().find(|(_, t)| !QLinear::takes(*t)) {
+            bail!(
+                "--kernels {}: the {} row holds tensor {name} as {}, which the suite's kernels \
+                 do not read (--kernels candle runs it)",
+                cfg.kernels.name(),
+                row.label(source),
+                type_name(*t)
+            );
+        }
+    }
+    Ok(())
+}
+
 /// One model's run: its tokenizer and template, the prompt's ids, its rows.
 fn prepare_one(req: &Request, source: Source, on_cuda: bool) -> Result<Prepared> {
     let d = source.config().clone();
@@ -224,9 +254,68 @@ fn prepare_one(req: &Request, source: Source, on_cuda: bool) -> Result<Prepared>
         Source::File(f) => anyhow::anyhow!("{}: {e:#}", crate::quote::shown(&f.path)),
         Source::Random { .. } => e,
     })?;
+    if !on_cuda {
+        lab_reads(&source, &config)?;
+    }
     Ok(Prepared {
         source,
         text,
         config,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::gguf::READ_TYPES;
+    use crate::model::quantize::Quant;
+    use crate::model::weights::shape;
+
+    /// Every type a model file may store is one the suite's kernels read, so
+    /// the dry run's check and the run's load agree; a type they do not
+    /// read (Q8_K: only the activations' format) is refused in one line.
+    #[test]
+    fn a_row_the_suites_kernels_cannot_read_is_refused_before_any_work() {
+        for t in READ_TYPES {
+            assert!(QLinear::takes(t), "{t:?}");
+        }
+        let source = Source::Random {
+            shape: shape("tiny").unwrap(),
+            seed: 1,
+        };
+        let row = RowKind::Quantized(Quant::Type(GgmlDType::Q8K));
+        let mut cfg = Config {
+            rows: vec![row],
+            kernels: KernelChoice::Lab,
+            plan: Plan {
+                warmup: 0,
+                iters: 1,
+            },
+            pp_tokens: 4,
+            tg_tokens: 2,
+            seed: 1,
+            prompt_ids: vec![1, 2],
+            prompt: PromptInfo {
+                user: None,
+                formatted: None,
+                template: None,
+                token_ids: vec![1, 2],
+            },
+            eos: Vec::new(),
+            start_token: 1,
+            ladder_max: None,
+        };
+        let e = lab_reads(&source, &cfg).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--kernels lab: the q8_k row holds tensor blk.0.attn_k.weight as Q8_K"),
+            "{e}"
+        );
+        cfg.kernels = KernelChoice::Candle;
+        assert!(lab_reads(&source, &cfg).is_ok());
+        cfg.kernels = KernelChoice::Lab;
+        cfg.rows = vec![RowKind::Quantized(Quant::Mix(
+            crate::model::quantize::Mix::Q4KM,
+        ))];
+        assert!(lab_reads(&source, &cfg).is_ok());
+    }
 }
