@@ -12,7 +12,6 @@
 //! fetches it, and there a missing file fails.
 
 use candle_core::{DType, Device};
-use candle_lab::bench::generate::setup::default_model_path;
 use candle_lab::model::candle::CandleLm;
 use candle_lab::model::decoder::Decoder;
 use candle_lab::model::gguf::ModelFile;
@@ -25,20 +24,7 @@ use candle_lab::model::{answer, Lm};
 mod common;
 
 fn model() -> Option<ModelFile> {
-    let path = default_model_path().expect("HOME is set");
-    if !path.exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "no model at {}: CI fetches it with `just model`",
-            path.display()
-        );
-        eprintln!(
-            "skipped: no model at {} (`just model` fetches it)",
-            path.display()
-        );
-        return None;
-    }
-    Some(ModelFile::open(&path).unwrap())
+    common::cached_model("smollm2")
 }
 
 fn fixture() -> serde_json::Value {

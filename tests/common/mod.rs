@@ -109,3 +109,23 @@ pub fn refused(name: &str, args: &[&str], expect: &str) {
         "no file is left"
     );
 }
+
+/// The cached model `name` (`just model NAME` fetches it), checked as
+/// `generate` checks it; `None`, said in a line, where it is absent, unless
+/// CI is set: CI fetches it, and there a missing file fails.
+pub fn cached_model(name: &str) -> Option<candle_lab::model::gguf::ModelFile> {
+    let path = candle_lab::bench::generate::setup::model_path(name).expect("HOME is set");
+    if !path.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no model at {}: CI fetches it with `just model {name}`",
+            path.display()
+        );
+        eprintln!(
+            "skipped: no model at {} (`just model {name}` fetches it)",
+            path.display()
+        );
+        return None;
+    }
+    Some(candle_lab::model::gguf::ModelFile::open(&path).unwrap())
+}

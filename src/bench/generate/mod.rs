@@ -27,7 +27,7 @@ use candle_core::Device;
 
 use crate::clock::Plan;
 use crate::memory::fits::Need;
-use crate::model::gguf::type_name;
+use crate::model::gguf::{type_name, READ_TYPES};
 use crate::model::quantize::{check_target, Mix, Quant};
 use crate::model::weights::Source;
 use crate::model::Config as ModelConfig;
@@ -45,20 +45,6 @@ pub enum RowKind {
     Float(Precision),
 }
 
-/// The block types `--dtypes` takes, by their lowercase GGUF names.
-const QUANT: [GgmlDType; 10] = [
-    GgmlDType::Q4_0,
-    GgmlDType::Q4_1,
-    GgmlDType::Q5_0,
-    GgmlDType::Q5_1,
-    GgmlDType::Q8_0,
-    GgmlDType::Q2K,
-    GgmlDType::Q3K,
-    GgmlDType::Q4K,
-    GgmlDType::Q5K,
-    GgmlDType::Q6K,
-];
-
 /// A `--dtypes` value: `stored` (the file's own types), a block type (q4_1,
 /// q8_0, q4_k...: every 2-D weight in it), a mixture of llama.cpp's
 /// (q4_k_m...), or fp32, tf32, fp16, bf16.
@@ -74,7 +60,9 @@ impl std::str::FromStr for DtypeArg {
         if s == "stored" {
             return row(Quant::Stored);
         }
-        if let Some(t) = QUANT.iter().find(|t| type_name(**t).to_lowercase() == s) {
+        // The block types a file may store, by their lowercase GGUF names.
+        let mut blocks = READ_TYPES.iter().filter(|t| t.block_size() > 1);
+        if let Some(t) = blocks.find(|t| type_name(**t).to_lowercase() == s) {
             return row(Quant::Type(*t));
         }
         if let Some(m) = Mix::ALL.iter().find(|m| m.name() == s) {

@@ -103,18 +103,10 @@ mod tests {
     fn every_block_types_scales_are_found_where_ggml_lays_them() {
         let v: Vec<f32> = (0..512).map(|i| ((i as f32) * 0.37).sin()).collect();
         let x = Tensor::from_vec(v, (2, 256), &Device::Cpu).unwrap();
-        for t in [
-            GgmlDType::Q4_0,
-            GgmlDType::Q4_1,
-            GgmlDType::Q5_0,
-            GgmlDType::Q5_1,
-            GgmlDType::Q8_0,
-            GgmlDType::Q2K,
-            GgmlDType::Q3K,
-            GgmlDType::Q4K,
-            GgmlDType::Q5K,
-            GgmlDType::Q6K,
-        ] {
+        for t in super::super::READ_TYPES
+            .into_iter()
+            .filter(|t| t.block_size() > 1)
+        {
             let q = QTensor::quantize(&x, t).unwrap();
             let mut raw = q.data().unwrap().to_vec();
             let (size, at) = scales(t).unwrap();
