@@ -36,7 +36,7 @@ use crate::telemetry::Telemetry;
 /// A row's model: candle-transformers', or the suite's decoder.
 pub(super) enum Loaded {
     Candle(CandleLm),
-    Decoder(Decoder),
+    Decoder(Box<Decoder>),
 }
 
 impl Lm for Loaded {
@@ -92,7 +92,8 @@ pub(super) fn load(
         // The suite's quantized path: its decoder's layers on the blocks.
         (RowKind::Quantized(q), Kernels::Lab) => {
             let types = row_types(weights.source(), q)?;
-            Loaded::Decoder(Decoder::load_quantized(weights, &types, device, positions)?)
+            let lm = Decoder::load_quantized(weights, &types, device, positions)?;
+            Loaded::Decoder(Box::new(lm))
         }
         (RowKind::Quantized(_), _) => {
             let gguf = gguf.context("a quantized row without its GGUF")?;
@@ -100,7 +101,7 @@ pub(super) fn load(
         }
         (RowKind::Float(p), _) => {
             let lm = Decoder::load(weights, p.dtype(), device, positions, kernels)?;
-            Loaded::Decoder(lm)
+            Loaded::Decoder(Box::new(lm))
         }
     };
     crate::note!(
@@ -361,7 +362,7 @@ fn split(
 /// row's GGUF, once the model is gone.
 fn mats_of(lm: Loaded, gguf: Option<&Gguf>, device: &Device) -> Result<Mats> {
     Ok(match lm {
-        Loaded::Decoder(f) => Mats::Decoder(Box::new(f)),
+        Loaded::Decoder(f) => Mats::Decoder(f),
         Loaded::Candle(q) => {
             drop(q);
             let gguf = gguf.context("a quantized row without its GGUF")?;
