@@ -609,3 +609,35 @@ fn a_contended_row_against_a_quiet_one_says_so() {
     let out = compare(&[&a, &a]);
     assert!(!stdout(&out).contains("contended"), "{}", stdout(&out));
 }
+
+// ------------------------------------------------ issue 52: inputs that fooled or stalled it
+
+#[test]
+fn a_file_listing_a_row_twice_is_refused_and_cannot_pass_the_gate() {
+    let files = Files::new();
+    let base = matmul("AMD EPYC", &[("fp32", 300.0), ("bf16", 400.0)]);
+    let a = files.write("a.json", &base);
+    // B: every row at the baseline's times, then again at twice them. The gate
+    // took the first copy and passed (SAME 1.000), in the other order it failed.
+    let mut twice = base.clone();
+    let slow = scaled(&base, 2.0);
+    let rows = twice["matmul"]["precisions"].as_array_mut().unwrap();
+    rows.extend(slow["matmul"]["precisions"].as_array().unwrap().clone());
+    let b = files.write("b.json", &twice);
+    for (files, flags) in [
+        ([a.as_path(), &b], &["--fail-if-slower", "10"][..]),
+        ([b.as_path(), &a], &[][..]),
+    ] {
+        let (code, err, out) = refusal(&files, flags);
+        assert_eq!(code, Some(1), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("error: ")
+                && err.contains(
+                    "b.json: two rows are matmul 4096 fp32 cpu: a result file holds each row once"
+                ),
+            "{err}"
+        );
+        assert!(out.is_empty(), "no table: {out}");
+    }
+}

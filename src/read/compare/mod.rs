@@ -7,7 +7,8 @@
 //! [`entries`](crate::read::entries)), rows, verdicts and the gate's answer out;
 //! `render` turns them into a table or Markdown.
 
-pub use crate::read::entries::{load, Entry};
+pub use crate::read::entries::Entry;
+pub use crate::read::load::entries as load;
 pub use crate::stats::{bootstrap_ratio, Interval, BAND, CONFIDENCE, MIN_SAMPLES, RESAMPLES, SEED};
 
 mod render;
