@@ -485,6 +485,68 @@ fn results_dir_files_by_device() {
 }
 
 #[test]
+fn results_dir_never_writes_through_a_link_on_the_way() {
+    // Issue 52: a machine folder that was a link to a folder outside the
+    // results tree was written through (report refuses the same link).
+    let first = tempfile::tempdir().unwrap();
+    let dir = first.path().to_str().unwrap();
+    let out = run("basics", &["--device", "cpu", "--results-dir", dir]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let slug = std::fs::read_dir(first.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name();
+
+    let root = tempfile::tempdir().unwrap();
+    let (results, outside) = (root.path().join("results"), root.path().join("outside"));
+    std::fs::create_dir_all(&results).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, results.join(&slug)).unwrap();
+    let results_arg = results.to_str().unwrap();
+    let args = ["--device", "cpu", "--results-dir", results_arg];
+    let out = run("basics", &args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains(&format!(
+            "{}: it is a symbolic link",
+            slug.to_str().unwrap()
+        )),
+        "{stderr}"
+    );
+    assert!(!stdout_has_tables(&out), "refused before computing");
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "nothing written outside"
+    );
+
+    // A real machine folder whose CSV (written beside the JSON) is a link out.
+    std::fs::remove_file(results.join(&slug)).unwrap();
+    std::fs::create_dir(results.join(&slug)).unwrap();
+    let theirs = outside.join("theirs.csv");
+    std::fs::write(&theirs, "theirs").unwrap();
+    std::os::unix::fs::symlink(&theirs, results.join(&slug).join("matmul.csv")).unwrap();
+    let out = run("matmul", &[&args[..], &["--preset", "small"]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("matmul.csv: it is a symbolic link"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "theirs");
+    assert!(!results.join(&slug).join("matmul.json").exists());
+}
+
+#[test]
 fn help_explains_every_flag() {
     for name in ["basics", "precision", "matmul", "cpu_vs_gpu"] {
         let out = run(name, &["--help"]);
