@@ -547,6 +547,44 @@ fn results_dir_never_writes_through_a_link_on_the_way() {
 }
 
 #[test]
+fn a_preset_never_overrides_a_flag_the_user_gave_nor_one_it_conflicts_with() {
+    // Issue 52: the small preset's --shape tiny conflicted with the user's
+    // --model, and the run was refused (exit 2) for a pair it never typed.
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.gguf");
+    let spec = common::gguf::Spec::tiny("llama", candle_core::quantized::GgmlDType::Q8_0, &[]);
+    std::fs::write(&model, spec.bytes().0).unwrap();
+    let m = model.to_str().unwrap();
+    let out = run(
+        "generate",
+        &[
+            "--device",
+            "cpu",
+            "--model",
+            m,
+            "--preset",
+            "small",
+            "--prompt",
+            "hi",
+            "--dry-run",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        plan.contains("m.gguf") && !plan.contains("\"tiny\""),
+        "{plan}"
+    );
+    // The user's own two conflicting flags are still refused.
+    refused(
+        "generate",
+        &["--model", m, "--shape", "tiny"],
+        "cannot be used with",
+    );
+}
+
+#[test]
 fn help_explains_every_flag() {
     for name in ["basics", "precision", "matmul", "cpu_vs_gpu"] {
         let out = run(name, &["--help"]);
