@@ -549,7 +549,7 @@ fn no_result_file_makes_a_reader_panic_hang_or_write_where_it_should_not() {
     let seed = std::env::var("CANDLE_LAB_FUZZ_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed_52);
+        .unwrap_or(0x5eed_0052);
     let mut rng = StdRng::seed_from_u64(seed);
     let mut cases: Vec<Case> = SEEDS
         .iter()
