@@ -12,7 +12,7 @@
 use anyhow::{bail, Result};
 use candle_core::Device;
 use candle_lab::bench::kernels::matvec::{
-    MatvecConfig, WeightType, DEFAULT_WEIGHTS, MATRICES, MODELS,
+    self, MatvecConfig, WeightType, DEFAULT_WEIGHTS, MATRICES, MODELS,
 };
 use candle_lab::bench::kernels::{
     self, cases, default_large_mib, default_plan, Config, CASE_NAMES, DRAM,
@@ -191,6 +191,9 @@ fn config(args: &Flags, on_cuda: bool) -> Result<Config> {
     if matvec.as_ref().is_some_and(none) {
         bail!("nothing to run for matvec: --models, --matrices and --weights each need one value");
     }
+    if let Some(m) = &matvec {
+        matvec_rows_exist(m)?;
+    }
     let cfg = Config {
         ops: kernel_ops,
         precisions: unique(&args.dtypes),
@@ -211,6 +214,43 @@ fn config(args: &Flags, on_cuda: bool) -> Result<Config> {
         bail!("nothing to run: --ops needs one value");
     }
     Ok(cfg)
+}
+
+/// Refuses filters that together select no matrix-vector row (a model
+/// without the matrix asked for, or weight types whose blocks do not divide
+/// its rows), naming them and why, before any work: the run would write an
+/// empty report and exit 0.
+fn matvec_rows_exist(m: &MatvecConfig) -> Result<()> {
+    let mut why = Vec::new();
+    for model in &m.models {
+        let all = matvec::matrices(model)?;
+        for name in &m.matrices {
+            let Some(matrix) = all.iter().find(|x| x.name == name) else {
+                why.push(format!("{model} has no {name} rows"));
+                continue;
+            };
+            if m.weights.iter().any(|w| w.fits(matrix.k)) {
+                return Ok(());
+            }
+            why.push(format!(
+                "{model} {name}'s rows of {} values are not whole blocks of {}",
+                matrix.k,
+                names(&m.weights)
+            ));
+        }
+    }
+    bail!(
+        "nothing to run for matvec: --models {}, --matrices {} and --weights {} select no row ({})",
+        m.models.join(","),
+        m.matrices.join(","),
+        names(&m.weights),
+        why.join("; ")
+    )
+}
+
+fn names(weights: &[WeightType]) -> String {
+    let names: Vec<String> = weights.iter().map(|w| w.name()).collect();
+    names.join(",")
 }
 
 struct Kernels;

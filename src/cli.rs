@@ -74,6 +74,7 @@ impl Common {
         let path = match (&self.output, &self.results_dir) {
             (Some(file), _) => file.clone(),
             (None, Some(dir)) => {
+                results_dir_files(dir, &device.slug(), experiment)?;
                 let folder = dir.join(device.slug());
                 if device.kind == crate::schema::DeviceKind::Cpu {
                     let here = crate::cpu_identity::CpuIdentity::detect();
@@ -191,6 +192,26 @@ impl Common {
         println!("would write: {target}");
         Ok(Completion::Complete)
     }
+}
+
+/// Under `--results-dir DIR`, every file the run writes there
+/// (`<machine>/<experiment>.json` and the formats beside it) is reached through
+/// real folders and is a regular file or none yet, as `report` writes
+/// ([`crate::read::folder::check_inside`]): a machine folder that is a link
+/// would aim the write outside the results folder. `DIR` itself is the
+/// user's choice and may be a link.
+fn results_dir_files(dir: &std::path::Path, machine: &str, experiment: Kind) -> Result<()> {
+    let extensions = std::iter::once("json").chain(
+        crate::export::FORMATS
+            .iter()
+            .filter(|f| f.applies_to(experiment))
+            .map(|f| f.extension()),
+    );
+    for ext in extensions {
+        let rel = std::path::Path::new(machine).join(format!("{}.{ext}", experiment.name()));
+        crate::read::folder::check_inside(dir, &rel)?;
+    }
+    Ok(())
 }
 
 /// A named set of flags, one per experiment (`--preset small`).

@@ -172,11 +172,22 @@ pub struct Interval {
     pub hi: f64,
 }
 
+/// The most samples of one side the bootstrap resamples: a side with more is
+/// stood for by a seeded random [`MAX_BOOTSTRAP_SAMPLES`] of them, drawn without
+/// replacement ([`bootstrap_ratio`]). This bounds a row's work whatever the
+/// file holds (3,000,000 samples took minutes; now a row takes the time of
+/// 1,000 samples a side, 0.1 s), at the cost of an interval a little wider
+/// than all of them would give (a median's spread over 1,000 samples is
+/// already far inside the ±5% band); the ratio is still the files' medians.
+pub const MAX_BOOTSTRAP_SAMPLES: usize = 1_000;
+
 /// The [`CONFIDENCE`] percentile-bootstrap interval of median(b) / median(a)
 /// (Efron and Tibshirani, "An Introduction to the Bootstrap", 1993, ch. 13):
 /// [`RESAMPLES`] times, resample each side with replacement (same size as the
 /// side) and take the ratio of the two medians; the interval is the middle
-/// [`CONFIDENCE`] share of those ratios. `None` when a side has fewer than
+/// [`CONFIDENCE`] share of those ratios. A side of more than
+/// [`MAX_BOOTSTRAP_SAMPLES`] is first subsampled to that many (seeded: a rerun
+/// gives the same interval). `None` when a side has fewer than
 /// [`MIN_SAMPLES`] samples or one that is not a positive finite time.
 pub fn bootstrap_ratio(a: &[f64], b: &[f64]) -> Option<Interval> {
     use rand::{rngs::StdRng, SeedableRng};
@@ -184,12 +195,13 @@ pub fn bootstrap_ratio(a: &[f64], b: &[f64]) -> Option<Interval> {
     if !usable(a) || !usable(b) {
         return None;
     }
+    let (a, b) = (subsample(a), subsample(b));
     let mut rng = StdRng::seed_from_u64(SEED);
     let mut scratch = Vec::with_capacity(a.len().max(b.len()));
     let mut ratios: Vec<f64> = (0..RESAMPLES)
         .map(|_| {
-            let mb = resampled_median(b, &mut rng, &mut scratch);
-            mb / resampled_median(a, &mut rng, &mut scratch)
+            let mb = resampled_median(&b, &mut rng, &mut scratch);
+            mb / resampled_median(&a, &mut rng, &mut scratch)
         })
         .collect();
     ratios.sort_by(f64::total_cmp);
@@ -200,12 +212,39 @@ pub fn bootstrap_ratio(a: &[f64], b: &[f64]) -> Option<Interval> {
     })
 }
 
+/// `samples` when there are at most [`MAX_BOOTSTRAP_SAMPLES`], else that many
+/// of them drawn without replacement (a partial Fisher-Yates shuffle with its
+/// own generator seeded from [`SEED`], so the resampling that follows is the
+/// same as for a side that needed none).
+fn subsample(samples: &[f64]) -> std::borrow::Cow<'_, [f64]> {
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+    if samples.len() <= MAX_BOOTSTRAP_SAMPLES {
+        return std::borrow::Cow::Borrowed(samples);
+    }
+    let mut rng = StdRng::seed_from_u64(SEED.rotate_left(32));
+    let mut all = samples.to_vec();
+    for i in 0..MAX_BOOTSTRAP_SAMPLES {
+        let j = rng.random_range(i..all.len());
+        all.swap(i, j);
+    }
+    all.truncate(MAX_BOOTSTRAP_SAMPLES);
+    std::borrow::Cow::Owned(all)
+}
+
+/// The median of one resample with replacement: the middle element(s) found
+/// by selection, not a sort (the same value [`quantile_sorted`] gives at 0.5).
 fn resampled_median(samples: &[f64], rng: &mut rand::rngs::StdRng, scratch: &mut Vec<f64>) -> f64 {
     use rand::Rng;
     scratch.clear();
     scratch.extend((0..samples.len()).map(|_| samples[rng.random_range(0..samples.len())]));
-    scratch.sort_by(f64::total_cmp);
-    quantile_sorted(scratch, 0.5)
+    let n = scratch.len();
+    let lo = (n - 1) / 2;
+    let (_, &mut low, above) = scratch.select_nth_unstable_by(lo, f64::total_cmp);
+    if n % 2 == 1 {
+        return low;
+    }
+    let high = above.iter().copied().min_by(f64::total_cmp).unwrap_or(low);
+    low + (high - low) * 0.5
 }
 
 #[cfg(test)]
@@ -295,5 +334,32 @@ mod tests {
         assert_eq!(median_ci95_rel(&[5.0]), None);
         assert_eq!(median_ci95_rel(&[1.0, f64::NAN]), None);
         assert_eq!(median_ci95_rel(&[0.0, 0.0, 0.0]), None);
+    }
+
+    #[test]
+    fn the_resampled_median_is_the_sorted_one_and_a_huge_side_is_subsampled() {
+        use rand::{rngs::StdRng, Rng, SeedableRng};
+        let mut rng = StdRng::seed_from_u64(7);
+        let mut scratch = Vec::new();
+        for n in [3, 4, 5, 20, 21] {
+            let x: Vec<f64> = (0..n).map(|_| rng.random_range(1.0..2.0)).collect();
+            let (mut r1, mut r2) = (StdRng::seed_from_u64(1), StdRng::seed_from_u64(1));
+            let got = resampled_median(&x, &mut r1, &mut scratch);
+            let mut sorted: Vec<f64> = (0..n).map(|_| x[r2.random_range(0..n)]).collect();
+            sorted.sort_by(f64::total_cmp);
+            assert_eq!(got, quantile_sorted(&sorted, 0.5), "n = {n}");
+        }
+        // 300,000 samples (issue 52: 15 s a row, 3,000,000 minutes): a bounded
+        // subsample of distinct samples, the same on every run (tests/compare.rs
+        // runs such a row end to end).
+        let a: Vec<f64> = (0..300_000).map(|i| 1.0 + i as f64).collect();
+        let sub = subsample(&a);
+        assert_eq!(sub.len(), MAX_BOOTSTRAP_SAMPLES);
+        assert_eq!(sub, subsample(&a));
+        let mut distinct = sub.to_vec();
+        distinct.sort_by(f64::total_cmp);
+        distinct.dedup();
+        assert_eq!(distinct.len(), MAX_BOOTSTRAP_SAMPLES, "without replacement");
+        assert!(matches!(subsample(&a[..5]), std::borrow::Cow::Borrowed(_)));
     }
 }

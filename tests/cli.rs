@@ -485,6 +485,173 @@ fn results_dir_files_by_device() {
 }
 
 #[test]
+fn results_dir_never_writes_through_a_link_on_the_way() {
+    // Issue 52: a machine folder that was a link to a folder outside the
+    // results tree was written through (report refuses the same link).
+    let first = tempfile::tempdir().unwrap();
+    let dir = first.path().to_str().unwrap();
+    let out = run("basics", &["--device", "cpu", "--results-dir", dir]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let slug = std::fs::read_dir(first.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name();
+
+    let root = tempfile::tempdir().unwrap();
+    let (results, outside) = (root.path().join("results"), root.path().join("outside"));
+    std::fs::create_dir_all(&results).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, results.join(&slug)).unwrap();
+    let results_arg = results.to_str().unwrap();
+    let args = ["--device", "cpu", "--results-dir", results_arg];
+    let out = run("basics", &args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains(&format!(
+            "{}: it is a symbolic link",
+            slug.to_str().unwrap()
+        )),
+        "{stderr}"
+    );
+    assert!(!stdout_has_tables(&out), "refused before computing");
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "nothing written outside"
+    );
+
+    // A real machine folder whose CSV (written beside the JSON) is a link out.
+    std::fs::remove_file(results.join(&slug)).unwrap();
+    std::fs::create_dir(results.join(&slug)).unwrap();
+    let theirs = outside.join("theirs.csv");
+    std::fs::write(&theirs, "theirs").unwrap();
+    std::os::unix::fs::symlink(&theirs, results.join(&slug).join("matmul.csv")).unwrap();
+    let out = run("matmul", &[&args[..], &["--preset", "small"]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("matmul.csv: it is a symbolic link"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "theirs");
+    assert!(!results.join(&slug).join("matmul.json").exists());
+}
+
+#[test]
+fn a_preset_never_overrides_a_flag_the_user_gave_nor_one_it_conflicts_with() {
+    // Issue 52: the small preset's --shape tiny conflicted with the user's
+    // --model, and the run was refused (exit 2) for a pair it never typed.
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.gguf");
+    let spec = common::gguf::Spec::tiny("llama", candle_core::quantized::GgmlDType::Q8_0, &[]);
+    std::fs::write(&model, spec.bytes().0).unwrap();
+    let m = model.to_str().unwrap();
+    let out = run(
+        "generate",
+        &[
+            "--device",
+            "cpu",
+            "--model",
+            m,
+            "--preset",
+            "small",
+            "--prompt",
+            "hi",
+            "--dry-run",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        plan.contains("m.gguf") && !plan.contains("\"tiny\""),
+        "{plan}"
+    );
+    // The user's own two conflicting flags are still refused.
+    refused(
+        "generate",
+        &["--model", m, "--shape", "tiny"],
+        "cannot be used with",
+    );
+}
+
+/// Runs `generate --dry-run` on the tiny GGUF with `template` as its chat
+/// template, in at most 1 GiB of address space and 30 s: exit code, stderr, time.
+fn dry_run_with_template(template: &str) -> (Option<i32>, String, std::time::Duration) {
+    use common::gguf::{Raw, Spec};
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.gguf");
+    let mut spec = Spec::tiny("llama", candle_core::quantized::GgmlDType::Q8_0, &[]);
+    *spec.kv("tokenizer.chat_template") = Raw::str(template);
+    std::fs::write(&model, spec.bytes().0).unwrap();
+    let mut cmd = std::process::Command::new(common::bin("generate"));
+    cmd.args(["--device", "cpu", "--prompt", "hi", "--dry-run", "--model"])
+        .arg(&model)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs in the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 1 << 30,
+                rlim_max: 1 << 30,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let started = std::time::Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed().as_secs() > 30 {
+            child.kill().unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), stderr, started.elapsed())
+}
+
+#[test]
+fn a_chat_template_that_keeps_doubling_a_string_is_refused_in_bounded_memory() {
+    // Issue 52: minijinja counts steps, not bytes: 28 doublings of "abc"
+    // (805 MB) passed --dry-run, 40 took whatever the machine had.
+    let namespace = "{% set ns = namespace(s='abc') %}{% for i in range(28) %}\
+                     {% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}";
+    let top = format!(
+        "{{% set s = 'abc' %}}{}{{{{ s|length }}}}",
+        "{% set s = s + s %}".repeat(40)
+    );
+    for template in [namespace.to_string(), top] {
+        let (code, stderr, took) = dry_run_with_template(&template);
+        assert_eq!(code, Some(1), "{stderr}");
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+        assert_eq!(errors.len(), 1, "{stderr}");
+        assert!(
+            errors[0].contains("m.gguf: its chat template needs more than 64.0 MiB of memory"),
+            "{stderr}"
+        );
+        assert!(took.as_secs() < 30, "{took:?}");
+    }
+    // A template's ordinary use of strings is untouched.
+    let (code, stderr, _) = dry_run_with_template("{{ (messages[0].content * 100000)|length }}");
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
 fn help_explains_every_flag() {
     for name in ["basics", "precision", "matmul", "cpu_vs_gpu"] {
         let out = run(name, &["--help"]);

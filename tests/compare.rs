@@ -609,3 +609,112 @@ fn a_contended_row_against_a_quiet_one_says_so() {
     let out = compare(&[&a, &a]);
     assert!(!stdout(&out).contains("contended"), "{}", stdout(&out));
 }
+
+// ------------------------------------------------ issue 52: inputs that fooled or stalled it
+
+#[test]
+fn a_file_listing_a_row_twice_is_refused_and_cannot_pass_the_gate() {
+    let files = Files::new();
+    let base = matmul("AMD EPYC", &[("fp32", 300.0), ("bf16", 400.0)]);
+    let a = files.write("a.json", &base);
+    // B: every row at the baseline's times, then again at twice them. The gate
+    // took the first copy and passed (SAME 1.000), in the other order it failed.
+    let mut twice = base.clone();
+    let slow = scaled(&base, 2.0);
+    let rows = twice["matmul"]["precisions"].as_array_mut().unwrap();
+    rows.extend(slow["matmul"]["precisions"].as_array().unwrap().clone());
+    let b = files.write("b.json", &twice);
+    for (files, flags) in [
+        ([a.as_path(), &b], &["--fail-if-slower", "10"][..]),
+        ([b.as_path(), &a], &[][..]),
+    ] {
+        let (code, err, out) = refusal(&files, flags);
+        assert_eq!(code, Some(1), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("error: ")
+                && err.contains(
+                    "b.json: two rows are matmul 4096 fp32 cpu: a result file holds each row once"
+                ),
+            "{err}"
+        );
+        assert!(out.is_empty(), "no table: {out}");
+    }
+}
+
+#[test]
+fn a_row_of_300000_samples_is_compared_in_bounded_time_and_says_how() {
+    // Issue 52: 300,000 samples in a row took 15 s (3,000,000: minutes), the
+    // bootstrap resampling every one; now a side past the cap is a seeded
+    // subsample of it, and the method says so.
+    let files = Files::new();
+    let mut base = matmul("AMD EPYC", &[("fp32", 300.0)]);
+    let many: Vec<f64> = (0..300_000)
+        .map(|i| 300.0 * (1.0 + 0.0001 * f64::from(i % 201 - 100)))
+        .collect();
+    set_samples(&mut base["matmul"]["precisions"][0], many);
+    let a = files.write("a.json", &base);
+    let b = files.write("b.json", &scaled(&base, 1.3));
+    let started = std::time::Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_compare"))
+        .args([&a, &b])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed().as_secs() > 60 {
+            child.kill().unwrap();
+            panic!("compare ran past 60 s on one row of 300,000 samples");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(verdicts(&stdout(&out)), ["SLOW"], "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(&format!(
+            "a side of more than {} samples is resampled from a seeded random {0} of them",
+            candle_lab::stats::MAX_BOOTSTRAP_SAMPLES
+        )),
+        "{}",
+        stdout(&out)
+    );
+    eprintln!("300,000 samples a side: {:?}", started.elapsed());
+}
+
+#[test]
+fn a_file_whose_rows_hold_too_many_samples_in_all_is_refused_at_once() {
+    // A committed sweep made 101 points of 1,000 samples: each row within the
+    // per-side cap, the file past the 100,000 compare resamples from one file.
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("results/intel-xeon-processor-2-80ghz-f6m106-v4-2t/sweep.json"),
+    )
+    .unwrap();
+    let mut file: Value = serde_json::from_str(&text).unwrap();
+    let thousand: Vec<f64> = (0..1000).map(|i| 10.0 + f64::from(i % 7) * 0.01).collect();
+    let first = file["sweep"]["points"][0].clone();
+    let points: Vec<Value> = (0..101u64)
+        .map(|i| {
+            let mut p = first.clone();
+            p["size"] = json!(64 + i);
+            set_samples(&mut p, thousand.clone());
+            p
+        })
+        .collect();
+    file["sweep"]["sizes"] = json!((0..101u64).map(|i| 64 + i).collect::<Vec<_>>());
+    file["sweep"]["points"] = json!(points);
+    let files = Files::new();
+    let big = files.write("big.json", &file);
+    let started = std::time::Instant::now();
+    let (code, err, out) = refusal(&[&big, &big], &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("big.json: its 101 rows hold 101000 samples to resample (at most 1000 a row), more than the 100000"),
+        "{err}"
+    );
+    assert!(out.is_empty(), "{out}");
+    assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+}

@@ -520,6 +520,27 @@ fn case4_read_only_file_is_refused() {
 }
 
 #[test]
+fn case4_a_file_of_mode_0444_is_read_only_to_root_too() {
+    // Issue 52: the check was access(W_OK), which root always passes, so root
+    // replaced a 0444 file. Run as whoever runs the tests (root in CI).
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ro.json");
+    fs::write(&file, "keep").unwrap();
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o444)).unwrap();
+    let ran = run_cmd(basics_to(&file));
+    refused_before_computing(&ran, "not writable");
+    if running_as_root() {
+        assert!(
+            ran.stderr.contains("read-only (mode 0444)"),
+            "{}",
+            ran.stderr
+        );
+    }
+    assert_eq!(fs::read_to_string(&file).unwrap(), "keep");
+    assert_eq!(entries(dir.path()), ["ro.json"]);
+}
+
+#[test]
 fn case4_interrupted_run_removes_the_folders_it_created() {
     let dir = tempfile::tempdir().unwrap();
     let logs = tempfile::tempdir().unwrap();

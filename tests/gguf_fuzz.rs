@@ -3,7 +3,7 @@
 //! every metadata key's presence, type and value, every tensor's dimensions,
 //! type, offset and name) and one byte at a time (seeded), plus the cases
 //! found by hand (issue 29: alignment 0, a FIFO, a folder, 2^40 layers, a
-//! template that loops or writes 90 MB, an offset near 2^64, ids past the
+//! template that loops or writes 9 MB or builds 90 MB, an offset near 2^64, ids past the
 //! vocabulary, an empty merges list, a bad epsilon, a string freq_base, an
 //! element count that overflows, the output naming the model), and a
 //! SentencePiece-style vocabulary, whole and broken (its scores of the wrong
@@ -224,9 +224,15 @@ fn named() -> Vec<Case> {
         Refused("runs past 200000 steps"),
     );
     add(
+        "a template of 9 MB",
+        with(&|s| *s.kv("tokenizer.chat_template") = Raw::str("{{ 'ab ' * 3000000 }}")),
+        Refused("more than the model's context could hold"),
+    );
+    // Past the template's working memory (issue 52): refused before it is written.
+    add(
         "a template of 90 MB",
         with(&|s| *s.kv("tokenizer.chat_template") = Raw::str("{{ 'ab ' * 30000000 }}")),
-        Refused("more than the model's context could hold"),
+        Refused("its chat template needs more than 64.0 MiB of memory"),
     );
     add(
         "an offset near 2^64",

@@ -535,6 +535,28 @@ fn matvec_program_on(device: &str) {
 }
 
 #[test]
+fn filters_that_select_no_matvec_row_are_refused_naming_them() {
+    // Issue 52: each wrote `rows: []` and a CSV of a header, and exited 0.
+    for (args, why) in [
+        (
+            &["--ops", "matvec", "--weights", "q8_0", "--matrices", "head", "--models", "llama-3-8b"][..],
+            "--models llama-3-8b, --matrices head and --weights q8_0 select no row (llama-3-8b has no head rows)",
+        ),
+        (
+            &["--weights", "q4_k", "--matrices", "k_v", "--models", "smollm2-135m"][..],
+            "select no row (smollm2-135m k_v's rows of 576 values are not whole blocks of q4_k)",
+        ),
+        (
+            &["--weights", "q6_k,q4_k", "--matrices", "head", "--preset", "small"][..],
+            "--models smollm2-135m, --matrices head and --weights q6_k,q4_k select no row",
+        ),
+    ] {
+        refused("kernels", args, why);
+        refused("kernels", &[args, &["--dry-run"]].concat(), why);
+    }
+}
+
+#[test]
 fn matvec_program_cpu() {
     matvec_program_on("cpu");
 }

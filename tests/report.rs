@@ -392,3 +392,41 @@ fn no_output_is_an_input_even_by_a_hard_link() {
         "refused before any write"
     );
 }
+
+#[test]
+fn what_a_file_names_is_text_in_the_readme_never_markup() {
+    // Issue 52: a device named `<script>` stayed markup in results/README.md.
+    let root = tempfile::tempdir().unwrap();
+    let results = one_machine(root.path());
+    fs::copy(
+        repo().join("tests/fixtures/intel-xeon-2t/block.json"),
+        results.join("m/block.json"),
+    )
+    .unwrap();
+    for file in ["m/matmul.json", "m/block.json"] {
+        let path = results.join(file);
+        let mut json: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        json["device"]["name"] = "<script>alert(1)</script> & <img src=x onerror=alert(1)>".into();
+        json["environment"]["framework_version"] = "0.1 | <b>bold</b>\nnext".into();
+        fs::write(&path, json.to_string()).unwrap();
+    }
+    let out = run_report(&results);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let readme = fs::read_to_string(results.join("README.md")).unwrap();
+    for markup in ["<script", "<img", "<b>", "bold</b>\nnext"] {
+        assert!(!readme.contains(markup), "{markup} in\n{readme}");
+    }
+    for text in [
+        "&lt;script>alert(1)&lt;/script> &amp; &lt;img src=x",
+        "candle 0.1 \\| &lt;b>bold&lt;/b> next",
+    ] {
+        assert!(readme.contains(text), "{text} not in\n{readme}");
+    }
+    for svg in ["m/matmul.svg", "m/block.svg"] {
+        if let Ok(svg) = fs::read_to_string(results.join(svg)) {
+            assert!(!svg.contains("<script") && !svg.contains("<img"), "{svg}");
+        }
+    }
+}

@@ -13,7 +13,7 @@ use candle_lab::export::table::{print_text, Screen};
 use candle_lab::memory::CountingAlloc;
 use candle_lab::outcome::finish_check;
 use candle_lab::quote::shown;
-use candle_lab::read::compare::{self, Comparison, Format, BAND};
+use candle_lab::read::compare::{self, Comparison, Format, BAND, MAX_FILE_BOOTSTRAP_SAMPLES};
 use candle_lab::read::load::MAX_FILE_SIZE;
 use clap::Parser;
 
@@ -28,7 +28,8 @@ static ALLOC: CountingAlloc = CountingAlloc;
     after_help = format!(
         "{}\n\nReads candle-lab result files (schema 2.x: matmul, cpu_vs_gpu, sweep, block and generate; the PyTorch twins' too) and the reference \
          lab's week05-results-gb10.json, each at most {MAX_FILE_SIZE}, with positive, finite times whose \
-         medians match their samples (anything else is refused, naming the file, row and field).\n\
+         medians match their samples, each row once, and at most {MAX_FILE_BOOTSTRAP_SAMPLES} samples \
+         to resample in all (anything else is refused, naming the file, row and field).\n\
          Exit codes: 0 done; 1 an error, or --fail-if-slower failed (the stderr line says which and why); \
          2 a bad flag.",
         compare::method()

@@ -86,13 +86,17 @@ CONFIDENCE = 0.95
 RESAMPLES = 10_000
 SEED = 0x5EED_C0DE
 MIN_SAMPLES = 3
+# A side with more samples is resampled from a seeded random MAX_BOOTSTRAP_SAMPLES of them,
+# drawn without replacement (src/stats.rs: a row's work is bounded whatever a file holds).
+MAX_BOOTSTRAP_SAMPLES = 1_000
 
 
 def bootstrap_ratio(a: list[float], b: list[float]) -> dict | None:
     """The CONFIDENCE percentile-bootstrap interval of median(b) / median(a), as
     src/stats.rs bootstrap_ratio (Efron and Tibshirani, 1993, ch. 13): RESAMPLES times,
-    resample each side with replacement (same size as the side), b's first, and take the
-    ratio of the two medians; the interval is the middle CONFIDENCE share of those ratios,
+    resample each side with replacement (same size as the side, a side of more than
+    MAX_BOOTSTRAP_SAMPLES first subsampled to that many without replacement), b's first, and
+    take the ratio of the two medians; the interval is the middle CONFIDENCE share of those ratios,
     as the schema's RatioInterval {"lo", "hi"}. None when a side has fewer than
     MIN_SAMPLES samples or one that is not a positive finite time: a median of one or two
     samples has no spread a resample could show.
@@ -106,6 +110,13 @@ def bootstrap_ratio(a: list[float], b: list[float]) -> dict | None:
 
     if not usable(a) or not usable(b):
         return None
+
+    def subsample(s: list[float]) -> list[float]:
+        if len(s) <= MAX_BOOTSTRAP_SAMPLES:
+            return s
+        return random.Random(SEED ^ 0x5EED).sample(s, MAX_BOOTSTRAP_SAMPLES)
+
+    a, b = subsample(a), subsample(b)
     rng = random.Random(SEED)
 
     def resampled_median(s: list[float]) -> float:

@@ -1,5 +1,5 @@
 """The GGUF file read with the `gguf` package (llama.cpp's own reader), checked as
-src/bench/generate/gguf/ checks it (a GGUF, a Llama, the sizes its tensors need): the
+src/model/gguf/ checks it (a GGUF, a Llama, the sizes its tensors need): the
 Llama sizes from its metadata, the facts the result's `model` records, the tokens that
 start and end an answer, and every tensor dequantized to float32 numpy arrays, shaped as
 candle and torch hold them ((out, in) for a projection). Q and K come back unpermuted:

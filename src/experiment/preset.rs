@@ -2,7 +2,11 @@
 //! own in one clap command, and `--preset small` (or `gpu-call`) folded in. A preset is words
 //! of a command line ([`Experiment::SMALL`]), put before the user's own so
 //! that each flag the user gives wins; the preset's flags the user gave are
-//! left out, so a flag that takes a list (`--dtypes`) is never given twice.
+//! left out, so a flag that takes a list (`--dtypes`) is never given twice,
+//! and so are those that conflict with a flag the user gave (clap's
+//! `conflicts_with`, declared on either side): `generate --model FILE
+//! --preset small` drops the preset's `--shape tiny` rather than refusing the
+//! pair the user never typed.
 
 use std::ffi::OsString;
 
@@ -50,29 +54,41 @@ pub fn parse<E: Experiment>(argv: Vec<OsString>) -> Result<(Common, E::Flags), c
     ))
 }
 
-/// The words of `preset` whose flag the command line did not give itself. A
-/// flag is `--name` and the words up to the next flag are its values.
+/// The words of `preset` whose flag the command line did not give itself,
+/// nor one it conflicts with. A flag is `--name` and the words up to the next
+/// flag are its values.
 fn preset_words<'a>(
     cmd: &clap::Command,
     given: &clap::ArgMatches,
     preset: &[&'a str],
 ) -> Vec<&'a str> {
+    let users: Vec<&clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| given.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine))
+        .collect();
     let mut kept = Vec::new();
     let mut keep = false;
     for &word in preset {
         if let Some(long) = word.strip_prefix("--") {
-            let id = cmd
-                .get_arguments()
-                .find(|a| a.get_long() == Some(long))
-                .map(|a| a.get_id().clone());
-            keep = id
-                .is_none_or(|id| given.value_source(id.as_str()) != Some(ValueSource::CommandLine));
+            let arg = cmd.get_arguments().find(|a| a.get_long() == Some(long));
+            keep = arg.is_none_or(|arg| !users.iter().any(|u| overridden(cmd, u, arg)));
         }
         if keep {
             kept.push(word);
         }
     }
     kept
+}
+
+/// Whether the user's flag `user` overrides the preset's `preset`: it is the
+/// same flag, or one of the two conflicts with the other.
+fn overridden(cmd: &clap::Command, user: &clap::Arg, preset: &clap::Arg) -> bool {
+    let conflicts = |a: &clap::Arg, b: &clap::Arg| {
+        cmd.get_arg_conflicts_with(a)
+            .iter()
+            .any(|c| c.get_id() == b.get_id())
+    };
+    user.get_id() == preset.get_id() || conflicts(user, preset) || conflicts(preset, user)
 }
 
 #[cfg(test)]
@@ -87,14 +103,21 @@ mod tests {
         dtypes: Vec<String>,
         #[arg(long)]
         iters: Option<u64>,
+        /// Random weights of a shape, or a model file: one or the other.
+        #[arg(long)]
+        shape: Option<String>,
+        #[arg(long, conflicts_with = "shape")]
+        model: Option<String>,
     }
 
     struct Toy;
     impl Experiment for Toy {
         const KIND: crate::schema::Kind = crate::schema::Kind::Matmul;
         const ABOUT: &'static str = "a toy";
-        const SMALL: &'static [&'static str] =
-            &["--size", "128", "--dtypes", "fp32", "--iters", "3"];
+        const SMALL: &'static [&'static str] = &[
+            "--size", "128", "--dtypes", "fp32", "--iters", "3", "--shape", "tiny",
+        ];
+        const RESULTS: &'static [&'static str] = &["--model", "smollm2", "--iters", "5"];
         type Flags = Flags;
         type Config = ();
         fn config(_: &Flags, _: bool) -> anyhow::Result<()> {
@@ -136,5 +159,27 @@ mod tests {
         };
         assert!(parse::<Toy>(argv(&["--size", "x"])).is_err());
         assert!(parse::<Toy>(argv(&["--preset", "large"])).is_err());
+    }
+
+    #[test]
+    fn a_preset_flag_that_conflicts_with_the_users_is_left_out() {
+        // Issue 52: `generate --model FILE --preset small` was refused: the
+        // preset's --shape conflicts with the --model the user gave.
+        let mine = parsed(&["--preset", "small", "--model", "m.gguf"]);
+        assert_eq!((mine.model.as_deref(), mine.shape), (Some("m.gguf"), None));
+        assert_eq!(
+            (mine.size, mine.iters),
+            (128, Some(3)),
+            "the rest still applies"
+        );
+        // The conflict declared on the preset's flag's side, the other way round.
+        let mine = parsed(&["--preset", "results", "--shape", "big"]);
+        assert_eq!((mine.model, mine.shape.as_deref()), (None, Some("big")));
+        assert_eq!(mine.iters, Some(5));
+        // The user's own conflicting flags are still refused.
+        let argv = ["toy", "--model", "m", "--shape", "s"]
+            .map(OsString::from)
+            .to_vec();
+        assert!(parse::<Toy>(argv).is_err());
     }
 }

@@ -1,5 +1,7 @@
 //! Markdown, made one way: GitHub pipe tables whose cells escape `|` and keep
-//! to one line, used for `summary.md` and `results/README.md`.
+//! to one line, used for `summary.md` and `results/README.md`, and [`text`]:
+//! what a result file says (a device's name, a model's) as Markdown shows it,
+//! never as markup (a device named `<script>` is text on the page).
 
 /// One table row: `| a | b |`.
 pub fn row(cells: &[String]) -> String {
@@ -33,10 +35,19 @@ pub fn table(header: &[String], right: &[usize], rows: &[Vec<String>]) -> String
     out
 }
 
-/// A cell's text: `|` escaped and line breaks as spaces, so a value cannot end
-/// its row or the table.
-pub fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+/// A cell's text: [`text`], and `|` escaped, so a value cannot end its row or
+/// the table.
+pub fn cell(s: &str) -> String {
+    text(s).replace('|', "\\|")
+}
+
+/// Text from a result file for a Markdown line (a heading, a paragraph, a
+/// list item): `&` and `<` as HTML's entities, so that no tag or entity in it
+/// is rendered as one, and line breaks as spaces, so that it stays on its line.
+pub fn text(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace(['\n', '\r'], " ")
 }
 
 #[cfg(test)]
@@ -52,5 +63,15 @@ mod tests {
             &[vec!["a".into(), "1".into()]],
         );
         assert_eq!(t, "| x | n |\n| --- | ---: |\n| a | 1 |\n");
+    }
+
+    #[test]
+    fn what_a_file_says_is_shown_as_text_never_as_markup() {
+        assert_eq!(
+            cell("<script>alert(1)</script> & co | x"),
+            "&lt;script>alert(1)&lt;/script> &amp; co \\| x"
+        );
+        assert_eq!(text("a\r\n<b>"), "a  &lt;b>");
+        assert_eq!(text("f32->f16"), "f32->f16", "a lone > is no markup");
     }
 }

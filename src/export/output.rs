@@ -12,7 +12,8 @@
 //!   to one (a folder, a device such as `/dev/null`, a FIFO or a socket is refused,
 //!   and so is a link that leads nowhere); a path ending in `/` names a folder and
 //!   is refused; the file name must fit the file system's limit (NAME_MAX); an
-//!   existing file must be writable by us (a read-only file is not replaced) and,
+//!   existing file must be writable by us (a read-only file is not replaced,
+//!   by root either: its mode is checked as well as `access(2)`) and,
 //!   in a folder with the sticky bit, ours to replace; a file must be creatable in
 //!   the folder (one is created and removed). Missing parent folders are created
 //!   then, and removed again if the run fails or is interrupted.
@@ -329,10 +330,19 @@ fn refuse_special(meta: &Metadata) -> Result<()> {
 }
 
 /// An existing regular file: writable by us, and, in a sticky folder, ours (or
-/// the folder's) to replace, as rename(2) will demand.
+/// the folder's) to replace, as rename(2) will demand. A file whose mode gives
+/// no one write permission (0444) is read-only for root too: `access(W_OK)`,
+/// which root always passes, is not the only check.
 fn check_replaceable(real: &Path, meta: &Metadata) -> Result<()> {
     rustix::fs::access(real, rustix::fs::Access::WRITE_OK)
         .map_err(|e| anyhow!("it is not writable: {}", io::Error::from(e)))?;
+    if meta.mode() & 0o222 == 0 {
+        bail!(
+            "it is not writable: it is read-only (mode {:04o}), and a read-only file is not \
+             replaced, not even by root",
+            meta.mode() & 0o7777
+        );
+    }
     let dir = fs::metadata(parent_dir(real))?;
     let me = rustix::process::geteuid().as_raw();
     let sticky = dir.mode() & 0o1000 != 0;

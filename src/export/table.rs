@@ -6,35 +6,45 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, Table as Comfy};
 
-/// A titled table of text cells, for the terminal.
+use crate::export::markdown::{cell, text};
+
+/// A titled table of text cells, for the terminal, and the same table as
+/// Markdown.
 pub struct Table {
     title: String,
     table: Comfy,
+    /// The same cells as Markdown shows them ([`crate::export::markdown::cell`]:
+    /// what a result file says stays text, and one cell).
+    markdown: Comfy,
 }
 
 impl Table {
     /// Columns after the first are right-aligned: they hold numbers.
     pub fn new(title: impl Into<String>, header: &[&str]) -> Self {
-        let mut table = Comfy::new();
-        table
-            .load_preset(UTF8_FULL_CONDENSED)
-            .set_header(header.to_vec());
-        for i in 1..header.len() {
-            if let Some(col) = table.column_mut(i) {
-                col.set_cell_alignment(CellAlignment::Right);
+        let make = |header: Vec<String>| {
+            let mut table = Comfy::new();
+            table.load_preset(UTF8_FULL_CONDENSED).set_header(header);
+            for i in 1..table.column_count() {
+                if let Some(col) = table.column_mut(i) {
+                    col.set_cell_alignment(CellAlignment::Right);
+                }
             }
-        }
+            table
+        };
         Self {
             title: title.into(),
-            table,
+            table: make(header.iter().map(|h| h.to_string()).collect()),
+            markdown: make(header.iter().map(|h| cell(h)).collect()),
         }
     }
 
     /// Left-aligns the given columns (0-based): those that hold text.
     pub fn align_left(&mut self, columns: &[usize]) -> &mut Self {
         for &i in columns {
-            if let Some(col) = self.table.column_mut(i) {
-                col.set_cell_alignment(CellAlignment::Left);
+            for table in [&mut self.table, &mut self.markdown] {
+                if let Some(col) = table.column_mut(i) {
+                    col.set_cell_alignment(CellAlignment::Left);
+                }
             }
         }
         self
@@ -45,16 +55,19 @@ impl Table {
         I: IntoIterator<Item = S>,
         S: ToString,
     {
-        self.table
-            .add_row(cells.into_iter().map(|c| c.to_string()).collect::<Vec<_>>());
+        let cells: Vec<String> = cells.into_iter().map(|c| c.to_string()).collect();
+        self.markdown
+            .add_row(cells.iter().map(|c| cell(c)).collect::<Vec<_>>());
+        self.table.add_row(cells);
         self
     }
 
-    /// The same table as GitHub Markdown: the title as a heading, then a pipe table.
+    /// The same table as GitHub Markdown: the title as a heading, then a pipe
+    /// table, every cell escaped as [`cell`] escapes it.
     pub fn markdown(&self) -> String {
-        let mut table = self.table.clone();
+        let mut table = self.markdown.clone();
         table.load_preset(comfy_table::presets::ASCII_MARKDOWN);
-        format!("### {}\n\n{table}\n", self.title)
+        format!("### {}\n\n{table}\n", text(&self.title))
     }
 }
 

@@ -7,9 +7,11 @@
 //! [`fits`] is the one policy for "does it fit", checked before allocating;
 //! [`keep_freed_memory`] keeps a large output from faulting in on each call.
 
+mod budget;
 pub mod fits;
 mod held;
 
+pub use budget::within;
 pub use held::keep_freed_memory;
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -151,11 +153,14 @@ impl Line {
 
 // SAFETY: every call is forwarded unchanged to `System`; only counters are
 // added, and a refused allocation ends the process unless a caller asked to be
-// told ([`fallible`]).
+// told ([`fallible`]). On a thread with a byte budget ([`within`]), an
+// allocation past it is not forwarded at all: the thread stops there.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        budget::grow(layout.size());
         let p = System.alloc(layout);
         if p.is_null() {
+            budget::shrink(layout.size());
             return refused(layout.size());
         }
         grew(layout.size());
@@ -163,8 +168,10 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        budget::grow(layout.size());
         let p = System.alloc_zeroed(layout);
         if p.is_null() {
+            budget::shrink(layout.size());
             return refused(layout.size());
         }
         grew(layout.size());
@@ -174,13 +181,18 @@ unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         System.dealloc(ptr, layout);
         shrank(layout.size());
+        budget::shrink(layout.size());
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let more = new_size.saturating_sub(layout.size());
+        budget::grow(more);
         let p = System.realloc(ptr, layout, new_size);
         if p.is_null() {
+            budget::shrink(more);
             return refused(new_size);
         }
+        budget::shrink(layout.size().saturating_sub(new_size));
         // Count the new block before dropping the old one: realloc may copy.
         grew(new_size);
         shrank(layout.size());

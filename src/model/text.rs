@@ -30,6 +30,10 @@ pub use spm::Spm;
 /// second, instead of for minutes.
 const TEMPLATE_FUEL: u64 = 200_000;
 
+/// The template engine's working memory for one chat beyond its output and
+/// its own text ([`render`]): a real template takes kilobytes.
+const TEMPLATE_MEMORY: usize = 64 << 20;
+
 /// The end-of-turn markers llama.cpp takes as the end-of-turn token when the
 /// file names none (tokenizer.ggml.eot_token_id), in its order; the first one
 /// in the vocabulary is taken.
@@ -293,7 +297,13 @@ impl std::io::Write for Capped {
 /// Renders a chat template as transformers does (`utils/chat_template_utils.py`:
 /// a sandboxed Jinja environment with `trim_blocks` and `lstrip_blocks`, the
 /// `loopcontrols` extension, `raise_exception` and `tojson`), under limits:
-/// [`TEMPLATE_FUEL`] steps, and at most `max_bytes` of output.
+/// [`TEMPLATE_FUEL`] steps, at most `max_bytes` of output, and at most
+/// [`TEMPLATE_MEMORY`] of working memory beyond its output and its own text
+/// ([`template_memory`]). minijinja counts steps, not bytes, and bounds only
+/// one repeated string (`'x' * n`, 100 MB): `s ~ s` and `s + s` build any
+/// size, so a template that doubles a string 28 times took 811 MB. The bytes
+/// are held by the counting allocator ([`crate::memory::within`]); without
+/// it (the library's unit tests) only the steps and the output are.
 pub fn render(
     template: &str,
     user: &str,
@@ -301,9 +311,31 @@ pub fn render(
     eos: &str,
     max_bytes: usize,
 ) -> Result<String> {
+    let limit = template_memory(template, user, max_bytes);
+    let owned = [template, user, bos, eos].map(str::to_string);
     contained("rendering the chat template", || {
-        render_limited(template, user, bos, eos, max_bytes)
+        crate::memory::within(limit, move || {
+            let [template, user, bos, eos] = owned;
+            render_limited(&template, &user, &bos, &eos, max_bytes)
+        })
+        .unwrap_or_else(|| {
+            anyhow::bail!(
+                "its chat template needs more than {} of memory for one message (it builds \
+                 strings past that: a string doubled again and again?)",
+                crate::units::size(limit as u64)
+            )
+        })
     })
+}
+
+/// The working memory a template may take for one message: [`TEMPLATE_MEMORY`],
+/// twice the output it may write (a growing buffer), and 16 bytes for each of
+/// its own and the message's (the compiled template, the context).
+fn template_memory(template: &str, user: &str, max_bytes: usize) -> usize {
+    let text = template.len().saturating_add(user.len());
+    TEMPLATE_MEMORY
+        .saturating_add(max_bytes.saturating_mul(2))
+        .saturating_add(text.saturating_mul(16))
 }
 
 fn render_limited(

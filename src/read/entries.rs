@@ -3,14 +3,12 @@
 //! typed result file (the rows that ran, paired as each body says:
 //! [`Body::timed_rows`]), [`reference_lab_entries`] from the reference lab's
 //! JSON (medians only), so that the statistics never see a file layout.
-
-use std::path::Path;
+//! [`unique`] is where rows are keyed: a file holding one key twice is refused
+//! by every reader (the shared loader asks it of every result file).
 
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use super::load::Loaded;
-use crate::quote::shown;
 use crate::schema::{self, Body, DeviceKind, ResultFile};
 
 /// One timed result, whatever file it came from.
@@ -48,6 +46,8 @@ impl Entry {
         )
     }
 
+    /// What pairs it with the other file's row: experiment, size, precision
+    /// and device kind.
     pub(crate) fn key(&self) -> (&str, u64, &str, &str) {
         (
             &self.experiment,
@@ -65,15 +65,22 @@ impl Entry {
     }
 }
 
-/// The entries of one result file: the rows that ran ("status": "ok") of a
-/// candle-lab file, or the reference lab's medians, read and checked by the
-/// shared loader ([`load`](super::load)). Experiments whose rows pair with
-/// nothing (basics, precision, memory, overhead) give none.
-pub fn load(path: &Path) -> Result<Vec<Entry>> {
-    match super::load::load(path)? {
-        Loaded::Result(file) => Ok(entries(&file)),
-        Loaded::ReferenceLab(value) => reference_lab_entries(&value).with_context(|| shown(path)),
+/// Refuses rows of one key: the readers pair, gate and tabulate rows by
+/// their key ([`Entry::key`]), so a second row of a key would go unseen (a
+/// file listing each row twice, at two different times, would pass
+/// `compare --fail-if-slower` on whichever copy came first).
+pub fn unique(entries: &[Entry]) -> Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    for e in entries {
+        if !seen.insert(e.key()) {
+            bail!(
+                "two rows are {}: a result file holds each row once (refused: which one counts \
+                 cannot be told)",
+                e.describe()
+            );
+        }
     }
+    Ok(())
 }
 
 /// The timed rows of a result file that ran, as entries.
@@ -159,6 +166,7 @@ pub fn reference_lab_entries(file: &Value) -> Result<Vec<Entry>> {
             contended: false,
         });
     }
+    unique(&out)?;
     Ok(out)
 }
 
@@ -397,20 +405,31 @@ mod tests {
     }
 
     #[test]
-    fn load_names_the_file_and_the_problem() {
-        let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("missing.json");
-        let err = format!("{:#}", load(&missing).unwrap_err());
-        assert!(
-            err.starts_with("cannot read ") && err.contains("missing.json"),
-            "{err}"
+    fn a_key_given_twice_is_refused_naming_it() {
+        let text = include_str!("../../tests/fixtures/reference-lab-gb10/week05-results-gb10.json");
+        let mut lab: Value = serde_json::from_str(text).unwrap();
+        let rows = lab["matmul"]["precisions"].as_array_mut().unwrap();
+        rows.push(rows[1].clone());
+        let err = format!("{:#}", reference_lab_entries(&lab).unwrap_err());
+        assert_eq!(
+            err,
+            "two rows are matmul 4096 fp16 cuda: a result file holds each row once (refused: \
+             which one counts cannot be told)"
         );
-        let bad = dir.path().join("bad.json");
-        std::fs::write(&bad, r#"{"hardware": {"device": "x"}}"#).unwrap();
-        let err = format!("{:#}", load(&bad).unwrap_err());
-        assert!(
-            err.contains("bad.json: no schema_version, and not the reference lab's"),
-            "{err}"
+        // The same precision on the CPU and the GPU are two keys.
+        let file = schema2(
+            "matmul",
+            matmul_body("cuda", vec![row("fp32", 7.0)], row("fp32", 300.0)),
         );
+        assert!(unique(&entries_of(&file).unwrap()).is_ok());
+        let twice = schema2(
+            "matmul",
+            matmul_body(
+                "cuda",
+                vec![row("fp32", 7.0), row("fp32", 9.0)],
+                Value::Null,
+            ),
+        );
+        assert!(unique(&entries_of(&twice).unwrap()).is_err());
     }
 }

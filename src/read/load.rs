@@ -4,7 +4,8 @@
 //! parsed file takes many times its size in memory, so a huge file would take
 //! the machine's memory, not only time), parse, [`check`](super::check) the
 //! numbers the schema cannot, then read it through the typed schema (which
-//! checks the version) or as the reference lab's file.
+//! checks the version) or as the reference lab's file, and refuse a file that
+//! holds one row twice ([`entries::unique`]).
 
 use std::fs::File;
 use std::io::Read;
@@ -14,6 +15,7 @@ use anyhow::{bail, Context, Result};
 use rustix::fs::{Mode, OFlags};
 use serde_json::Value;
 
+use super::entries::{self, Entry};
 use crate::quote::shown;
 use crate::schema::{self, ResultFile};
 
@@ -39,6 +41,19 @@ pub enum Loaded {
 pub fn load(path: &Path) -> Result<Loaded> {
     let text = read_text(path).with_context(|| format!("cannot read {}", shown(path)))?;
     parse(&text).with_context(|| shown(path))
+}
+
+/// The entries of one result file (what `compare` reads): the rows that ran
+/// ("status": "ok") of a candle-lab file, or the reference lab's medians, read
+/// and checked by [`load`]. Experiments whose rows pair with nothing (basics,
+/// precision, memory, overhead) give none.
+pub fn entries(path: &Path) -> Result<Vec<Entry>> {
+    match load(path)? {
+        Loaded::Result(file) => Ok(entries::entries(&file)),
+        Loaded::ReferenceLab(value) => {
+            entries::reference_lab_entries(&value).with_context(|| shown(path))
+        }
+    }
 }
 
 /// The text of a regular file of at most [`MAX_FILE_BYTES`]; errors do not name
@@ -99,7 +114,9 @@ pub fn parse(text: &str) -> Result<Loaded> {
     }
     // One parsed copy at a time: the typed reader parses the text again.
     drop(value);
-    Ok(Loaded::Result(Box::new(schema::from_json(text)?)))
+    let file = schema::from_json(text)?;
+    entries::unique(&entries::entries(&file))?;
+    Ok(Loaded::Result(Box::new(file)))
 }
 
 #[cfg(test)]
@@ -168,5 +185,23 @@ mod tests {
         assert!(matches!(got, Loaded::Result(f) if f.experiment == "matmul"));
         let got = load(&fixtures.join("reference-lab-gb10/week05-results-gb10.json")).unwrap();
         assert!(matches!(got, Loaded::ReferenceLab(v) if v["hardware"]["device"] == "NVIDIA GB10"));
+    }
+
+    #[test]
+    fn load_names_the_file_and_the_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.json");
+        let err = format!("{:#}", entries(&missing).unwrap_err());
+        assert!(
+            err.starts_with("cannot read ") && err.contains("missing.json"),
+            "{err}"
+        );
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, r#"{"hardware": {"device": "x"}}"#).unwrap();
+        let err = format!("{:#}", entries(&bad).unwrap_err());
+        assert!(
+            err.contains("bad.json: no schema_version, and not the reference lab's"),
+            "{err}"
+        );
     }
 }

@@ -266,7 +266,8 @@ fn bounds_section(out: &mut String, sources: &[Source]) {
         crate::schema::BEATEN_PCT
     ));
     for (path, rows) in beaten {
-        out.push_str(&format!("- {}: {}\n", link(&path, &path), rows.join("; ")));
+        let rows = crate::export::markdown::text(&rows.join("; "));
+        out.push_str(&format!("- {}: {rows}\n", link(&path, &path)));
     }
     out.push('\n');
 }

@@ -104,7 +104,7 @@ impl WeightType {
     }
 
     /// Whether rows of `k` are whole blocks of this type.
-    fn fits(self, k: usize) -> bool {
+    pub fn fits(self, k: usize) -> bool {
         match self {
             Self::Float(_) => true,
             Self::Blocks(t) => k.is_multiple_of(t.block_size()),

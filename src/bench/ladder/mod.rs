@@ -335,15 +335,24 @@ pub fn fitted(kernel: LadderKernel, footprint: u64) -> u64 {
     (elements(kernel, footprint) * 4) as u64 * (r + w)
 }
 
-/// What the whole ladder holds at once: memory's footprint (or the cap,
-/// `max_footprint`), on the device.
+/// What the whole ladder holds at once, on the device: its largest point,
+/// memory's footprint, or `max_footprint` when given (`--ladder-max-mib`: the
+/// ladder then measures at it, larger or smaller than memory's; a size that
+/// cannot fit is refused before anything is computed).
 pub fn need(device: &Device, max_footprint: Option<u64>) -> Result<Need> {
-    let f = memory_footprint(device, max_footprint)?;
+    let (f, what) = match max_footprint {
+        Some(m) => (m, format!("--ladder-max-mib {}", m >> 20)),
+        None => {
+            let f = memory_footprint(device, None)?;
+            let size = crate::units::size(f);
+            (
+                f,
+                format!("the bandwidth ladder (a {size} footprint past the caches)"),
+            )
+        }
+    };
     Ok(Need {
-        what: format!(
-            "the bandwidth ladder (a {} footprint past the caches)",
-            crate::units::size(f)
-        ),
+        what,
         host_bytes: 0,
         device_bytes: f,
     })

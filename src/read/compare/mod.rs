@@ -7,11 +7,42 @@
 //! [`entries`](crate::read::entries)), rows, verdicts and the gate's answer out;
 //! `render` turns them into a table or Markdown.
 
-pub use crate::read::entries::{load, Entry};
-pub use crate::stats::{bootstrap_ratio, Interval, BAND, CONFIDENCE, MIN_SAMPLES, RESAMPLES, SEED};
+pub use crate::read::entries::Entry;
+pub use crate::stats::{
+    bootstrap_ratio, Interval, BAND, CONFIDENCE, MAX_BOOTSTRAP_SAMPLES, MIN_SAMPLES, RESAMPLES,
+    SEED,
+};
 
 mod render;
 pub use render::{method, render_method, Comparison, Format};
+
+/// The samples compare resamples from one file, over all its rows (each row
+/// at most [`MAX_BOOTSTRAP_SAMPLES`] a side): the bootstrap's work is bounded
+/// by the file, whatever it holds, to seconds in a release build (this
+/// suite's largest file, a sweep, gives 33,000). A file past it is refused.
+pub const MAX_FILE_BOOTSTRAP_SAMPLES: usize = 100_000;
+
+/// The entries of the result file at `path`, read and checked by the shared
+/// loader ([`crate::read::load::entries`]), refused in one line when its rows
+/// hold more samples to resample than [`MAX_FILE_BOOTSTRAP_SAMPLES`].
+pub fn load(path: &std::path::Path) -> anyhow::Result<Vec<Entry>> {
+    let entries = crate::read::load::entries(path)?;
+    let resampled: usize = entries
+        .iter()
+        .filter_map(|e| e.samples_ms.as_ref())
+        .map(|s| s.len().min(MAX_BOOTSTRAP_SAMPLES))
+        .sum();
+    if resampled > MAX_FILE_BOOTSTRAP_SAMPLES {
+        anyhow::bail!(
+            "{}: its {} rows hold {resampled} samples to resample (at most {MAX_BOOTSTRAP_SAMPLES} \
+             a row), more than the {MAX_FILE_BOOTSTRAP_SAMPLES} compare resamples from one file \
+             in a bounded time; compare fewer rows at once",
+            crate::quote::shown(path),
+            entries.len()
+        );
+    }
+    Ok(entries)
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {

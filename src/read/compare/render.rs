@@ -1,7 +1,9 @@
 //! How a comparison is shown: a terminal table or GitHub Markdown, the notes
 //! that name both files and their devices, and the method under every table.
 
-use super::{compare, Entry, Row, BAND, CONFIDENCE, MIN_SAMPLES, RESAMPLES, SEED};
+use super::{
+    compare, Entry, Row, BAND, CONFIDENCE, MAX_BOOTSTRAP_SAMPLES, MIN_SAMPLES, RESAMPLES, SEED,
+};
 use crate::export::table::Table;
 
 /// How the verdict is reached, printed under every table and in `--help`.
@@ -12,7 +14,9 @@ pub fn method() -> String {
          Rows pair up by experiment, size, precision and device kind (cpu, cuda); a row on the \
          suite's kernels (\"fp32 (lab kernels)\") pairs with the plain row (\"fp32\") of a file that has none of its own.\n\
          Verdict: a {conf:.0}% percentile-bootstrap confidence interval of B/A ({RESAMPLES} resamples \
-         of each side's wall-time samples, seed {SEED:#x}: a rerun prints the same).\n\
+         of each side's wall-time samples, seed {SEED:#x}: a rerun prints the same; a side of more than \
+         {MAX_BOOTSTRAP_SAMPLES} samples is resampled from a seeded random {MAX_BOOTSTRAP_SAMPLES} of them, \
+         drawn without replacement, so a row's work is bounded).\n\
          SLOW: the whole interval is above {hi:.2} (B takes more than {pct:.0}% longer); \
          FAST: it is below 1/{hi:.2} = {lo:.3} (B takes less time); SAME: it reaches into that band.\n\
          The ±{pct:.0}% band covers the drift between runs (clock boost, heat, other processes) that \

@@ -8,7 +8,7 @@
 use anyhow::Result;
 
 use super::{figure, link, Built, Source};
-use crate::export::markdown::cell;
+use crate::export::markdown::{cell, text};
 use crate::export::views::{self, Own, Section};
 use crate::schema::{Kind, ResultFile};
 
@@ -43,15 +43,18 @@ pub(super) fn section(built: &mut Built, kind: Kind, files: &[&Source]) -> Resul
 /// in Markdown, its chart and the view's other figures.
 fn subsection(built: &mut Built, kind: Kind, s: &Source, file: &ResultFile, own: Own) {
     let f = s.facts();
-    let what = own.heading.map_or(String::new(), |w| format!(": {w}"));
+    // What the file says is text on the page, never markup (`<script>`).
+    let what = own
+        .heading
+        .map_or(String::new(), |w| format!(": {}", text(&w)));
     built.readme.push_str(&format!(
         "### {} on {}{what}\n\nFrom {} ({}, commit {}, {}).\n\n",
-        f.framework,
+        text(&f.framework),
         s.machine,
         link(&s.file, &s.path()),
-        f.device,
-        f.commit,
-        f.date,
+        text(&f.device),
+        text(&f.commit),
+        text(&f.date),
     ));
     let shown = views::show(file);
     for t in &shown.tables {

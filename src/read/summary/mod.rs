@@ -292,9 +292,10 @@ impl Summary {
 
     /// As a Markdown document.
     pub fn markdown(&self) -> String {
-        let mut out = format!("# {}\n\n", self.title);
+        use crate::export::markdown::text;
+        let mut out = format!("# {}\n\n", text(&self.title));
         for n in &self.notes {
-            out.push_str(n);
+            out.push_str(&text(n));
             out.push_str("\n\n");
         }
         for t in &self.tables {

@@ -78,8 +78,11 @@ pub fn load_lab(path: &Path) -> Result<LabFile> {
     let text = load::read_text(path)
         .with_context(|| format!("cannot read the reference lab's file {}", shown(path)))?;
     let value = load::checked_json(&text).with_context(|| shown(path))?;
-    serde_json::from_value(value)
-        .with_context(|| format!("{}: not the reference lab's results layout", shown(path)))
+    let lab = LabFile::deserialize(&value)
+        .with_context(|| format!("{}: not the reference lab's results layout", shown(path)))?;
+    // Its rows keyed as every reader keys them: a precision given twice is refused.
+    crate::read::entries::reference_lab_entries(&value).with_context(|| shown(path))?;
+    Ok(lab)
 }
 
 /// This machine's `NAME.json` in `dir`, through the shared loader: read only
