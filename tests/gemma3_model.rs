@@ -19,7 +19,7 @@ use candle_lab::model::layer::Kernels;
 use candle_lab::model::quantize::{row_types, Quant};
 use candle_lab::model::text::{TemplateUsed, Text};
 use candle_lab::model::weights::{Source, Weights};
-use candle_lab::model::{pick, Activation, Arch, Lm};
+use candle_lab::model::{answer, pick, Activation, Arch, Lm};
 
 mod common;
 
@@ -184,4 +184,43 @@ fn the_suites_paths_give_candles_logits_on_the_file() {
     );
     assert!(max_diff(&l, &x) < 5e-2 * scale, "{}", max_diff(&l, &x));
     assert!(max_diff(&l, &c) > 5e-2 * scale, "GELU is not SiLU");
+}
+
+/// The suite's two paths on the real file against llama.cpp, the file's
+/// home runtime (tests/fixtures/gemma3-greedy.json: its greedy answers, made
+/// by llama-cpp-python): from the same prompt ids, the first tokens of each
+/// greedy answer are llama.cpp's. Both compute Gemma 3 (GELU-gated, its
+/// norms, its windows); where a next token's two best logits are close,
+/// rounding decides it, and answers part there: the lab's path (Q8
+/// activations, as llama.cpp's CPU kernels quantize them, in another order)
+/// follows llama.cpp for 4 tokens of the first prompt and 16 of the second,
+/// the float path (f32 activations) for 15 and 10 (measured). Held here: the
+/// first 4 of 8, for both prompts (a debug build's time for two decoders).
+/// The fixture's third prompt, 969 tokens, longer than Gemma's window of 512,
+/// gives llama.cpp's 16 tokens on both paths in a release build (the
+/// sliding-window layers as llama.cpp masks them; docs/generate.md): too
+/// slow for the debug build here.
+#[test]
+fn the_suites_greedy_answers_start_as_llama_cpps() {
+    let Some(f) = file() else { return };
+    let fixture: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(common::repo_file("tests/fixtures/gemma3-greedy.json")).unwrap(),
+    )
+    .unwrap();
+    let source = Source::File(Box::new(f));
+    let w = Weights::uncached(&source);
+    let types = row_types(&source, Quant::Stored).unwrap();
+    let cpu = Device::Cpu;
+    let mut lab = Decoder::load_quantized(&w, &types, &cpu, 32).unwrap();
+    let mut float = Decoder::load(&w, DType::F32, &cpu, 32, Kernels::Lab).unwrap();
+    for c in &fixture["cases"].as_array().unwrap()[..2] {
+        let prompt = ids(&c["prompt_ids"]);
+        let want = ids(&c["greedy"]);
+        for (name, lm) in [("lab", &mut lab), ("float", &mut float)] {
+            let (got, _) = answer(lm, &prompt, 8, &[]).unwrap();
+            let same = got.iter().zip(&want).take_while(|(a, b)| a == b).count();
+            eprintln!("{name}: {same} of 8 tokens llama.cpp's ({} prompt tokens)", prompt.len());
+            assert!(same >= 4, "{name}: {got:?} against llama.cpp's {want:?}");
+        }
+    }
 }

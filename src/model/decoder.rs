@@ -31,7 +31,7 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::Linear;
 
 use super::config::gguf_name;
-use super::layer::{causal_mask, Input, Kernels, KvCache, Layer, Proj, Rope};
+use super::layer::{window_mask, Input, Kernels, KvCache, Layer, Proj, Rope};
 use super::quantize::row_tensor;
 use super::weights::Weights;
 use super::{Activation, Config, Lm};
@@ -123,7 +123,8 @@ pub struct Decoder {
     norm: Tensor,
     /// The rotary tables of each base the layers use, and each layer's.
     ropes: Vec<(f64, Rope)>,
-    masks: HashMap<(usize, usize), Tensor>,
+    /// Masks by (tokens, position, window), made once.
+    masks: HashMap<(usize, usize, usize), Tensor>,
     kernels: Kernels,
     device: Device,
 }
@@ -294,6 +295,28 @@ impl Decoder {
         })
     }
 
+    /// The mask of `t` tokens after `pos` on a layer of `window` (none for
+    /// one token), made once a shape and kept: causal, or a window's where
+    /// the prompt's queries reach past it.
+    fn mask(
+        &mut self,
+        t: usize,
+        pos: usize,
+        window: Option<usize>,
+        dtype: DType,
+    ) -> Result<Option<Tensor>> {
+        if t == 1 {
+            return Ok(None);
+        }
+        let w = window.filter(|&w| pos + t > w).unwrap_or(usize::MAX);
+        if let Some(m) = self.masks.get(&(t, pos, w)) {
+            return Ok(Some(m.clone()));
+        }
+        let m = window_mask(t, pos, w, dtype, &self.device)?;
+        self.masks.insert((t, pos, w), m.clone());
+        Ok(Some(m))
+    }
+
     /// The embedding's rows of `tokens` (scaled by sqrt(hidden) where the
     /// architecture scales them), (1, tokens, hidden).
     fn embed(&self, tokens: &[u32]) -> Result<Tensor> {
@@ -315,20 +338,9 @@ impl Lm for Decoder {
             c.truncate(pos);
         }
         let mut x = self.embed(tokens)?;
-        let mask = match t {
-            1 => None,
-            _ => {
-                let (dtype, device) = (x.dtype(), self.device.clone());
-                let m = match self.masks.get(&(t, pos)) {
-                    Some(m) => m.clone(),
-                    None => causal_mask(t, pos, dtype, &device)?,
-                };
-                self.masks.insert((t, pos), m.clone());
-                Some(m)
-            }
-        };
         for l in 0..self.layers.len() {
             let rope = self.rope(l, pos, t)?;
+            let mask = self.mask(t, pos, self.layers[l].window(), x.dtype())?;
             let cache = &mut self.caches[l];
             x = self.layers[l].forward(&x, &rope, mask.as_ref(), Some(cache), self.kernels)?;
         }

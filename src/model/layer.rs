@@ -213,6 +213,11 @@ impl Layer {
         &self.cfg
     }
 
+    /// The keys a query sees, on a sliding-window layer.
+    pub fn window(&self) -> Option<usize> {
+        self.window
+    }
+
     /// The projections as the layer runs them, in order, each with the
     /// activation it reads: Q, K, V (or the three stacked), O, gate, up (or
     /// the two stacked), down.
@@ -320,8 +325,9 @@ impl Layer {
 
     /// Attention of `q` over `keys` and `values` (every cached key with the
     /// new ones): causal, and on a sliding-window layer over each query's
-    /// window only (a decode step reads the window's keys as a view; a
-    /// prompt whose queries reach past a window gets the window's mask).
+    /// window only: a decode step reads the window's keys as a view; a
+    /// prompt whose queries reach past a window is given the window's mask
+    /// ([`window_mask`], the caller's: made once for every local layer).
     fn attend(
         &self,
         q: &Tensor,
@@ -337,8 +343,8 @@ impl Layer {
                 k.attention(q, &keys, &values, None, &self.cfg)
             }
             Some(w) if n > w && t > 1 => {
-                let m = window_mask(t, n - t, w, q.dtype(), q.device())?;
-                attention(q, keys, values, Some(&m), &self.cfg, k)
+                let m = mask.context("a prompt past a window without the window's mask")?;
+                attention(q, keys, values, Some(m), &self.cfg, k)
             }
             _ => k.attention(q, keys, values, mask, &self.cfg),
         }
@@ -461,15 +467,10 @@ pub fn window_mask(
 }
 
 /// The causal mask for `t` new tokens after `past` cached ones: t x (past +
-/// t), 0 where a query may look (keys up to its own position), -inf after.
+/// t), 0 where a query may look (keys up to its own position), -inf after:
+/// a window no query reaches past.
 pub fn causal_mask(t: usize, past: usize, dtype: DType, device: &Device) -> Result<Tensor> {
-    let n = past + t;
-    let v: Vec<f32> = (0..t)
-        .flat_map(|i| (0..n).map(move |j| if j > past + i { f32::NEG_INFINITY } else { 0.0 }))
-        .collect();
-    Ok(Tensor::from_vec(v, (t, n), &Device::Cpu)?
-        .to_dtype(dtype)?
-        .to_device(device)?)
+    window_mask(t, past, usize::MAX, dtype, device)
 }
 
 #[cfg(test)]

@@ -226,3 +226,37 @@ fn unpermuting_blocks_moves_rows_as_unpermute_does() {
         );
     }
 }
+
+/// Gemma 3's sliding window past its end (tiny: 8 keys, layer 6 global): a
+/// prompt of 13 tokens in one pass (the window's mask) gives the logits that
+/// feeding it a token at a time gives (each step's keys narrowed to the
+/// window), on candle-nn's kernels and on the suite's; and the window
+/// matters (all layers global give other logits).
+#[test]
+fn a_sliding_window_masks_a_prompt_as_it_narrows_a_step() {
+    let source = source(Arch::Gemma3, true);
+    let prompt: Vec<u32> = (0..13).map(|i| (i * 37 + 5) % 160).collect();
+    for kernels in [Kernels::Fused, Kernels::Lab] {
+        let mut d = decoder(&source, kernels, &Device::Cpu);
+        let whole = d.forward(&prompt, 0).unwrap();
+        let mut step = d.forward(&prompt[..1], 0).unwrap();
+        for (i, t) in prompt.iter().enumerate().skip(1) {
+            step = d.forward(&[*t], i).unwrap();
+        }
+        let s = scale(&whole);
+        let diff = max_diff(&whole, &step);
+        assert!(diff < 1e-4 * s, "{kernels:?}: {diff} of {s}");
+        let Source::Random { shape, seed } = &source else { unreachable!() };
+        let mut global = shape.config.clone();
+        global.local = None;
+        let all = Source::Random {
+            shape: NamedShape {
+                config: global,
+                ..*shape
+            },
+            seed: *seed,
+        };
+        let other = decoder(&all, kernels, &Device::Cpu).forward(&prompt, 0).unwrap();
+        assert!(max_diff(&whole, &other) > 1e-3 * s, "{kernels:?}: the window changes nothing");
+    }
+}
