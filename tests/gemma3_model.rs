@@ -219,7 +219,10 @@ fn the_suites_greedy_answers_start_as_llama_cpps() {
         for (name, lm) in [("lab", &mut lab), ("float", &mut float)] {
             let (got, _) = answer(lm, &prompt, 8, &[]).unwrap();
             let same = got.iter().zip(&want).take_while(|(a, b)| a == b).count();
-            eprintln!("{name}: {same} of 8 tokens llama.cpp's ({} prompt tokens)", prompt.len());
+            eprintln!(
+                "{name}: {same} of 8 tokens llama.cpp's ({} prompt tokens)",
+                prompt.len()
+            );
             assert!(same >= 4, "{name}: {got:?} against llama.cpp's {want:?}");
         }
     }

@@ -246,7 +246,9 @@ fn a_sliding_window_masks_a_prompt_as_it_narrows_a_step() {
         let s = scale(&whole);
         let diff = max_diff(&whole, &step);
         assert!(diff < 1e-4 * s, "{kernels:?}: {diff} of {s}");
-        let Source::Random { shape, seed } = &source else { unreachable!() };
+        let Source::Random { shape, seed } = &source else {
+            unreachable!()
+        };
         let mut global = shape.config.clone();
         global.local = None;
         let all = Source::Random {
@@ -256,7 +258,12 @@ fn a_sliding_window_masks_a_prompt_as_it_narrows_a_step() {
             },
             seed: *seed,
         };
-        let other = decoder(&all, kernels, &Device::Cpu).forward(&prompt, 0).unwrap();
-        assert!(max_diff(&whole, &other) > 1e-3 * s, "{kernels:?}: the window changes nothing");
+        let other = decoder(&all, kernels, &Device::Cpu)
+            .forward(&prompt, 0)
+            .unwrap();
+        assert!(
+            max_diff(&whole, &other) > 1e-3 * s,
+            "{kernels:?}: the window changes nothing"
+        );
     }
 }

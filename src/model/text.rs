@@ -18,7 +18,10 @@ use anyhow::{Context, Result};
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
 use tokenizers::models::bpe::{Merges, Vocab, BPE};
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
-use tokenizers::{AddedToken, Tokenizer};
+use tokenizers::pre_tokenizers::sequence::Sequence;
+use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
+use tokenizers::pre_tokenizers::PreTokenizerWrapper;
+use tokenizers::{AddedToken, SplitDelimiterBehavior, Tokenizer};
 
 use super::gguf::vocab::{self, TokenizerModel, Vocabulary, CONTROL, USER_DEFINED};
 use super::gguf::{Gguf, ModelFile};
@@ -255,7 +258,18 @@ fn bpe(v: &Vocabulary, tokens: &[String]) -> Result<Tokenizer> {
             .build()
             .map_err(|e| anyhow::anyhow!("its vocabulary and merges do not make a BPE ({e})"))?;
         let mut tokenizer = Tokenizer::new(bpe);
-        tokenizer.with_pre_tokenizer(Some(ByteLevel::new(v.add_space_prefix, false, true)));
+        // llama.cpp's regexes for the file's pre-tokenizer, each splitting
+        // the pieces the one before left (matches and the text between
+        // them), then the pieces' bytes as GPT-2's characters.
+        let mut steps: Vec<PreTokenizerWrapper> = Vec::new();
+        for r in splits(v.pre)? {
+            let pattern = SplitPattern::Regex((*r).to_string());
+            let split = Split::new(pattern, SplitDelimiterBehavior::Isolated, false)
+                .map_err(|e| anyhow::anyhow!("the pre-tokenizer's regex does not build ({e})"))?;
+            steps.push(split.into());
+        }
+        steps.push(ByteLevel::new(v.add_space_prefix, false, false).into());
+        tokenizer.with_pre_tokenizer(Some(Sequence::new(steps)));
         tokenizer.with_decoder(Some(ByteLevelDecoder::default()));
         let special: Vec<AddedToken> = tokens
             .iter()
@@ -267,6 +281,34 @@ fn bpe(v: &Vocabulary, tokens: &[String]) -> Result<Tokenizer> {
             .add_special_tokens(special)
             .map_err(|e| anyhow::anyhow!("its special tokens cannot be added ({e})"))?;
         Ok(tokenizer)
+    })
+}
+
+/// GPT-2's pre-tokenizer regex (llama.cpp's `LLAMA_VOCAB_PRE_TYPE_GPT2`).
+const GPT2: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)";
+/// Llama 3's (`LLAMA3`): digits in threes, letters after one other character.
+const LLAMA3: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// Qwen 2's (`QWEN2`, Qwen 2.5's and 3's files too): each digit alone.
+const QWEN2: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// The regexes llama.cpp splits a GPT-2-style BPE's text with, in turn, for
+/// the file's `tokenizer.ggml.pre` (llama.cpp's `llm_tokenizer_bpe`, by the
+/// names its `llama_vocab::load` maps): SmolLM2's "smollm" splits digits
+/// alone first, Llama 3's "llama-bpe" keeps them in threes, Qwen's "qwen2"
+/// alone; GPT-2's where the file names none. A name it does not know is
+/// refused: another split would tokenize the prompt into other ids.
+fn splits(pre: Option<&str>) -> Result<&'static [&'static str]> {
+    Ok(match pre.unwrap_or("gpt2") {
+        "gpt2" | "mpt" | "olmo" | "jais" => &[GPT2],
+        "smollm" | "starcoder" | "refact" | "command-r" | "codeshell" | "exaone" => {
+            &[r"\p{N}", GPT2]
+        }
+        "llama3" | "llama-v3" | "llama-bpe" | "dbrx" | "smaug-bpe" => &[LLAMA3],
+        "qwen2" | "stablelm2" => &[QWEN2],
+        other => anyhow::bail!(
+            "tokenizer.ggml.pre is '{other}', a pre-tokenizer the suite does not know (it \
+             splits as gpt2, smollm, llama-bpe and qwen2 do, after llama.cpp)"
+        ),
     })
 }
 
@@ -644,5 +686,37 @@ mod tests {
             e,
             "tokenizer.ggml.add_bos_token is true, but it has no tokenizer.ggml.bos_token_id"
         );
+    }
+
+    /// The pre-tokenizers llama.cpp picks by `tokenizer.ggml.pre` split
+    /// digits as theirs do: SmolLM2's one at a time, Llama 3's in threes,
+    /// Qwen's one at a time with a letter run taking one character before
+    /// it; a name the suite does not know is refused.
+    #[test]
+    fn each_pre_tokenizer_splits_as_llama_cpps() {
+        use tokenizers::{OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer};
+        let pieces = |pre: &str, text: &str| -> Vec<String> {
+            let mut steps: Vec<PreTokenizerWrapper> = Vec::new();
+            for r in splits(Some(pre)).unwrap() {
+                let p = SplitPattern::Regex((*r).to_string());
+                steps.push(
+                    Split::new(p, SplitDelimiterBehavior::Isolated, false)
+                        .unwrap()
+                        .into(),
+                );
+            }
+            let mut s = PreTokenizedString::from(text);
+            Sequence::new(steps).pre_tokenize(&mut s).unwrap();
+            s.get_splits(OffsetReferential::Original, OffsetType::Byte)
+                .into_iter()
+                .map(|(p, _, _)| p.to_string())
+                .collect()
+        };
+        assert_eq!(pieces("gpt2", "in 2024 I'm"), ["in", " 2024", " I", "'m"]);
+        assert_eq!(pieces("smollm", "in 2024"), ["in", " ", "2", "0", "2", "4"]);
+        assert_eq!(pieces("llama-bpe", "in 20245"), ["in", " ", "202", "45"]);
+        assert_eq!(pieces("qwen2", "x:abc 12"), ["x", ":abc", " ", "1", "2"]);
+        let e = splits(Some("tekken")).unwrap_err().to_string();
+        assert!(e.starts_with("tokenizer.ggml.pre is 'tekken'"), "{e}");
     }
 }

@@ -337,7 +337,14 @@ pub fn needs(source: &Source, cfg: &Config) -> Vec<Need> {
     };
     let references = held * (d.params() * 4 + embed_f32 + cache);
     vec![Need {
-        what: format!("the model's largest row ({} parameters)", d.params()),
+        what: match source {
+            Source::File(f) => format!(
+                "{}'s largest row ({} parameters)",
+                f.path.file_name().unwrap_or_default().to_string_lossy(),
+                d.params()
+            ),
+            Source::Random { .. } => format!("the model's largest row ({} parameters)", d.params()),
+        },
         host_bytes: made_once + weights * 2 + references,
         device_bytes: weights + cache + scores + references,
     }]

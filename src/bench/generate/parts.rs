@@ -77,6 +77,8 @@ pub struct Shapes {
     cos: Tensor,
     sin: Tensor,
     norm: Tensor,
+    head_norm: Tensor,
+    bias: Tensor,
     logits: Tensor,
     embedding: Tensor,
 }
@@ -118,6 +120,8 @@ impl Shapes {
             cos: rand(&[1, half])?,
             sin: rand(&[1, half])?,
             norm: rand(&[h])?,
+            head_norm: rand(&[hd])?,
+            bias: rand(&[q])?,
             logits: rand(&[1, d.vocab])?,
             embedding: rand(&[d.vocab.min(4096), h])?,
         })
@@ -196,11 +200,22 @@ pub fn token_parts(
         attention(s, groups, scale, kern)
     })?;
     push(TokenOpClass::Attention, 4 * layers, layers, t);
+    // A layer's norms: before attention and the MLP (and after them, Gemma
+    // 3), and each head of Q and K (Qwen 3, Gemma 3).
+    let f = d.arch.features();
+    let wide = if f.sandwich_norms { 4 } else { 2 };
+    let heads = if f.qk_norm { 2 } else { 0 };
     let t = time(TokenOpClass::Norms, &mut || {
-        drop(kern.rms_norm(&s.x, &s.norm, eps)?);
+        for _ in 1..wide {
+            drop(kern.rms_norm(&s.x, &s.norm, eps)?);
+        }
+        if f.qk_norm {
+            drop(kern.rms_norm(&s.q, &s.head_norm, eps)?);
+            drop(kern.rms_norm(&s.k, &s.head_norm, eps)?);
+        }
         kern.rms_norm(&s.x, &s.norm, eps)
     })?;
-    push(TokenOpClass::Norms, 2 * layers + 1, layers, t);
+    push(TokenOpClass::Norms, (wide + heads) * layers + 1, layers, t);
     let rope = |x: &Tensor| -> Result<Tensor> {
         Ok(if interleaved {
             candle_nn::rotary_emb::rope_i(x, &s.cos, &s.sin)?
@@ -214,12 +229,24 @@ pub fn token_parts(
     })?;
     push(TokenOpClass::Rotary, 2 * layers, layers, t);
     let t = time(TokenOpClass::Elementwise, &mut || elementwise(d, s, kern))?;
-    push(TokenOpClass::Elementwise, 10 * layers + 1, layers, t);
+    let biases = if f.qkv_bias { 3 } else { 0 };
+    push(
+        TokenOpClass::Elementwise,
+        (10 + biases) * layers + 1,
+        layers,
+        t,
+    );
     // A row of the embedding (any: the lookup's cost is the row's bytes).
     let row = (s.embedding.dim(0)? - 1).min(7) as u32;
     let ids = Tensor::new(&[row], device)?;
+    // The embedding's row (scaled by sqrt(hidden) where the architecture
+    // scales it: Gemma 3).
     let t = time(TokenOpClass::Elementwise, &mut || {
-        Ok(s.embedding.index_select(&ids, 0)?)
+        let row = s.embedding.index_select(&ids, 0)?;
+        Ok(match f.embed_scale {
+            true => (row * (d.hidden as f64).sqrt())?,
+            false => row,
+        })
     })?;
     if let Some(e) = parts
         .iter_mut()
@@ -252,13 +279,20 @@ fn attention(s: &Shapes, groups: usize, scale: f64, kern: Kernels) -> Result<Ten
 }
 
 /// One layer's element-wise work at one token: two residual adds, SiLU and
-/// the gate's product, Q/K/V laid out by head and the output back, the
+/// the gate's product (candle-transformers' models all gate with SiLU,
+/// Gemma 3's too: its issue 3745), Q, K and V's biases where the
+/// architecture has them, Q/K/V laid out by head and the output back, the
 /// cache's two appends.
 fn elementwise(d: &Config, s: &Shapes, kern: Kernels) -> Result<Tensor> {
     let (q, hd, kvw) = (d.q_width(), d.head_dim, d.kv_width());
     drop(kern.add(&s.x, &s.x)?);
     drop(kern.add(&s.x, &s.x)?);
-    drop(kern.gated(&s.m, &s.m, d.arch.features().activation)?);
+    drop(kern.swiglu(&s.m, &s.m)?);
+    if d.arch.features().qkv_bias {
+        for _ in 0..3 {
+            drop(s.o.broadcast_add(&s.bias)?);
+        }
+    }
     let qh =
         s.o.reshape((1, 1, d.heads, hd))?
             .transpose(1, 2)?

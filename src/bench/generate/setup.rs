@@ -151,11 +151,23 @@ fn sources(req: &Request) -> Result<Vec<Source>> {
         false => &req.models[..],
     };
     let mut out = Vec::new();
-    for (i, arg) in names.iter().enumerate() {
-        if names[..i].contains(arg) {
-            bail!("--model {arg}: named twice");
+    let mut seen: Vec<(PathBuf, std::ffi::OsString)> = Vec::new();
+    for arg in names {
+        let path = model_file(arg)?;
+        // A result tells its models apart by file name: one file, or two of
+        // one name, twice would be a result every reader refuses.
+        let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        let name = path.file_name().unwrap_or_default().to_os_string();
+        if let Some((p, _)) = seen.iter().find(|(p, n)| *p == real || *n == name) {
+            bail!(
+                "--model {arg}: {} is named already (as {}): each model once, and no two files \
+                 of one name (a result tells its models apart by file name)",
+                crate::quote::shown(&path),
+                crate::quote::shown(p)
+            );
         }
-        out.push(Source::File(Box::new(ModelFile::open(&model_file(arg)?)?)));
+        seen.push((real, name));
+        out.push(Source::File(Box::new(ModelFile::open(&path)?)));
     }
     Ok(out)
 }
@@ -166,6 +178,14 @@ pub fn prepare(req: &Request, on_cuda: bool) -> Result<Vec<Prepared>> {
         .into_iter()
         .map(|source| prepare_one(req, source, on_cuda))
         .collect()
+}
+
+/// `e` naming the model it is about (its file), where it has one.
+fn named(source: &Source, e: anyhow::Error) -> anyhow::Error {
+    match source {
+        Source::File(f) => anyhow::anyhow!("{}: {e:#}", crate::quote::shown(&f.path)),
+        Source::Random { .. } => e,
+    }
 }
 
 /// Refuses a quantized row on the suite's kernels whose tensors it holds in
@@ -237,7 +257,7 @@ fn prepare_one(req: &Request, source: Source, on_cuda: bool) -> Result<Prepared>
         }
     };
     let config = Config {
-        rows: rows(&req.dtypes, &source, on_cuda)?,
+        rows: rows(&req.dtypes, &source, on_cuda).map_err(|e| named(&source, e))?,
         kernels: req.kernels,
         plan: req.plan,
         pp_tokens: req.pp_tokens,
@@ -250,12 +270,9 @@ fn prepare_one(req: &Request, source: Source, on_cuda: bool) -> Result<Prepared>
         ladder_max: req.ladder_max,
     };
     // The prompt comes out of the file's template: a refusal names the file.
-    config.check(&d).map_err(|e| match &source {
-        Source::File(f) => anyhow::anyhow!("{}: {e:#}", crate::quote::shown(&f.path)),
-        Source::Random { .. } => e,
-    })?;
+    config.check(&d).map_err(|e| named(&source, e))?;
     if !on_cuda {
-        lab_reads(&source, &config)?;
+        lab_reads(&source, &config).map_err(|e| named(&source, e))?;
     }
     Ok(Prepared {
         source,

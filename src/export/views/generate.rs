@@ -94,13 +94,16 @@ pub fn show(file: &ResultFile, r: &GenerateResults) -> Shown {
         tables: Vec::new(),
         notes: Vec::new(),
     };
-    for (i, m) in models.iter().enumerate() {
+    for m in &models {
         let one = show_one(file, m);
         all.tables.extend(one.tables);
-        all.notes.extend(one.notes.into_iter().map(|n| match i {
-            0 => n,
-            _ => format!("{}: {n}", short(&m.model)),
-        }));
+        // Several models: each model's notes named by it.
+        let several = models.len() > 1;
+        all.notes
+            .extend(one.notes.into_iter().map(|n| match several {
+                false => n,
+                true => format!("{}: {n}", short(&m.model)),
+            }));
     }
     all
 }
@@ -401,11 +404,8 @@ fn records_one(machine: &str, r: &GenerateResults) -> Records {
             .iter()
             .map(|c| format!("part_{}_ms", c.name().replace('-', ""))),
     );
-    let model = r
-        .model
-        .shape
-        .clone()
-        .unwrap_or_else(|| r.model.name.clone());
+    // The file (or random weights' shape): two files of one model apart.
+    let model = r.model.key().to_string();
     let rows = r
         .rows
         .iter()

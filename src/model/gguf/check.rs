@@ -157,8 +157,12 @@ pub fn config(g: &Gguf) -> Result<Config> {
     .unwrap_or(1e-5);
     let window = match uint(g, &key("attention.sliding_window"))? {
         Some(0) => bail!("{p}.attention.sliding_window is 0"),
+        None if arch == Arch::Gemma3 => {
+            bail!("it has no {p}.attention.sliding_window, which Gemma 3's local layers need")
+        }
         w => w,
     };
+    not_run(g, arch, layers)?;
     Ok(Config {
         arch,
         layers,
@@ -174,6 +178,30 @@ pub fn config(g: &Gguf) -> Result<Config> {
         tied: g.tensor("output.weight").is_none(),
         local: arch.local(window, theta("rope.local_freq_base")?),
     })
+}
+
+/// Refuses what a file may say that neither model here computes, so that it
+/// is not run as another function: rotary scaling (`rope.scaling.type` and
+/// `.factor`: Gemma 3 4B-27B's linear factor 8 on their global layers) and
+/// Llama 3.1's rotary frequency factors (`rope_freqs.weight`), and Gemma 3
+/// 27B, whose attention scale (`query_pre_attn_scalar`, 168) is in no key of
+/// the file (llama.cpp knows it by its 62 layers).
+fn not_run(g: &Gguf, arch: Arch, layers: usize) -> Result<()> {
+    let p = arch.name();
+    if let Some(t) = string(g, &format!("{p}.rope.scaling.type"))?.filter(|t| *t != "none") {
+        bail!("{p}.rope.scaling.type is '{t}': rotary scaling is not applied here (neither the suite's decoder nor candle-transformers' model does)");
+    }
+    let factor = float(g, &format!("{p}.rope.scaling.factor"), |_| true, "a float")?;
+    if let Some(f) = factor.filter(|f| *f != 1.0 && *f != 0.0) {
+        bail!("{p}.rope.scaling.factor is {f}: rotary scaling is not applied here (neither the suite's decoder nor candle-transformers' model does)");
+    }
+    if g.tensor("rope_freqs.weight").is_some() {
+        bail!("it holds rope_freqs.weight, rotary frequency factors (Llama 3.1 and later), which neither the suite's decoder nor candle-transformers' model applies");
+    }
+    if arch == Arch::Gemma3 && layers == 62 {
+        bail!("it is Gemma 3 27B (62 layers), whose attention scale (query_pre_attn_scalar 168) no key of the file gives; the suite scales by the heads' width");
+    }
+    Ok(())
 }
 
 /// (query heads, key/value heads, a head's width) of an `arch` model
@@ -197,8 +225,12 @@ fn heads(g: &Gguf, arch: Arch, hidden: usize) -> Result<(usize, usize, usize)> {
     }
     let key_length = uint(g, &key("attention.key_length"))?;
     let head_dim = match (arch.features().key_length, key_length) {
-        (true, Some(0)) => bail!("{p}.attention.key_length is 0"),
+        (_, Some(0)) => bail!("{p}.attention.key_length is 0"),
         (true, Some(n)) => n,
+        (false, Some(n)) if !hidden.is_multiple_of(heads) || n != hidden / heads => bail!(
+            "{p}.attention.key_length is {n}, not its width {hidden} over its {heads} heads: \
+             candle-transformers' {p} model takes heads of hidden / heads"
+        ),
         _ if hidden.is_multiple_of(heads) => hidden / heads,
         _ => bail!("its {heads} heads ({p}.attention.head_count) do not divide its width {hidden}"),
     };
@@ -234,19 +266,34 @@ pub fn tensors(g: &Gguf, d: &Config) -> Result<()> {
             );
         }
     }
-    for (name, shape) in d.tensors() {
-        let t = g.tensor(&name).with_context(|| {
+    let want = d.tensors();
+    for (name, shape) in &want {
+        let t = g.tensor(name).with_context(|| {
             format!(
                 "it has no tensor {name}, which a {} model needs",
                 d.arch.name()
             )
         })?;
-        if t.dims != shape {
+        if t.dims != *shape {
             bail!(
                 "tensor {name} is {:?}, its metadata's sizes make it {shape:?}",
                 t.dims
             );
         }
+    }
+    // A tensor the model does not use is a part of it neither model here
+    // computes (a feature of another variant): refused, not run without it.
+    if let Some(t) = g
+        .tensors
+        .iter()
+        .find(|t| !want.iter().any(|(n, _)| *n == t.name))
+    {
+        bail!(
+            "it holds tensor {}, which a {} model here does not use: a part of the model \
+             neither the suite's decoder nor candle-transformers' computes",
+            t.name,
+            d.arch.name()
+        );
     }
     Ok(())
 }

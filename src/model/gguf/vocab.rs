@@ -45,6 +45,8 @@ pub struct Vocabulary<'a> {
     pub add_bos: bool,
     pub add_eos: bool,
     pub template: Option<&'a str>,
+    /// `tokenizer.ggml.pre`: the BPE's pre-tokenizer, by llama.cpp's name.
+    pub pre: Option<&'a str>,
 }
 
 /// The bool at `key`, or `default` when the file has none.
@@ -107,6 +109,7 @@ pub fn vocabulary(g: &Gguf, rows: usize) -> Result<Vocabulary<'_>> {
         add_bos,
         add_eos,
         template: string(g, "tokenizer.chat_template")?,
+        pre: string(g, "tokenizer.ggml.pre")?,
         tokens,
         types,
         merges,
