@@ -8,7 +8,7 @@
 use anyhow::Result;
 
 use super::{figure, link, Built, Source};
-use crate::export::markdown::{cell, text};
+use crate::export::markdown::text;
 use crate::export::views::{self, Own, Section};
 use crate::schema::{Kind, ResultFile};
 
@@ -62,7 +62,7 @@ fn subsection(built: &mut Built, kind: Kind, s: &Source, file: &ResultFile, own:
         built.readme.push('\n');
     }
     for n in &shown.notes {
-        built.readme.push_str(&format!("- {}\n", cell(n)));
+        built.readme.push_str(&format!("- {}\n", text(n)));
     }
     built.readme.push('\n');
     let charts = views::chart(file).map(|svg| ("", svg));
