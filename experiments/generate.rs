@@ -67,8 +67,9 @@ struct Flags {
     model: Vec<String>,
 
     /// Random weights (seeded, never zeros) at a named model's shape instead of
-    /// a file: llama-3.2-1b, llama-3-8b (tiny: a smoke test's). Speed and memory
-    /// only: no text.
+    /// a file: llama-3.2-1b, llama-3-8b (tiny, tiny-qwen2, tiny-qwen3,
+    /// tiny-gemma3: smoke tests' of each architecture). Speed and memory only:
+    /// no text.
     #[arg(long, value_name = "NAME",
           value_parser = clap::builder::PossibleValuesParser::new(weights::SHAPE_NAMES))]
     shape: Option<String>,
@@ -83,7 +84,7 @@ struct Flags {
 
     /// Whose kernels the rows run with: candle (Candle's matmul, candle-nn's
     /// RMSNorm and softmax, Candle's SwiGLU and adds; the quantized rows are
-    /// candle-transformers' `quantized_llama`), lab (the suite's own, `just
+    /// candle-transformers' quantized model of the architecture), lab (the suite's own, `just
     /// kernels`: its matrix-vector and quantized linear ops on the GGUF
     /// blocks as stored; on a GPU rope is candle-nn's and attention the
     /// composed form), or both (each row, then again with the suite's, side
@@ -119,7 +120,8 @@ struct Flags {
 
 impl Experiment for Generate {
     const KIND: Kind = Kind::Generate;
-    const ABOUT: &'static str = "A whole Llama model per precision: its answer, pp and tg \
+    const ABOUT: &'static str =
+        "A whole model (Llama, Qwen 2/3, Gemma 3) per precision: its answer, pp and tg \
         tokens/s against the bandwidth bound, the speedups over fp32, where a token's time goes.";
     /// Random weights at a smoke test's shape: no model file needed.
     const SMALL: &'static [&'static str] = &[

@@ -154,7 +154,7 @@ pub struct BlockPhase {
     /// 1 (decode: the cache and the new token).
     pub context: usize,
     /// FLOPs of one call, the matmuls' (2 per multiply-add; the element-wise
-    /// work is not counted): `formulas::block_flops`.
+    /// work is not counted): `model::cost::block_flops`.
     pub flops: f64,
     pub rows: Vec<BlockRow>,
 }
@@ -188,7 +188,7 @@ pub struct BlockMeasured {
     /// The least one call moves: every weight once, the input and output, the
     /// keys and values written (prefill), or the cache read and the new
     /// token's written into it (decode: a preallocated cache, nothing cached
-    /// is copied): `formulas::block_bytes`.
+    /// is copied): `model::cost::block_bytes`.
     pub bytes_min: u64,
     /// Tokens per second through this one layer (one block call): the
     /// phase's tokens over the end-to-end median of the body's clock. Not a

@@ -97,7 +97,8 @@ pub struct GenerateRow {
     pub path: ModelPath,
     /// candle (candle-nn's RMSNorm and softmax, Candle's SwiGLU and adds) or
     /// lab (the suite's own, `candle_lab::kernels`; its rotary embedding too, on the CPU).
-    /// A quantized row is candle-transformers' model: candle's always.
+    /// A quantized row with candle's is candle-transformers' quantized model;
+    /// with the lab's, the suite's decoder on the suite's quantized kernels.
     #[serde(default)]
     pub kernels: KernelChoice,
     pub status: RowStatus,
@@ -109,11 +110,12 @@ pub struct GenerateRow {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ModelPath {
-    /// GGUF blocks as stored: candle-transformers' `quantized_llama`
-    /// (QMatMul) with Candle's kernels; with the suite's, `bench::block`'s
-    /// layers stacked on the suite's quantized kernels (`kernels::QLinear`).
+    /// GGUF blocks as stored: candle-transformers' quantized model of the
+    /// architecture (QMatMul) with Candle's kernels; with the suite's, the
+    /// model layer's decoder on the suite's quantized kernels
+    /// (`kernels::QLinear`).
     Quantized,
-    /// `bench::block`'s decoder block, stacked, on dequantized weights.
+    /// The model layer's decoder (`model::decoder`) on dequantized weights.
     Float,
 }
 

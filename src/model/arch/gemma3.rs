@@ -9,9 +9,10 @@
 //! stores the norms' scales as 1 + w, so they multiply as stored.
 //!
 //! Candle's model, candle-transformers' `quantized_gemma3` (0.11.1), gates
-//! its MLP with SiLU (its issue 3745; PR 3747 open) and applies no window
-//! at one token: its rows compute another function than the file's, and
-//! say so ([`CANDLE_CAVEAT`]).
+//! its MLP with SiLU (its issue 3745; PR 3747 open), applies no window at one
+//! token, and in a prompt lets a query see one key more than its window
+//! (`j + w < i` masked, where llama.cpp masks `i - j >= w`): its rows compute
+//! another function than the file's, and say so ([`CANDLE_CAVEAT`]).
 
 use anyhow::Result;
 use candle_core::quantized::gguf_file::Content;
@@ -49,8 +50,8 @@ pub const TURNS: (&str, &str) = (
 );
 
 pub const CANDLE_CAVEAT: &str = "candle-transformers 0.11.1's quantized_gemma3 gates the MLP \
-    with SiLU where Gemma 3 uses GELU (candle issue 3745) and applies no sliding window at one \
-    token: its answer is not the model's";
+    with SiLU where Gemma 3 uses GELU (candle issue 3745), applies no sliding window at one \
+    token and one key more than the window in a prompt: its answer is not the model's";
 
 pub(super) fn local(window: Option<usize>, theta: Option<f64>) -> Option<Local> {
     window.map(|window| Local {
