@@ -109,6 +109,84 @@ fn spm() -> Spec {
     s
 }
 
+/// Files of the other architectures, as written and broken one way each:
+/// their own keys and tensors, and what the suite refuses rather than run as
+/// another function (rotary scaling, frequency factors, a tensor no model
+/// here uses, a Gemma 3 without its window).
+fn arch_cases() -> Vec<Case> {
+    use Expect::*;
+    let with = |arch: &str, f: &dyn Fn(&mut Spec)| {
+        let mut s = Spec::tiny(arch, GgmlDType::Q8_0, &[]);
+        f(&mut s);
+        s
+    };
+    let drop_tensor = |name: &'static str| {
+        move |s: &mut Spec| {
+            s.tensors.retain(|t| t.name != name.as_bytes());
+            s.lay_out();
+        }
+    };
+    let add_tensor = |name: &'static str| {
+        move |s: &mut Spec| {
+            let mut t = s.tensors[1].clone();
+            t.name = name.as_bytes().to_vec();
+            s.tensors.push(t);
+            s.lay_out();
+        }
+    };
+    vec![
+        case("a qwen2 file", &with("qwen2", &|_| {}), Runs),
+        case("a qwen3 file", &with("qwen3", &|_| {}), Runs),
+        case("a gemma3 file", &with("gemma3", &|_| {}), Runs),
+        case(
+            "qwen2 without a bias",
+            &with("qwen2", &drop_tensor("blk.1.attn_k.bias")),
+            Refused("it has no tensor blk.1.attn_k.bias, which a qwen2 model needs"),
+        ),
+        case(
+            "gemma3 without a head norm",
+            &with("gemma3", &drop_tensor("blk.0.attn_q_norm.weight")),
+            Refused("it has no tensor blk.0.attn_q_norm.weight, which a gemma3 model needs"),
+        ),
+        case(
+            "gemma3 without its window",
+            &with("gemma3", &|s| s.remove("gemma3.attention.sliding_window")),
+            Refused("it has no gemma3.attention.sliding_window"),
+        ),
+        case(
+            "qwen3 key_length 0",
+            &with("qwen3", &|s| {
+                s.set("qwen3.attention.key_length", Raw::U32(0))
+            }),
+            Refused("qwen3.attention.key_length is 0"),
+        ),
+        case(
+            "a llama key_length candle's model would not take",
+            &with("llama", &|s| {
+                s.set("llama.attention.key_length", Raw::U32(32))
+            }),
+            Refused("llama.attention.key_length is 32, not its width 64 over its 4 heads"),
+        ),
+        case(
+            "rotary scaling",
+            &with("gemma3", &|s| {
+                s.set("gemma3.rope.scaling.type", Raw::str("linear"))
+            }),
+            Refused("gemma3.rope.scaling.type is 'linear': rotary scaling is not applied here"),
+        ),
+        case(
+            "rotary frequency factors",
+            &with("llama", &add_tensor("rope_freqs.weight")),
+            Refused("it holds rope_freqs.weight"),
+        ),
+        case(
+            "a tensor no model here uses",
+            &with("qwen3", &add_tensor("blk.0.attn_sinks")),
+            Refused("it holds tensor blk.0.attn_sinks, which a qwen3 model here does not use"),
+        ),
+    ]
+}
+
 /// An SPM vocabulary broken one way, and the line that refuses it.
 fn spm_cases() -> Vec<Case> {
     use Expect::*;
@@ -633,6 +711,7 @@ fn no_file_makes_generate_panic_hang_or_lose_a_file() {
         .unwrap_or(0x9e37_79b9_7f4a_7c15);
     let mut cases = named();
     cases.extend(spm_cases());
+    cases.extend(arch_cases());
     let n_named = cases.len();
     cases.extend(fields());
     // CANDLE_LAB_FUZZ_BYTES: more byte cases for a longer hunt (120 in `just test`).

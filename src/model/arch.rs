@@ -98,9 +98,10 @@ impl Arch {
         n.join(", ")
     }
 
-    /// Sliding-window layers as the metadata's window gives them (Gemma 3:
-    /// the window, its pattern and rotary base, llama.cpp's and
-    /// candle-transformers' defaults where the file says nothing).
+    /// Sliding-window layers as the metadata's window gives them (Gemma 3's
+    /// window, which the check requires, every sixth layer global and the
+    /// local rotary base: the file's `rope.local_freq_base`, else
+    /// transformers' and candle-transformers' 10 000).
     pub fn local(self, window: Option<usize>, local_theta: Option<f64>) -> Option<super::Local> {
         match self {
             Arch::Gemma3 => gemma3::local(window, local_theta),

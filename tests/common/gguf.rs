@@ -241,18 +241,25 @@ impl Spec {
                 tensors.push(t(format!("blk.{l}.{name}"), &[n], GgmlDType::F32));
             }
         }
-        let mut offset = 0u64;
-        for t in &mut tensors {
-            t.offset = offset;
-            offset += t.data.len().next_multiple_of(ALIGN) as u64;
-        }
-        Spec {
+        let mut spec = Spec {
             magic: *b"GGUF",
             version: 3,
             n_tensors: None,
             n_kv: None,
             kvs,
             tensors,
+        };
+        spec.lay_out();
+        spec
+    }
+
+    /// Each tensor's offset where [`Spec::bytes`] lays its data: one after
+    /// another, each aligned (after tensors were added or removed).
+    pub fn lay_out(&mut self) {
+        let mut offset = 0u64;
+        for t in &mut self.tensors {
+            t.offset = offset;
+            offset += t.data.len().next_multiple_of(ALIGN) as u64;
         }
     }
 
