@@ -178,7 +178,6 @@ pub fn token_parts(
     let layers = d.layers;
     let groups = d.heads / d.kv_heads;
     let scale = 1.0 / (d.head_dim as f64).sqrt();
-    let eps = d.rms_eps as f32;
     let time = |class: TokenOpClass, work: &mut dyn FnMut() -> Result<Tensor>| -> Result<Timed> {
         telemetry.time(device, plan, &format!("{label} {}", class.name()), work)
     };
@@ -203,19 +202,8 @@ pub fn token_parts(
     // A layer's norms: before attention and the MLP (and after them, Gemma
     // 3), and each head of Q and K (Qwen 3, Gemma 3).
     let f = d.arch.features();
-    let wide = if f.sandwich_norms { 4 } else { 2 };
-    let heads = if f.qk_norm { 2 } else { 0 };
-    let t = time(TokenOpClass::Norms, &mut || {
-        for _ in 1..wide {
-            drop(kern.rms_norm(&s.x, &s.norm, eps)?);
-        }
-        if f.qk_norm {
-            drop(kern.rms_norm(&s.q, &s.head_norm, eps)?);
-            drop(kern.rms_norm(&s.k, &s.head_norm, eps)?);
-        }
-        kern.rms_norm(&s.x, &s.norm, eps)
-    })?;
-    push(TokenOpClass::Norms, (wide + heads) * layers + 1, layers, t);
+    let (t, calls) = norms(d, s, kern, &time)?;
+    push(TokenOpClass::Norms, calls, layers, t);
     let rope = |x: &Tensor| -> Result<Tensor> {
         Ok(if interleaved {
             candle_nn::rotary_emb::rope_i(x, &s.cos, &s.sin)?
@@ -236,18 +224,7 @@ pub fn token_parts(
         layers,
         t,
     );
-    // A row of the embedding (any: the lookup's cost is the row's bytes).
-    let row = (s.embedding.dim(0)? - 1).min(7) as u32;
-    let ids = Tensor::new(&[row], device)?;
-    // The embedding's row (scaled by sqrt(hidden) where the architecture
-    // scales it: Gemma 3).
-    let t = time(TokenOpClass::Elementwise, &mut || {
-        let row = s.embedding.index_select(&ids, 0)?;
-        Ok(match f.embed_scale {
-            true => (row * (d.hidden as f64).sqrt())?,
-            false => row,
-        })
-    })?;
+    let t = embedding_row(d, s, &time)?;
     if let Some(e) = parts
         .iter_mut()
         .find(|p| p.class == TokenOpClass::Elementwise)
@@ -265,6 +242,44 @@ pub fn token_parts(
         timed: t,
     });
     Ok(parts)
+}
+
+/// A timing of one op class's work, named by its class.
+type TimeClass<'a> = dyn Fn(TokenOpClass, &mut dyn FnMut() -> Result<Tensor>) -> Result<Timed> + 'a;
+
+/// One layer's norms, timed, and their calls a token: before attention and
+/// the MLP (and after them, Gemma 3), and each head of Q and K (Qwen 3,
+/// Gemma 3), and the final norm once.
+fn norms(d: &Config, s: &Shapes, kern: Kernels, time: &TimeClass) -> Result<(Timed, usize)> {
+    let f = d.arch.features();
+    let eps = d.rms_eps as f32;
+    let wide = if f.sandwich_norms { 4 } else { 2 };
+    let heads = if f.qk_norm { 2 } else { 0 };
+    let t = time(TokenOpClass::Norms, &mut || {
+        for _ in 1..wide {
+            drop(kern.rms_norm(&s.x, &s.norm, eps)?);
+        }
+        if f.qk_norm {
+            drop(kern.rms_norm(&s.q, &s.head_norm, eps)?);
+            drop(kern.rms_norm(&s.k, &s.head_norm, eps)?);
+        }
+        kern.rms_norm(&s.x, &s.norm, eps)
+    })?;
+    Ok((t, (wide + heads) * d.layers + 1))
+}
+
+/// A row of the embedding (any: the lookup's cost is the row's bytes),
+/// scaled by sqrt(hidden) where the architecture scales it (Gemma 3), timed.
+fn embedding_row(d: &Config, s: &Shapes, time: &TimeClass) -> Result<Timed> {
+    let row = (s.embedding.dim(0)? - 1).min(7) as u32;
+    let ids = Tensor::new(&[row], s.x.device())?;
+    time(TokenOpClass::Elementwise, &mut || {
+        let row = s.embedding.index_select(&ids, 0)?;
+        Ok(match d.arch.features().embed_scale {
+            true => (row * (d.hidden as f64).sqrt())?,
+            false => row,
+        })
+    })
 }
 
 /// One layer's attention at one token, as Candle's model does it: the
