@@ -30,6 +30,7 @@ mod overhead;
 mod precision;
 mod rows;
 mod sampling;
+mod scaling;
 mod sweep;
 mod timed;
 
@@ -78,6 +79,10 @@ pub use rows::{Bounded, Clock, Pairing, TimedRow, Timing};
 pub use timed::{GpuState, RatioInterval, SectionStatus, TelemetrySource, TimeSource, Timed};
 
 pub use sampling::{Adaptive, ClockOverhead, Plan, Sampling, StopRule};
+pub use scaling::{
+    Axis, Capacity, KvCacheBytes, Ridge, ScalingMeasured, ScalingPoint, ScalingResults, ScalingRow,
+    Test,
+};
 pub use sweep::{SweepPoint, SweepResults};
 
 /// The version this build writes. 2.1 added the `sweep`, `memory` and
@@ -100,8 +105,9 @@ pub use sweep::{SweepPoint, SweepResults};
 /// case's outputs come from memory the process holds); 2.8 the ladder's
 /// points timed by their fastest sample (`from_fastest_sample`); 2.9
 /// `generate`'s model architecture, its quantization as llama.cpp names it,
-/// its sliding window, and the further models a run measured (`more_models`).
-pub const SCHEMA_VERSION: &str = "2.9";
+/// its sliding window, and the further models a run measured (`more_models`);
+/// 2.10 the `scaling` body (cost as depth, prompt length and batch grow).
+pub const SCHEMA_VERSION: &str = "2.10";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
 
@@ -162,6 +168,8 @@ pub enum Body {
     Generate(GenerateResults),
     #[strum_discriminants(strum(props(records = true, chart = true)))]
     Kernels(KernelsResults),
+    #[strum_discriminants(strum(props(records = true, chart = true)))]
+    Scaling(ScalingResults),
 }
 
 impl Body {

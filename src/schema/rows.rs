@@ -161,6 +161,7 @@ impl Body {
             Self::Block(r) => r,
             Self::Generate(r) => r,
             Self::Kernels(r) => r,
+            Self::Scaling(r) => r,
         }
     }
 

@@ -14,6 +14,7 @@ pub mod matvec;
 pub mod memory;
 pub mod overhead;
 pub mod precision;
+pub mod scaling;
 pub mod sweep;
 
 use crate::device::machine_slug;
@@ -195,6 +196,7 @@ fn view(body: &Body) -> &dyn View {
         Body::Block(r) => r,
         Body::Generate(r) => r,
         Body::Kernels(r) => r,
+        Body::Scaling(r) => r,
     }
 }
 
