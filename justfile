@@ -72,6 +72,10 @@ model name="smollm2":
 generate *args: _build
     {{bin}}/generate --results-dir results {{preset}} {{args}}
 
+# A model's cost as work grows: tg/pp at context depths, pp at prompt lengths, batched decode, each against its bound
+scaling *args: _build
+    {{bin}}/scaling --results-dir results {{preset}} {{args}}
+
 # The PyTorch twin of `generate` (eager PyTorch on the same GGUF): pytorch/generate twin
 pytorch-generate *args: model
     "$(scripts/pytorch-env.sh)" pytorch/generate twin {{args}}

@@ -48,6 +48,24 @@ impl Lm for CandleLm {
         Ok(self.model.forward(&x, pos)?)
     }
 
+    /// Several sequences of several tokens are fed a position at a time:
+    /// candle-transformers' quantized models norm a strided view of each
+    /// sequence's last row after a batched prompt, which their RMSNorm
+    /// refuses (not contiguous); a position at a time fills the same cache
+    /// and gives the same logits.
+    fn forward_batch(&mut self, seqs: &[Vec<u32>], pos: usize) -> Result<Tensor> {
+        let x = super::batch_ids(seqs, &self.device)?;
+        let (b, t) = x.dims2()?;
+        if b == 1 || t == 1 {
+            return Ok(self.model.forward(&x, pos)?);
+        }
+        let mut out = None;
+        for i in 0..t {
+            out = Some(self.model.forward(&x.narrow(1, i, 1)?, pos + i)?);
+        }
+        out.ok_or_else(|| anyhow::anyhow!("a batch of no tokens"))
+    }
+
     fn device(&self) -> &Device {
         &self.device
     }

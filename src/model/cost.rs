@@ -127,6 +127,38 @@ pub fn tg_bound_tokens_per_s(bandwidth_gb_per_s: f64, bytes_per_token: u64) -> f
     bandwidth_gb_per_s * 1e9 / bytes_per_token as f64
 }
 
+/// FLOPs of `tokens` tokens run after `depth` already in the cache, the
+/// output head computed `heads` times (a prompt's pass: once, for its last
+/// token; `tokens` decode steps: every step): every projection for every
+/// token, and causal attention over the cache and the new tokens (each
+/// token's keys up to itself, within a window on a sliding-window layer),
+/// as [`pp_flops`] counts them; `flops_after(d, 0, n, 1)` is `pp_flops(d, n)`.
+pub fn flops_after(d: &Config, depth: u64, tokens: u64, heads: u64) -> f64 {
+    let projections = 2.0 * tokens as f64 * (d.layers as u64 * d.layer_matmul_params()) as f64;
+    let head = 2.0 * (d.vocab * d.hidden) as f64 * heads as f64;
+    let pairs: u64 = (0..d.layers)
+        .map(|l| causal_pairs(depth + tokens, d.window(l)) - causal_pairs(depth, d.window(l)))
+        .sum();
+    projections + head + 4.0 * d.q_width() as f64 * pairs as f64
+}
+
+/// Bytes the KV cache holds per token at `elem` bytes an element: every
+/// layer's key and value, kv_width wide (the suite's decoder and candle's
+/// models keep every position, a sliding-window layer's too).
+pub fn kv_bytes_per_token(d: &Config, elem: u64) -> u64 {
+    2 * d.layers as u64 * d.kv_width() as u64 * elem
+}
+
+/// Bytes of the KV cache one query reads when `keys` keys are cached (its own
+/// included): each layer's keys and values, a sliding-window layer's within
+/// its window only.
+pub fn kv_read_bytes(d: &Config, keys: u64, elem: u64) -> u64 {
+    let read: u64 = (0..d.layers)
+        .map(|l| d.window(l).map_or(keys, |w| keys.min(w as u64)))
+        .sum();
+    2 * read * d.kv_width() as u64 * elem
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,5 +313,37 @@ mod tests {
         let bound = tg_bound_tokens_per_s(10.0, bytes);
         assert!((bound - 1e10 / bytes as f64).abs() < 1e-9);
         assert!((100.0..110.0).contains(&bound), "{bound}");
+    }
+
+    #[test]
+    fn flops_after_a_depth_add_up_to_a_pass_from_scratch() {
+        let d = smollm2();
+        assert_eq!(flops_after(&d, 0, 64, 1), pp_flops(&d, 64));
+        // 64 tokens after 448 cost what 512 cost less the first 448, the
+        // head apart (once each pass).
+        let head = 2.0 * (d.vocab * d.hidden) as f64;
+        let split = flops_after(&d, 448, 64, 1) + pp_flops(&d, 448) - head;
+        assert!((split - pp_flops(&d, 512)).abs() < 1e-6 * split);
+        // A decode step at depth 2048 attends to 2049 keys a layer.
+        let step = flops_after(&d, 2048, 1, 1) - flops_after(&d, 0, 1, 1);
+        let want = 4.0 * d.q_width() as f64 * (d.layers as f64) * 2048.0;
+        assert!((step - want).abs() < 1e-6 * want, "{step} {want}");
+    }
+
+    #[test]
+    fn kv_bytes_are_every_layers_keys_and_values_read_within_windows() {
+        let d = smollm2();
+        // SmolLM2-135M: 30 layers, 3 key/value heads of 64, fp32.
+        assert_eq!(kv_bytes_per_token(&d, 4), 2 * 30 * 3 * 64 * 4);
+        assert_eq!(kv_read_bytes(&d, 100, 4), 100 * kv_bytes_per_token(&d, 4));
+        let g = crate::model::config::tests::gemma3_270m();
+        let w = g.window(0).unwrap() as u64;
+        let globals = (0..g.layers).filter(|&l| g.window(l).is_none()).count() as u64;
+        let per_layer = 2 * g.kv_width() as u64 * 2;
+        let far = kv_read_bytes(&g, 10 * w, 2);
+        assert_eq!(
+            far,
+            per_layer * (globals * 10 * w + (g.layers as u64 - globals) * w)
+        );
     }
 }

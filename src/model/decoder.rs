@@ -320,9 +320,15 @@ impl Decoder {
     /// The embedding's rows of `tokens` (scaled by sqrt(hidden) where the
     /// architecture scales them), (1, tokens, hidden).
     fn embed(&self, tokens: &[u32]) -> Result<Tensor> {
-        let ids = Tensor::new(tokens, &self.device)?;
+        self.embed_ids(&Tensor::new(tokens, &self.device)?.unsqueeze(0)?)
+    }
+
+    /// The embedding's rows of `ids` (batch, tokens), (batch, tokens, hidden).
+    fn embed_ids(&self, ids: &Tensor) -> Result<Tensor> {
+        let (b, t) = ids.dims2()?;
         span(Elementwise, || {
-            let x = self.embedding.index_select(&ids, 0)?.unsqueeze(0)?;
+            let rows = self.embedding.index_select(&ids.flatten_all()?, 0)?;
+            let x = rows.reshape((b, t, self.cfg.hidden))?;
             Ok(match self.cfg.arch.features().embed_scale {
                 true => (x * (self.cfg.hidden as f64).sqrt())?,
                 false => x,
@@ -331,13 +337,34 @@ impl Decoder {
     }
 }
 
-impl Lm for Decoder {
-    fn forward(&mut self, tokens: &[u32], pos: usize) -> Result<Tensor> {
-        let t = tokens.len();
+impl Decoder {
+    /// The caches made for `batch` sequences (their positions kept), where
+    /// they hold another number: a batch's step after single ones, or back.
+    fn batch(&mut self, batch: usize) -> Result<()> {
+        if self.caches.first().is_some_and(|c| c.batch() == batch) {
+            return Ok(());
+        }
+        for c in &mut self.caches {
+            *c = KvCache::new(
+                batch,
+                self.cfg.kv_heads,
+                c.capacity(),
+                self.cfg.head_dim,
+                c.dtype(),
+                &self.device,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// `x` (batch, tokens, hidden) through every layer at positions `pos..`,
+    /// the caches truncated to `pos` first; each sequence's last token's
+    /// logits, (batch, vocab).
+    fn run(&mut self, mut x: Tensor, pos: usize) -> Result<Tensor> {
+        let (b, t, _) = x.dims3()?;
         for c in &mut self.caches {
             c.truncate(pos);
         }
-        let mut x = self.embed(tokens)?;
         for l in 0..self.layers.len() {
             let rope = self.rope(l, pos, t)?;
             let mask = self.mask(t, pos, self.layers[l].window(), x.dtype())?;
@@ -348,8 +375,26 @@ impl Lm for Decoder {
         let eps = self.cfg.rms_eps as f32;
         let last = span(Norms, || self.kernels.rms_norm(&last, &self.norm, eps))?;
         span(Matmuls, || {
-            Ok(self.head.forward(&last, self.kernels)?.squeeze(0)?)
+            let logits = self.head.forward(&last, self.kernels)?;
+            Ok(logits.reshape((b, self.cfg.vocab))?)
         })
+    }
+}
+
+impl Lm for Decoder {
+    fn forward_batch(&mut self, seqs: &[Vec<u32>], pos: usize) -> Result<Tensor> {
+        let ids = super::batch_ids(seqs, &self.device)?;
+        self.batch(seqs.len())?;
+        let x = self.embed_ids(&ids)?;
+        self.run(x, pos)
+    }
+
+    fn forward(&mut self, tokens: &[u32], pos: usize) -> Result<Tensor> {
+        let t = tokens.len();
+        self.batch(1)?;
+        let x = self.embed(tokens)?;
+        debug_assert_eq!(x.dim(1)?, t);
+        self.run(x, pos)
     }
 
     fn device(&self) -> &Device {

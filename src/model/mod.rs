@@ -34,7 +34,28 @@ pub trait Lm {
     /// before them (0 starts a new sequence), and returns the last token's
     /// logits (1 x vocab).
     fn forward(&mut self, tokens: &[u32], pos: usize) -> Result<Tensor>;
+    /// Runs `seqs` (B sequences of one length) in lockstep at positions
+    /// `pos..`, each sequence's cache holding its `pos` tokens before them,
+    /// and returns each one's last-token logits (B x vocab). A batch of one
+    /// is [`Lm::forward`].
+    fn forward_batch(&mut self, seqs: &[Vec<u32>], pos: usize) -> Result<Tensor>;
     fn device(&self) -> &Device;
+}
+
+/// Each sequence's next token: argmax of each row of `logits` (B x vocab).
+pub fn pick_all(logits: &Tensor) -> Result<Vec<u32>> {
+    Ok(logits.argmax(D::Minus1)?.flatten_all()?.to_vec1::<u32>()?)
+}
+
+/// The ids of `seqs` as one (B, tokens) tensor, refusing ragged or empty ones.
+pub fn batch_ids(seqs: &[Vec<u32>], device: &Device) -> Result<Tensor> {
+    let t = seqs.first().map_or(0, Vec::len);
+    anyhow::ensure!(
+        t > 0 && seqs.iter().all(|s| s.len() == t),
+        "a batch is sequences of one length, at least one token each"
+    );
+    let flat: Vec<u32> = seqs.concat();
+    Ok(Tensor::from_vec(flat, (seqs.len(), t), device)?)
 }
 
 /// The next token: argmax of the logits, read back to the host.

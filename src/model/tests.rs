@@ -267,3 +267,88 @@ fn a_sliding_window_masks_a_prompt_as_it_narrows_a_step() {
         );
     }
 }
+
+/// Each sequence of a batch (distinct prompts of one length, decoded in
+/// lockstep) gets the logits it gets decoded alone, and so the same greedy
+/// tokens: on candle's model, the decoder on both kernel sets, and the
+/// lab's quantized path, for every architecture (a tiny Gemma 3's window
+/// of 8 passed by the steps).
+fn a_batch_decodes_each_sequence_as_alone(dev: &Device) {
+    let prompts = [
+        vec![3u32, 17, 99, 5, 42],
+        vec![11, 12, 13, 14, 15],
+        vec![150, 2, 77, 64, 9],
+    ];
+    for arch in Arch::ALL {
+        let source = source(arch, arch != Arch::Llama);
+        let w = Weights::uncached(&source);
+        let types = row_types(&source, Quant::Type(GgmlDType::Q8_0)).unwrap();
+        let models: Vec<(&str, Box<dyn Lm>)> = vec![
+            (
+                "candle",
+                Box::new(CandleLm::load(&w, Quant::Type(GgmlDType::F32), dev).unwrap()),
+            ),
+            ("fused", Box::new(decoder(&source, Kernels::Fused, dev))),
+            ("lab", Box::new(decoder(&source, Kernels::Lab, dev))),
+            (
+                "lab q8_0",
+                Box::new(Decoder::load_quantized(&w, &types, dev, 32).unwrap()),
+            ),
+        ];
+        for (name, mut lm) in models {
+            let what = format!("{arch:?} {name}");
+            if arch == Arch::Qwen3 && name == "candle" && dev.is_cpu() {
+                let e = lm.forward_batch(&prompts, 0).unwrap_err().to_string();
+                assert!(e.contains("one sequence at a time"), "{e}");
+                continue;
+            }
+            // Alone: each prompt, then 5 greedy steps.
+            let mut alone = Vec::new();
+            for p in &prompts {
+                let mut logits = vec![lm.forward(p, 0).unwrap()];
+                let mut next = super::pick(&logits[0]).unwrap();
+                for i in 0..5 {
+                    logits.push(lm.forward(&[next], p.len() + i).unwrap());
+                    next = super::pick(logits.last().unwrap()).unwrap();
+                }
+                alone.push(logits);
+            }
+            // Together: the prompts as one batch, then 5 steps of three tokens.
+            let mut x = lm.forward_batch(&prompts, 0).unwrap();
+            assert_eq!(x.dims(), [3, 160], "{what}");
+            for step in 0..6 {
+                for (s, logits) in alone.iter().enumerate() {
+                    let one = x.narrow(0, s, 1).unwrap();
+                    let tol = 1e-4 * scale(&logits[step]).max(1.0);
+                    let d = max_diff(&one, &logits[step]);
+                    assert!(d < tol, "{what} step {step} sequence {s}: {d}");
+                }
+                if step < 5 {
+                    let next: Vec<Vec<u32>> = super::pick_all(&x)
+                        .unwrap()
+                        .into_iter()
+                        .map(|t| vec![t])
+                        .collect();
+                    x = lm.forward_batch(&next, 5 + step).unwrap();
+                }
+            }
+            // And a single sequence again after the batch.
+            let again = lm.forward(&prompts[1], 0).unwrap();
+            assert!(
+                max_diff(&again, &alone[1][0]) < 1e-4 * scale(&again),
+                "{what}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_batch_decodes_each_sequence_as_alone_on_cpu() {
+    a_batch_decodes_each_sequence_as_alone(&Device::Cpu);
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn a_batch_decodes_each_sequence_as_alone_on_cuda() {
+    a_batch_decodes_each_sequence_as_alone(&Device::new_cuda(0).unwrap());
+}

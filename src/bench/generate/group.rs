@@ -10,10 +10,11 @@
 use anyhow::{Context, Result};
 use candle_core::Device;
 
-use super::bounds::Bounds;
-use super::measure::{finish, load, peak, pp_ids, pp_test, start, tg_test, Loaded, Rowed, Started};
+use super::measure::{finish, load, peak, pp_test, start, tg_test, Started};
 use super::{Config, RowKind};
 use crate::bench::gemm_mode::GemmMode;
+use crate::bench::lm::bounds::Bounds;
+use crate::bench::lm::load::{pp_ids, Loaded, Rowed};
 use crate::memory::MemoryMeter;
 use crate::model::layer::Kernels;
 use crate::model::text::Text;

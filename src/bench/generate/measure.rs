@@ -11,18 +11,18 @@
 //! and the pick of its first token.
 
 use anyhow::{Context, Result};
-use candle_core::{Device, Tensor};
+use candle_core::Device;
 
-use super::bounds::{Bounds, Peak};
 use super::parts::{self, Mats};
 use super::{Config, RowKind};
 use crate::bench::gemm_mode::GemmMode;
+use crate::bench::lm::bounds::{Bounds, Peak};
+use crate::bench::lm::load::{load_at, row_bytes, Loaded, Rowed};
 use crate::memory::MemoryMeter;
-use crate::model::candle::{self, CandleLm};
+use crate::model::candle::{self};
 use crate::model::cost::{pp_flops, pp_matmul_flops};
-use crate::model::decoder::{self, Decoder};
 use crate::model::layer::Kernels;
-use crate::model::quantize::{main_type, row_types, Gguf};
+use crate::model::quantize::Gguf;
 use crate::model::text::Text;
 use crate::model::weights::Weights;
 use crate::model::{answer, pick, Config as ModelConfig, Lm};
@@ -32,33 +32,6 @@ use crate::schema::{
     LAB_SUFFIX,
 };
 use crate::telemetry::Telemetry;
-
-/// A row's model: candle-transformers', or the suite's decoder.
-pub(super) enum Loaded {
-    Candle(CandleLm),
-    Decoder(Box<Decoder>),
-}
-
-impl Lm for Loaded {
-    fn forward(&mut self, tokens: &[u32], pos: usize) -> Result<Tensor> {
-        match self {
-            Self::Candle(m) => m.forward(tokens, pos),
-            Self::Decoder(m) => m.forward(tokens, pos),
-        }
-    }
-
-    fn device(&self) -> &Device {
-        match self {
-            Self::Candle(m) => m.device(),
-            Self::Decoder(m) => m.device(),
-        }
-    }
-}
-
-/// The ids of a pp test: the prompt's, repeated to `n`.
-pub(super) fn pp_ids(prompt: &[u32], n: usize) -> Vec<u32> {
-    prompt.iter().copied().cycle().take(n).collect()
-}
 
 /// tokens/s of the median, slowest and fastest sample of `t`, `tokens` a sample.
 fn rates(t: &Timed, tokens: usize) -> (f64, f64, f64) {
@@ -70,49 +43,24 @@ fn rates(t: &Timed, tokens: usize) -> (f64, f64, f64) {
     (r(ms), r(max_ms), r(min_ms))
 }
 
-/// (bytes held, bytes per token) of a row.
-pub(super) fn row_bytes(weights: &Weights, kind: RowKind) -> Result<(u64, u64)> {
-    match kind {
-        RowKind::Quantized(q) => candle::row_bytes(weights, q),
-        RowKind::Float(p) => Ok(decoder::bytes(weights.config(), p.dtype())),
-    }
-}
-
-/// A row's model loaded on `device`, timed and said.
+/// A row's model loaded on `device` with caches of `cfg`'s positions
+/// ([`crate::bench::lm::load::load_at`]), timed and said.
 pub(super) fn load(
     device: &Device,
     weights: &Weights,
     cfg: &Config,
-    (kind, kernels, gguf): (RowKind, Kernels, Option<&Gguf>),
+    rowed: Rowed<'_>,
     label: &str,
 ) -> Result<Loaded> {
-    let started = std::time::Instant::now();
     let positions = cfg.pp_tokens.max(cfg.prompt_ids.len() + cfg.tg_tokens);
-    let lm = match (kind, kernels) {
-        // The suite's quantized path: its decoder's layers on the blocks.
-        (RowKind::Quantized(q), Kernels::Lab) => {
-            let types = row_types(weights.source(), q)?;
-            let lm = Decoder::load_quantized(weights, &types, device, positions)?;
-            Loaded::Decoder(Box::new(lm))
-        }
-        (RowKind::Quantized(_), _) => {
-            let gguf = gguf.context("a quantized row without its GGUF")?;
-            Loaded::Candle(CandleLm::from_gguf(gguf, device)?)
-        }
-        (RowKind::Float(p), _) => {
-            let lm = Decoder::load(weights, p.dtype(), device, positions, kernels)?;
-            Loaded::Decoder(Box::new(lm))
-        }
-    };
-    crate::note!(
-        "generate {label}: its model loaded on the device in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-    Ok(lm)
+    load_at(
+        device,
+        weights,
+        positions,
+        rowed,
+        &format!("generate {label}"),
+    )
 }
-
-/// Which row: its kind, its kernels, and its GGUF (a quantized row on candle's).
-pub(super) type Rowed<'a> = (RowKind, Kernels, Option<&'a Gguf>);
 
 /// What a row's timed tests start from: its model loaded, its answer given
 /// and its time to first token measured.
@@ -232,7 +180,7 @@ pub(super) fn finish(
     let pct = 100.0 * tg_tps / tg_bound.tokens_per_s;
     // pp reads the weights once (the least it can move): its intensity.
     let roofline = bounds.pp_roofline(
-        (compute_peak(weights, s.kind, s.kernels)?, d.hidden),
+        (Peak::of_row(weights, s.kind, s.kernels)?, d.hidden),
         (flops, weight_bytes_per_token),
         &tg_bound.bound,
         (pp_gflop, mm_gflop),
@@ -277,19 +225,6 @@ pub(super) fn finish(
         held_back_by,
         vs_fp32: None,
         fp32_beside: None,
-    })
-}
-
-/// What a row's compute peak is measured on: its precision's GEMM, or its
-/// main block type's product on its kernels (a mixture's or a file's: the
-/// type holding most of its layers' bytes).
-fn compute_peak(weights: &Weights, kind: RowKind, kernels: Kernels) -> Result<Peak> {
-    Ok(match kind {
-        RowKind::Float(p) => Peak::Float(p),
-        RowKind::Quantized(q) => {
-            let t = main_type(weights.config(), &row_types(weights.source(), q)?);
-            Peak::Quantized(t, kernels == Kernels::Lab)
-        }
     })
 }
 
@@ -526,11 +461,5 @@ mod tests {
                 .against,
             Some(lab("fp32"))
         );
-    }
-
-    #[test]
-    fn pp_tests_repeat_the_prompt_to_their_length() {
-        assert_eq!(pp_ids(&[5, 6, 7], 7), [5, 6, 7, 5, 6, 7, 5]);
-        assert_eq!(pp_ids(&[5, 6, 7], 2), [5, 6]);
     }
 }

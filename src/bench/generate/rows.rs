@@ -7,17 +7,18 @@
 use anyhow::{Context, Result};
 use candle_core::Device;
 
-use super::bounds::Bounds;
 use super::group::{group as group_measured, Reference};
-use super::measure::{fill_vs_fp32, load, Rowed};
+use super::measure::{fill_vs_fp32, load};
 use super::setup::Prepared;
-use super::{needs_f32, Config, RowKind};
+use super::{Config, RowKind};
+use crate::bench::lm::bounds::Bounds;
+use crate::bench::lm::load::Rowed;
+use crate::bench::lm::load::{label, made_once, row_gguf};
 use crate::model::layer::Kernels;
-use crate::model::quantize::Gguf;
 use crate::model::text::Text;
 use crate::model::weights::{Source, Weights};
 use crate::schema::{
-    GenerateMeasured, GenerateResults, GenerateRow, KernelChoice, ModelPath, RowStatus, LAB_SUFFIX,
+    GenerateMeasured, GenerateResults, GenerateRow, KernelChoice, ModelPath, RowStatus,
 };
 use crate::telemetry::Telemetry;
 
@@ -91,7 +92,7 @@ fn run_model(
 ) -> Result<GenerateResults> {
     // Memory's read as the file states it: the best so far, when it is written.
     let dram = || bounds.dram().map(|d| (d.footprint_bytes, d.gb_per_s));
-    let weights = made_once(source, cfg)?;
+    let weights = made_once(source, &cfg.rows, "generate")?;
     let planned = runs(&cfg.rows, cfg.kernels);
     let fp32s = leading_fp32(&planned);
     let mut refs: Vec<Reference> = Vec::new();
@@ -114,7 +115,7 @@ fn run_model(
         let measured = crate::error::contained(&format!("rows {}", names.join(", ")), || {
             let ggufs = group
                 .iter()
-                .map(|(k, kern, l)| row_gguf(&weights, (*k, *kern), l))
+                .map(|(k, kern, l)| row_gguf(&weights, (*k, *kern), &format!("generate {l}")))
                 .collect::<Result<Vec<_>>>()?;
             let rowed: Vec<(Rowed<'_>, &str)> = group
                 .iter()
@@ -206,7 +207,7 @@ pub fn prepare_only(device: &Device, runs: &[Prepared]) -> Result<GenerateResult
 /// [`prepare_only`] for one model.
 fn prepare_model(device: &Device, source: &Source, cfg: &Config) -> Result<GenerateResults> {
     let started = std::time::Instant::now();
-    let weights = made_once(source, cfg)?;
+    let weights = made_once(source, &cfg.rows, "generate")?;
     let mut times = vec![format!(
         "--prepare-only: the weights made in {:.1} s",
         started.elapsed().as_secs_f64()
@@ -214,7 +215,7 @@ fn prepare_model(device: &Device, source: &Source, cfg: &Config) -> Result<Gener
     for (kind, kernels) in runs(&cfg.rows, cfg.kernels) {
         let label = label(source, kind, kernels);
         let t0 = std::time::Instant::now();
-        let gguf = row_gguf(&weights, (kind, kernels), &label)?;
+        let gguf = row_gguf(&weights, (kind, kernels), &format!("generate {label}"))?;
         let made = t0.elapsed().as_secs_f64();
         load(
             device,
@@ -251,53 +252,6 @@ fn prepare_model(device: &Device, source: &Source, cfg: &Config) -> Result<Gener
     ));
     r.notes.splice(0..0, times);
     Ok(r)
-}
-
-/// The weights `cfg`'s rows are made from, made once and timed.
-fn made_once<'a>(source: &'a Source, cfg: &Config) -> Result<Weights<'a>> {
-    let started = std::time::Instant::now();
-    let weights = Weights::new(source, needs_f32(source, &cfg.rows))?;
-    let (tensors, bytes) = weights.kept();
-    if tensors > 0 {
-        crate::note!(
-            "generate: the weights in f32 on the host, made once for every row: {tensors} \
-             tensors, {:.2} GB, in {:.1} s on {} threads",
-            bytes as f64 / 1e9,
-            started.elapsed().as_secs_f64(),
-            rayon::current_num_threads()
-        );
-    }
-    Ok(weights)
-}
-
-/// A quantized row's GGUF, made once (timed); none for a float row.
-fn row_gguf(
-    weights: &Weights,
-    (kind, kernels): (RowKind, Kernels),
-    label: &str,
-) -> Result<Option<Gguf>> {
-    // The suite's quantized path takes its blocks itself (kernels::QLinear).
-    let (RowKind::Quantized(quant), Kernels::Fused) = (kind, kernels) else {
-        return Ok(None);
-    };
-    let started = std::time::Instant::now();
-    let gguf = Gguf::of(weights, quant)?;
-    if gguf.bytes_in_memory() > 0 {
-        crate::note!(
-            "generate {label}: quantized once, {:.2} GB of GGUF in memory, in {:.1} s",
-            gguf.bytes_in_memory() as f64 / 1e9,
-            started.elapsed().as_secs_f64()
-        );
-    }
-    Ok(Some(gguf))
-}
-
-/// A row's name: its kind's, and the suite's kernels said.
-fn label(source: &Source, kind: RowKind, kernels: Kernels) -> String {
-    match kernels {
-        Kernels::Lab => format!("{}{LAB_SUFFIX}", kind.label(source)),
-        _ => kind.label(source),
-    }
 }
 
 /// A row as the result keeps it: measured, or failed with its error.

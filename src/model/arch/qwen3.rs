@@ -38,6 +38,16 @@ impl CandleForward for ModelWeights {
         if pos == 0 {
             self.clear_kv_cache();
         }
+        // On the CPU its cache is one sequence's (a fused decode over raw
+        // slices; the tensor cache it would fall back to is never made, and
+        // unwrapping it panics): a batch is refused, in one line.
+        if x.dim(0)? > 1 && x.device().is_cpu() {
+            candle_core::bail!(
+                "candle-transformers' quantized_qwen3 decodes one sequence at a time on the \
+                 CPU (its fused attention's cache holds one): a batch runs on the suite's \
+                 kernels (--kernels lab)"
+            );
+        }
         ModelWeights::forward(self, x, pos)
     }
 }

@@ -48,6 +48,15 @@ impl KvCache {
         self.k.dims()[2]
     }
 
+    /// Sequences it holds.
+    pub fn batch(&self) -> usize {
+        self.k.dims()[0]
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.k.dtype()
+    }
+
     /// Writes `k` and `v` (batch, kv_heads, tokens, head_dim) after what is
     /// held and returns views of everything held now (no copy: the views are
     /// strided when the cache is not full).

@@ -14,9 +14,13 @@ use anyhow::Result;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Tensor};
 
+use super::RowKind;
 use crate::bench::ladder::Ladder;
 use crate::clock::Plan;
 use crate::model::cost::tg_bound_tokens_per_s;
+use crate::model::layer::Kernels;
+use crate::model::quantize::{main_type, row_types};
+use crate::model::weights::Weights;
 use crate::precision::Precision;
 use crate::schema::{Bound, LadderKernel, PpRoofline};
 use crate::telemetry::Telemetry;
@@ -39,8 +43,21 @@ pub enum Peak {
 }
 
 impl Peak {
+    /// What a row's compute peak is measured on: its precision's GEMM, or
+    /// its main block type's product on its kernels (a mixture's or a
+    /// file's: the type holding most of its layers' bytes).
+    pub fn of_row(weights: &Weights, kind: RowKind, kernels: Kernels) -> Result<Self> {
+        Ok(match kind {
+            RowKind::Float(p) => Self::Float(p),
+            RowKind::Quantized(q) => {
+                let t = main_type(weights.config(), &row_types(weights.source(), q)?);
+                Self::Quantized(t, kernels == Kernels::Lab)
+            }
+        })
+    }
+
     /// As the result file names it: "fp32", "q4_1 (the suite's QLinear)".
-    fn name(self) -> String {
+    pub fn name(self) -> String {
         match self {
             Peak::Float(p) => p.to_string(),
             Peak::Quantized(t, lab) => format!(
@@ -169,6 +186,12 @@ impl<'a> Bounds<'a> {
         let g = flops / (t.rate_ms().0 * 1e-3) / 1e9;
         self.peaks.borrow_mut().push((of, g));
         Ok((g, n))
+    }
+
+    /// The compute peak of `of` (GFLOP/s) at a model `width` wide, measured
+    /// the first time it is asked for ([`Self::gemm_peak`]).
+    pub fn compute_peak(&self, of: Peak, width: usize) -> Result<f64> {
+        Ok(self.gemm_peak(of, width)?.0)
     }
 
     /// pp's roofline: `flops` over `bytes` read, at `p`'s compute peak (at a
