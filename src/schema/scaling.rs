@@ -99,6 +99,10 @@ pub struct ScalingMeasured {
     /// The first token after the deepest depth's cache is the one a pass over
     /// the whole context from scratch gives (null: no depth above 0).
     pub depth_matches_scratch: Option<bool>,
+    /// Points the row's model could not run, and why (candle's Gemma 3 runs
+    /// no prompt after cached tokens).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Which question a point answers.

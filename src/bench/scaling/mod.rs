@@ -227,6 +227,7 @@ fn measure_row(
         capacity,
         batch_matches_alone: checks.batch,
         depth_matches_scratch: checks.depth,
+        notes: checks.left_out,
     })
 }
 

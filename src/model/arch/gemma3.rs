@@ -71,7 +71,15 @@ pub(super) fn load(
 
 impl CandleForward for ModelWeights {
     fn forward(&mut self, x: &Tensor, pos: usize) -> candle_core::Result<Tensor> {
-        // quantized_gemma3 drops its cache at position 0.
+        // quantized_gemma3 drops its cache at position 0. Several tokens
+        // after cached ones make its mask of two dtypes (f32 zeros for the
+        // cache, u32 for the tokens), which `cat` refuses: said in one line.
+        if pos > 0 && x.dim(1)? > 1 {
+            candle_core::bail!(
+                "candle-transformers' quantized_gemma3 (0.11.1) cannot run several tokens \
+                 after cached ones (its mask at an offset joins f32 and u32 tensors)"
+            );
+        }
         ModelWeights::forward(self, x, pos)
     }
 }
