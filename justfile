@@ -173,7 +173,7 @@ results: _build
     # at once, every row recording how much of the machine it had.
     preset=results wait=(--wait-for-quiet 60)
     if [[ -n $quick ]]; then preset=small wait=(); fi
-    steps=(basics precision matmul cpu_vs_gpu memory overhead block kernels generate report summary)
+    steps=(basics precision matmul cpu_vs_gpu memory overhead block kernels generate scaling report summary)
     # Not part of it, each taking minutes on a CPU: sweep (11 sizes x 3 precisions).
     left_out=(sweep)
     echo "results: left out: ${left_out[*]} (each takes minutes on a CPU: 'just NAME' runs it)" >&2
@@ -201,6 +201,13 @@ results: _build
             continue
           fi
           t0=$EPOCHREALTIME # the step's time is the program's, not the downloads'
+          args+=("${wait[@]}") wait=() ;;
+        scaling)
+          # SmolLM2, fetched by the generate step; skipped, said, where it could not be.
+          if [[ -z $quick && ! -f "$(scripts/model.sh smollm2 --path)" ]]; then
+            echo "results: [$i/${#steps[@]}] scaling skipped: no SmolLM2 ('just model' fetches it)" >&2
+            continue
+          fi
           args+=("${wait[@]}") wait=() ;;
         matmul | memory | overhead | block | kernels)
           args+=("${wait[@]}") wait=() ;;
