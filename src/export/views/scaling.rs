@@ -439,7 +439,6 @@ mod tests {
 
     /// One point of `tokens` tokens at `tok_s` (its samples 3% either side)
     /// against its memory and compute bounds.
-    #[allow(clippy::too_many_arguments)]
     fn point(
         axis: Axis,
         test: Test,
@@ -556,7 +555,10 @@ mod tests {
         let kv = 46080;
         ScalingRow {
             precision: precision.into(),
-            kernels: KernelChoice::Candle,
+            kernels: match precision.ends_with(crate::schema::LAB_SUFFIX) {
+                true => KernelChoice::Lab,
+                false => KernelChoice::Candle,
+            },
             status: RowStatus::Ok,
             error: None,
             measured: Some(ScalingMeasured {
@@ -627,7 +629,8 @@ mod tests {
             device_memory_bytes: Some(8 << 30),
             rows: vec![
                 row("q4_1 (stored)", 1.0, 90 << 20),
-                row("fp32", 0.14, 540 << 20),
+                // The longest kind of row name: the tables still fit.
+                row("fp32 (lab kernels)", 0.14, 540 << 20),
                 failed,
             ],
             notes: vec!["a note of the run".into()],
@@ -707,7 +710,9 @@ mod tests {
                      330 at batch 1); measured knee 4.3 (best 1300 tok/s at batch 16 / batch 1's \
                      300); best = 68% of the compute bound";
         assert!(notes.iter().any(|n| n == ridge), "{notes:#?}");
-        assert!(notes.iter().any(|n| n.starts_with("fp32: predicted ridge")));
+        assert!(notes
+            .iter()
+            .any(|n| n.starts_with("fp32 (lab kernels): predicted ridge")));
         assert!(notes.contains(&"bf16: error: unsupported dtype BF16 for op matmul".into()));
         assert!(notes.contains(&"a note of the run".into()));
         assert!(
@@ -808,7 +813,7 @@ mod tests {
             "decode against batch, all sequences together",
             "B* = 5.8",
             "q4_1 (stored)",
-            "fp32",
+            "fp32 (lab kernels)",
             "tg32",
             "pp512",
             "0",
@@ -866,5 +871,35 @@ mod tests {
         for want in ["dashed", "ridge", "B*"] {
             assert!(own.intro.contains(want), "{want}");
         }
+    }
+
+    /// results/README.md's scaling section, as `report` builds it from a
+    /// machine folder: the model in its heading, the intro, the tables in
+    /// Markdown, the notes and the chart.
+    #[test]
+    fn the_report_gives_scaling_its_section_and_chart() {
+        let dir = tempfile::tempdir().unwrap();
+        let machine = dir.path().join("intel-xeon-2t");
+        std::fs::create_dir_all(&machine).unwrap();
+        let json = serde_json::to_string_pretty(&file(results())).unwrap();
+        std::fs::write(machine.join("scaling.json"), json).unwrap();
+        let listing = crate::read::report::load(dir.path()).unwrap();
+        let built = crate::read::report::build(&listing.sources).unwrap();
+        let section = &built.readme[built.readme.find("## scaling").unwrap()..];
+        for want in [
+            "### candle 0.11.1 on intel-xeon-2t: SmolLM2 135M Instruct \
+             (SmolLM2-135M-Instruct-Q4_1.gguf)",
+            "B* marks where they cross",
+            "### batch: B sequences decoding together",
+            "| q4_1 (stored)      | tg32 x b16 |  1300 |",
+            "- q4_1 (stored): predicted ridge B\\* = 5.8",
+            "(intel-xeon-2t/scaling.svg)",
+        ] {
+            assert!(section.contains(want), "no {want:?} in\n{section}");
+        }
+        assert!(built
+            .files
+            .iter()
+            .any(|(p, _)| p == "intel-xeon-2t/scaling.svg"));
     }
 }
