@@ -12,6 +12,7 @@
 mod chart;
 pub mod csv;
 pub mod lines;
+pub mod log_panels;
 pub mod markdown;
 pub mod output;
 pub mod panels;

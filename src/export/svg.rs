@@ -241,7 +241,16 @@ pub(super) fn value_label(g: f64) -> String {
 }
 
 pub(super) fn canvas(svg: &mut String) -> Result<DrawingArea<SVGBackend<'_>, Shift>> {
-    let root = SVGBackend::with_string(svg, SIZE).into_drawing_area();
+    canvas_sized(svg, SIZE)
+}
+
+/// A white canvas of `size` pixels: wider than [`canvas`] for panels side by
+/// side.
+pub(super) fn canvas_sized(
+    svg: &mut String,
+    size: (u32, u32),
+) -> Result<DrawingArea<SVGBackend<'_>, Shift>> {
+    let root = SVGBackend::with_string(svg, size).into_drawing_area();
     root.fill(&WHITE).map_err(draw_error)?;
     Ok(root)
 }
