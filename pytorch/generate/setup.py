@@ -1,4 +1,4 @@
-"""What a generate peer's run asks for, checked, as src/bench/generate/setup.rs: the
+"""What a generate peer's run asks for, checked, as src/bench/lm/setup.rs: the
 device's default counts and token numbers (experiments/generate.rs's), the prompt formatted
 with the file's chat template and its length checked against the context, and what must
 fit (needs). Its own module so that the command line (generate.cli), the dry run and the
