@@ -16,6 +16,7 @@ use candle_lab::cli::{LadderFlags, RunCounts};
 use candle_lab::clock::Plan;
 use candle_lab::experiment::{self, Experiment, Session};
 use candle_lab::export::output::Input;
+use candle_lab::export::views::Width;
 use candle_lab::memory::fits::Need;
 use candle_lab::memory::CountingAlloc;
 use candle_lab::model::weights::{self, Source};
@@ -110,6 +111,14 @@ struct Flags {
     #[arg(long, default_value_t = 42)]
     seed: u64,
 
+    /// Print the full tables (14 columns of speed, each row against fp32,
+    /// where a token's time goes), as results/README.md and the CSV hold them;
+    /// by default the terminal gets a table that fits 120 columns (precision,
+    /// kernels, pp and tg tokens/s, % of the bound, what binds tg), the rest
+    /// in the notes under it.
+    #[arg(long)]
+    wide: bool,
+
     /// Make the weights and load every row's model as a run does, each step
     /// timed, and stop: nothing is measured, the result has no rows and its
     /// notes give the times (the host side the GPU call's plan is sized from:
@@ -195,6 +204,13 @@ impl Experiment for Generate {
             setup::prepare(&request(f, on_cuda), on_cuda)?,
             f.prepare_only,
         ))
+    }
+
+    fn width(f: &Flags) -> Width {
+        match f.wide {
+            true => Width::Wide,
+            false => Width::Compact,
+        }
     }
 
     /// The models run one after another: each must fit alone.

@@ -673,6 +673,12 @@ fn help_explains_every_flag() {
     ] {
         assert!(help.contains(flag), "matmul --help lacks {flag}");
     }
+    // generate's full tables are a flag away; its help says what the default fits.
+    let help = String::from_utf8_lossy(&run("generate", &["--help"]).stdout).to_string();
+    assert!(
+        help.contains("--wide") && help.contains("120 columns"),
+        "{help}"
+    );
 }
 
 #[test]

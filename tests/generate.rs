@@ -44,7 +44,8 @@ fn every_row_of_a_tiny_model_answers_and_is_measured() {
     let model = tiny_gguf(dir.path(), "llama", GgmlDType::Q8_0);
     let mut args = vec!["--device", "cpu", "--model", model.to_str().unwrap()];
     args.extend(["--dtypes", "stored,q4_1,fp32,fp16,bf16", "--prompt", "hi"]);
-    args.extend(QUICK);
+    // The full tables: where a token's time goes is --wide's.
+    args.extend(QUICK.iter().chain(&["--wide"]));
     let (json, out) = run_result("generate", &args);
     let g = &json["generate"];
     assert_eq!(g["model"]["source"], "file");
@@ -152,6 +153,28 @@ fn every_architecture_runs_on_both_kernel_sets_in_one_run() {
         stdout.contains("tiny-gemma3: "),
         "a further model's notes name it: {stdout}"
     );
+    // By default one compact table, every model's rows in it, in 120 columns
+    // (the notes under it are lines of text, not the table's).
+    let table: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with(['=', '┌', '│', '╞', '└']))
+        .collect();
+    assert_eq!(table.iter().filter(|l| l.starts_with("===")).count(), 1);
+    assert!(
+        table[2].contains("model") && table[2].contains("binds tg"),
+        "{stdout}"
+    );
+    let rows = |arch: &str| {
+        table
+            .iter()
+            .filter(|l| l.contains(&format!("tiny-{arch} ")))
+            .count()
+    };
+    assert_eq!(archs.map(rows), [6; 3], "{stdout}");
+    for line in &table {
+        assert!(line.chars().count() <= 120, "{line:?}: {stdout}");
+    }
+    assert!(!stdout.contains("where a generated token's time goes"));
 }
 
 #[test]

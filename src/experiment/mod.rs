@@ -78,6 +78,13 @@ pub trait Experiment {
         Vec::new()
     }
 
+    /// Which tables the terminal shows ([`export::views::Width`]): the
+    /// compact ones unless the experiment has a flag for the full ones
+    /// (generate's `--wide`).
+    fn width(_flags: &Self::Flags) -> export::views::Width {
+        export::views::Width::Compact
+    }
+
     /// Measures, and returns the body; a row that fails is kept in it with
     /// its error (the exit code then says so), an error ends the run.
     fn run(cfg: &Self::Config, session: &Session) -> Result<Body>;
@@ -210,6 +217,7 @@ fn run<E: Experiment>(common: &Common, flags: &E::Flags) -> Result<Completion> {
     let done = Completion::of_body(&body);
     let file = result_file(session.info.clone(), body);
     session.outputs.save_all(&file)?;
-    export::show(&file, &session.notes.borrow(), session.outputs.screen())?;
+    let (notes, screen) = (session.notes.borrow(), session.outputs.screen());
+    export::show(&file, &notes, screen, E::width(flags))?;
     Ok(done)
 }

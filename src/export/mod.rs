@@ -114,11 +114,17 @@ impl Outputs {
     }
 }
 
-/// Prints `file`'s views (its tables and notes), then `notes`: the one place
-/// that prints results, after they are saved.
+/// Prints `file`'s views (its tables and notes, at `width`: see
+/// [`views::Width`]), then `notes`: the one place that prints results, after
+/// they are saved.
 /// A run whose rows were contended ends with one warning line on stderr.
-pub fn show(file: &ResultFile, notes: &[String], screen: Screen) -> Result<()> {
-    let mut shown = views::show(file);
+pub fn show(
+    file: &ResultFile,
+    notes: &[String],
+    screen: Screen,
+    width: views::Width,
+) -> Result<()> {
+    let mut shown = views::terminal(file, width);
     shown.notes.extend_from_slice(notes);
     table::print_tables(&shown.tables, &shown.notes, screen)?;
     if let Some(warning) = views::contention_warning(file) {

@@ -4,9 +4,15 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, Table as Comfy};
+use comfy_table::{
+    presets::UTF8_FULL_CONDENSED, CellAlignment, ContentArrangement, Table as Comfy,
+};
 
 use crate::export::markdown::{cell, text};
+
+/// The columns a table the terminal shows by default fits in (generate's
+/// compact table; its full one is `--wide`'s).
+pub const TERMINAL_COLUMNS: u16 = 120;
 
 /// A titled table of text cells, for the terminal, and the same table as
 /// Markdown.
@@ -47,6 +53,17 @@ impl Table {
                 }
             }
         }
+        self
+    }
+
+    /// Fits the terminal's table in `columns`: cells too long for their
+    /// share wrap inside their cell. The width is fixed here, never the
+    /// terminal's own, so the text is the same on a terminal, in a pipe and in
+    /// a test. The Markdown is left whole.
+    pub fn fit(&mut self, columns: u16) -> &mut Self {
+        self.table
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(columns);
         self
     }
 

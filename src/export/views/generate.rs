@@ -2,10 +2,12 @@
 //! processing and generation beside generation's bandwidth bound and the
 //! matmul roofline, the speedups over fp32 (matmuls alone, pp, tg), where a
 //! generated token's time goes, each precision's answer, and the line that
-//! answers the reference lab's caveat with a whole model; and its chart.
+//! answers the reference lab's caveat with a whole model; and its chart. The
+//! terminal shows a compact table by default (`compact`), these under `--wide`.
 
 use anyhow::Result;
 
+mod compact;
 mod tables;
 use tables::{parts_cells, parts_table, speed_cells, speed_table, vs_cells, vs_table};
 
@@ -452,6 +454,10 @@ impl super::View for GenerateResults {
         show(file, self)
     }
 
+    fn compact(&self, file: &ResultFile) -> Shown {
+        compact::compact(file, self)
+    }
+
     fn records(&self, machine: &str) -> Option<Records> {
         Some(records(machine, self))
     }
@@ -517,7 +523,7 @@ mod tests {
     }
 
     /// A CPU run of a file: q4_1 and fp32 measured, bf16 failed.
-    fn file() -> ResultFile {
+    pub(super) fn file() -> ResultFile {
         let row = |p: &str, path: &str, m: Value| {
             let ok = !m.is_null();
             json!({"precision": p, "path": path, "status": if ok { "ok" } else { "error" },

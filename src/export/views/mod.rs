@@ -129,13 +129,31 @@ pub fn contention_warning(file: &ResultFile) -> Option<String> {
     ))
 }
 
+/// Which tables the terminal shows: those that fit
+/// [`crate::export::table::TERMINAL_COLUMNS`] (the default), or the full ones
+/// (generate's `--wide`). The README, CSV and JSON always hold the full ones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Width {
+    #[default]
+    Compact,
+    Wide,
+}
+
 /// One experiment's view of its results: what the terminal shows, the CSV's
 /// records and the SVG chart. Each experiment's module implements it for its
-/// result type, every method required so that a new one says what it draws;
-/// [`view`] is the one match from a body to its view.
+/// result type, every method but [`View::compact`] required so that a new one
+/// says what it draws; [`view`] is the one match from a body to its view.
 pub trait View {
-    /// The tables and notes, for the file this body is in.
+    /// The tables and notes, for the file this body is in: the full tables,
+    /// as the README and `--wide` show them.
     fn show(&self, file: &ResultFile) -> Shown;
+    /// What the terminal shows by default: tables that fit
+    /// [`crate::export::table::TERMINAL_COLUMNS`], the free text a cell
+    /// cannot hold in the notes. A view whose full tables fit already is its
+    /// [`View::show`] (the default); generate's are 14 columns wide.
+    fn compact(&self, file: &ResultFile) -> Shown {
+        self.show(file)
+    }
     /// The CSV records, for the experiments [`crate::schema::Kind::writes`] says have them.
     fn records(&self, machine: &str) -> Option<Records>;
     /// The SVG chart written beside the JSON, for the experiments
@@ -203,6 +221,15 @@ fn view(body: &Body) -> &dyn View {
 /// The tables and notes of `file`.
 pub fn show(file: &ResultFile) -> Shown {
     view(&file.body).show(file)
+}
+
+/// What the terminal shows of `file` at `width`: [`show`]'s full tables, or
+/// the compact ones.
+pub fn terminal(file: &ResultFile, width: Width) -> Shown {
+    match width {
+        Width::Wide => show(file),
+        Width::Compact => view(&file.body).compact(file),
+    }
 }
 
 /// The SVG chart of `file`, for the kinds [`writes`] says have one; `None`

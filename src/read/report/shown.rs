@@ -1,6 +1,8 @@
-//! A README section drawn from the same tables the terminal prints: per file,
-//! where its numbers came from, then its view's tables ([`views::show`]) in
-//! Markdown, its notes, and its charts (drawn again from the JSON). Every
+//! A README section drawn from the same tables the terminal prints (the full
+//! ones: generate's under `--wide`, its compact table is the terminal's
+//! alone): per file, where its numbers came from, then its view's tables
+//! ([`views::show`]) in Markdown, its notes, and its charts (drawn again from
+//! the JSON). Every
 //! experiment's section but the tables across machines is this, so that a
 //! column added to a view reaches the README with no second description of
 //! it, and a new experiment's view says what its section holds.
