@@ -103,7 +103,7 @@ overhead                1  15  1      30  launch overhead and first calls (the J
 test-candle_lab         2  30  11     120 the library's tests, its CUDA ones among them
 test-cli                2  60  7      90  the programs as a user runs them
 test-generate           2  30  8      60  generate end to end, on the CPU and CUDA
-scaling                 2  60  20-50  45  Llama-3.2-1B's shape at bf16 on the suite's kernels: depths, prompts, batches to 64
+scaling                 2  75  25-50  45  Llama-3.2-1B's shape at bf16 on the suite's kernels: depths, prompts, batches to 64
 test-kernels            2  20  4      60  the suite's kernels against Candle's, on CUDA too
 test-matvec             2  20  2      60  the matrix-vector and quantized kernels, on CUDA too
 test-block              2  20  5      45  the block on CUDA
