@@ -107,6 +107,8 @@ fn check_warnings(p: &str, m: &ScalingMeasured) -> Vec<String> {
              differs enough to flip a choice; check it before trusting the depth points"
         ));
     }
+    // The points its model could not run, each with why.
+    out.extend(m.notes.iter().map(|n| format!("{p}: {n}")));
     out
 }
 
@@ -585,6 +587,7 @@ mod tests {
                 }),
                 batch_matches_alone: Some(true),
                 depth_matches_scratch: Some(true),
+                notes: Vec::new(),
             }),
         }
     }
