@@ -73,8 +73,9 @@ def add_flags(p: argparse.ArgumentParser) -> None:
         "what",
         choices=["twin", "hf", "scaling", "reference"],
         help="twin: the eager PyTorch model; hf: transformers' own; scaling: the twin "
-        "at context depths, prompt lengths and batches, as Candle's scaling; reference: "
-        "write the fixture the tests share (--write FILE)",
+        "at context depths, prompt lengths and batches, as Candle's scaling (its runs: 5 "
+        "timed and 1 warm-up on a GPU, 3 and 1 on the CPU); reference: write the fixture "
+        "the tests share (--write FILE)",
     )
     add_counts(p, GPU_PLAN, CPU_PLAN, "test")
     p.add_argument(
