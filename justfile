@@ -100,6 +100,31 @@ generate-peers *args: model _build
     "$py" pytorch/generate hf --output "$dir/transformers.json" "${peers[@]}"
     {{bin}}/compare "$dir/candle.json" "$dir/twin.json" "$dir/transformers.json"
 
+# (pytorch/generate scaling, its memory bounds from Candle's ladder by --bounds; the float rows only,
+# --dtypes fp32,fp16,bf16 unless given; `--kernels` and `--ladder-max-mib` are Candle's alone)
+# Candle's scaling and the PyTorch twin's on the same file and flags, then `compare` point by point
+[positional-arguments]
+scaling-peers *args: model _build
+    #!/usr/bin/env bash
+    set -euo pipefail
+    peers=() skip=0 dtypes=(--dtypes fp32,fp16,bf16)
+    for a in "$@"; do
+        if ((skip)); then skip=0; continue; fi
+        case $a in
+            --kernels | --ladder-max-mib) skip=1 ;;
+            --kernels=* | --ladder-max-mib=*) ;;
+            --dtypes | --dtypes=*) dtypes=() peers+=("$a") ;;
+            *) peers+=("$a") ;;
+        esac
+    done
+    py=$(scripts/pytorch-env.sh)
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/scaling-peers.XXXXXX")
+    echo "scaling-peers: result files in $dir" >&2
+    {{bin}}/scaling --output "$dir/candle.json" "${dtypes[@]}" "$@"
+    "$py" pytorch/generate scaling --bounds "$dir/candle.json" --output "$dir/twin.json" \
+        "${dtypes[@]}" "${peers[@]}"
+    {{bin}}/compare "$dir/candle.json" "$dir/twin.json"
+
 # The suite's own kernels against Candle's ops, the composed forms and the copy ceiling (docs/kernels.md)
 kernels *args: _build
     {{bin}}/kernels --results-dir results {{preset}} {{args}}

@@ -100,6 +100,10 @@ class Experiment:
     def kind(self, args) -> str:
         return self.KIND
 
+    def schema_version(self, args) -> str:
+        """The schema version of the body kind(args) names."""
+        return self.SCHEMA_VERSION
+
     def inputs(self, args) -> list[tuple[str, Path | None]]:
         """The files the run reads, each with what it is to the run: no output may be one."""
         return []
@@ -238,7 +242,7 @@ def save(twin: Experiment, session: Session, report: Report, env: dict) -> None:
     if args.output is not None:
         kind = twin.kind(args)
         result = envelope(
-            kind, command_line(), env, session.info, report.body, twin.SCHEMA_VERSION
+            kind, command_line(), env, session.info, report.body, twin.schema_version(args)
         )
         if to_stdout(twin, args):
             sys.stdout.write(json_text(result))

@@ -10,17 +10,22 @@ tg rows beside Candle's per precision:
   hf    [flags]          transformers' own GGUF loading and model: its greedy answer
                          (generate()), pp (one forward of --pp-tokens), tg (generate() from
                          one token), its nn.Linear modules alone, the bound
+  scaling [flags]        the twin's model as Candle's `scaling` measures one (schema 2.10's
+                         `scaling` body): tg and pp at each --depth, pp at each
+                         --pp-lengths, --batch sequences in lockstep, each point against
+                         min(memory, compute) (--bounds FILE: Candle's scaling file's ladder)
   reference --write FILE the fixture the tests share (transformers' ids and answer)
 
 The entry point only; the program is this package's modules: cli (its flags: the
 Experiment common.runner runs), setup (the checked config), experiment (the model opened,
-what must fit, the rows), dryrun, measure (one row: the tests), rows
-(what each peer runs), twin (the model), parts (the op classes), formulas, gguffile (the
+what must fit, the rows), dryrun, measure (one row: the tests), scaling (the scaling
+subcommand: its config, points, bounds and body), rows (what each peer runs), twin (the model), parts (the op classes), formulas, gguffile (the
 file), hf (transformers), table, reference; and the twins' shared pieces in
 pytorch/common/.
 
 Run it as `just pytorch-generate ...` (the twin), `just generate-peers` (Candle, the twin
-and transformers, then compare), or `"$(scripts/pytorch-env.sh)" pytorch/generate ...`.
+and transformers, then compare), `just scaling-peers` (Candle's scaling and the twin's,
+then compare), or `"$(scripts/pytorch-env.sh)" pytorch/generate ...`.
 """
 
 import os

@@ -1,6 +1,8 @@
 """The formulas behind generate's rates, as src/model/cost.rs writes them (with their
 sources there): a Llama's sizes, FLOPs at 2 per multiply-add, the weight bytes one
-generated token reads, and generation's bound, a copy's bandwidth over those bytes."""
+generated token reads, and generation's bound, a copy's bandwidth over those bytes; and
+scaling's: FLOPs after a depth, the KV cache's bytes (a Llama has no sliding window, so
+every layer sees every key)."""
 
 from __future__ import annotations
 
@@ -54,6 +56,31 @@ def pp_flops(d: LlamaDims, tokens: int) -> float:
     projections = 2.0 * tokens * d.layers * d.layer_matmul_params()
     pairs = tokens * (tokens + 1) // 2
     return projections + 2.0 * d.vocab * d.hidden + 4.0 * d.layers * d.heads * d.head_dim * pairs
+
+
+def causal_pairs(tokens: int) -> int:
+    """cost.rs causal_pairs with no window: query i of `tokens` sees i + 1 keys."""
+    return tokens * (tokens + 1) // 2
+
+
+def flops_after(d: LlamaDims, depth: int, tokens: int, heads: int) -> float:
+    """cost.rs flops_after: `tokens` tokens after `depth` cached, the head computed `heads`
+    times (a pass: once; `tokens` decode steps: every step); in its order of operations,
+    so the floats are Rust's bit for bit."""
+    projections = 2.0 * tokens * (d.layers * d.layer_matmul_params())
+    head = 2.0 * (d.vocab * d.hidden) * heads
+    pairs = d.layers * (causal_pairs(depth + tokens) - causal_pairs(depth))
+    return projections + head + 4.0 * (d.heads * d.head_dim) * pairs
+
+
+def kv_bytes_per_token(d: LlamaDims, elem: int) -> int:
+    """cost.rs kv_bytes_per_token: every layer's key and value, kv_width wide."""
+    return 2 * d.layers * d.kv_width * elem
+
+
+def kv_read_bytes(d: LlamaDims, keys: int, elem: int) -> int:
+    """cost.rs kv_read_bytes: the cache one query reads with `keys` keys cached."""
+    return 2 * (d.layers * keys) * d.kv_width * elem
 
 
 def pp_matmul_flops(d: LlamaDims, tokens: int) -> float:

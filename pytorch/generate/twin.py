@@ -5,6 +5,8 @@ KV cache (each key/value head shared by heads / kv_heads query heads; block's ca
 Candle's), the output projection and a residual add, RMSNorm, a SwiGLU MLP and a residual
 add; then the final RMSNorm and the output head (the embedding when the file has no
 output.weight) on the last token. Greedy decoding as Candle's: the answer is the argmax of each step's logits.
+A call runs one sequence (`forward`) or several of one length in lockstep at one position
+(`forward_batch`, scaling's batch axis), each in its own row of the cache.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import math
 
 
 class Twin:
-    def __init__(self, torch, dims, weights: dict, dtype, device, positions: int):
+    def __init__(self, torch, dims, weights: dict, dtype, device, positions: int, batch: int = 1):
         self.torch, self.d, self.dtype, self.device = torch, dims, dtype, device
         self.layers_count = dims.layers
 
@@ -43,9 +45,9 @@ class Twin:
         )
         angles = torch.cat([angles, angles], -1)
         self.cos, self.sin = (a.to(device, dtype) for a in (angles.cos(), angles.sin()))
-        # Keys and values of `positions` tokens per layer, made once; a call writes its
-        # tokens' at their positions and attends over the filled part.
-        shape = (1, dims.kv_heads, positions, hd)
+        # Keys and values of `positions` tokens per layer for `batch` sequences, made once;
+        # a call writes its tokens' at their positions and attends over the filled part.
+        shape = (batch, dims.kv_heads, positions, hd)
         self.cache = [
             (
                 torch.empty(shape, dtype=dtype, device=device),
@@ -93,10 +95,15 @@ class Twin:
     def forward(self, tokens: list[int], pos: int):
         """Logits (vocab,) of the last of `tokens`, at positions pos.. after the cache's
         `pos` tokens (0 starts a new sequence)."""
+        return self.forward_batch([tokens], pos)[0]
+
+    def forward_batch(self, seqs: list[list[int]], pos: int):
+        """Logits (B, vocab) of the last token of each of B sequences of one length, at
+        positions pos.. after each one's `pos` cached tokens (the cache's rows 0..B)."""
         torch, d = self.torch, self.d
-        t = len(tokens)
-        ids = torch.tensor(tokens, device=self.device)
-        x = self.embedding[ids].unsqueeze(0)
+        b, t = len(seqs), len(seqs[0])
+        ids = torch.tensor(seqs, device=self.device)
+        x = self.embedding[ids]
         cos, sin = self.rope_tables(pos, t)
         hd, groups = d.head_dim, d.heads // d.kv_heads
         mask = None
@@ -105,37 +112,37 @@ class Twin:
             mask = torch.triu(mask, diagonal=pos + 1)
         for i, w in enumerate(self.layers):
             xn = self.rms_norm(x, w["attn_norm"])
-            q = torch.nn.functional.linear(xn, w["attn_q"]).view(1, t, d.heads, hd).transpose(1, 2)
+            q = torch.nn.functional.linear(xn, w["attn_q"]).view(b, t, d.heads, hd).transpose(1, 2)
             k = (
                 torch.nn.functional.linear(xn, w["attn_k"])
-                .view(1, t, d.kv_heads, hd)
+                .view(b, t, d.kv_heads, hd)
                 .transpose(1, 2)
             )
             v = (
                 torch.nn.functional.linear(xn, w["attn_v"])
-                .view(1, t, d.kv_heads, hd)
+                .view(b, t, d.kv_heads, hd)
                 .transpose(1, 2)
             )
             q = q * cos + self.rotate_half(q) * sin
             k = k * cos + self.rotate_half(k) * sin
             keys, values = self.cache[i]
-            keys[:, :, pos : pos + t] = k
-            values[:, :, pos : pos + t] = v
-            k, v = keys[:, :, : pos + t], values[:, :, : pos + t]
+            keys[:b, :, pos : pos + t] = k
+            values[:b, :, pos : pos + t] = v
+            k, v = keys[:b, :, : pos + t], values[:b, :, : pos + t]
             kr = k.repeat_interleave(groups, 1)
             vr = v.repeat_interleave(groups, 1)
             scores = q @ kr.transpose(-1, -2) / math.sqrt(hd)
             if mask is not None:
                 scores = scores + mask
             attn = torch.softmax(scores, -1) @ vr
-            attn = attn.transpose(1, 2).reshape(1, t, d.hidden)
+            attn = attn.transpose(1, 2).reshape(b, t, d.hidden)
             h1 = x + torch.nn.functional.linear(attn, w["attn_output"])
             hn = self.rms_norm(h1, w["ffn_norm"])
             act = torch.nn.functional.silu(torch.nn.functional.linear(hn, w["ffn_gate"]))
             act = act * torch.nn.functional.linear(hn, w["ffn_up"])
             x = h1 + torch.nn.functional.linear(act, w["ffn_down"])
         last = self.rms_norm(x[:, -1], self.norm)
-        return torch.nn.functional.linear(last, self.head)[0]
+        return torch.nn.functional.linear(last, self.head)
 
 
 def greedy(model, prompt: list[int], n: int, eos: list[int]) -> list[int]:
