@@ -38,7 +38,8 @@ impl std::fmt::Debug for Run {
     }
 }
 
-/// A list flag's values: positive sizes, comma-separated.
+/// A list flag's values, comma-separated, each at most `max` (a zero is refused by
+/// [`Axes::check`] in one line, naming the flag).
 fn sizes(max: u64) -> clap::builder::RangedU64ValueParser<u64> {
     clap::value_parser!(u64).range(0..=max)
 }
