@@ -25,25 +25,25 @@
 //! per key: SmolLM2's q4_1 pp256 went from 986 to 1294 tok/s (one run of
 //! each build, 3 samples), pp64 4-7% (two A B pairs), pp16 within its noise.
 //! Computed in f32 for f32, f16 and bf16 (widened on load, rounded once).
-//! A decode step's f32 heads (d a multiple of 16) run AVX-512 code where
-//! the CPU has it ([`fast_scores`]): a key's dot product reduced once in a
-//! register, the weighted values summed in registers; SmolLM2's q4_1 tg at
-//! depth 2048 went from 70 to 89-93 tok/s (2-core Xeon VM, two runs).
+//! A decode step (t = 1) is split over the keys ([`decode`]): a unit is one
+//! key/value head's chunk of keys for every query head that reads it, its
+//! parts merged per head after, with AVX-512 code for f32 heads of 64, 128
+//! or 256 ([`x86`]); SmolLM2's q4_1 tg at depth 2048 went from 70 to 89-93
+//! tok/s with the first AVX-512 scores, and to 104-115 with the split.
 //! On a GPU the composed form runs (the caller's choice): this is CPU code.
 
+mod decode;
 mod prompt;
+#[cfg(target_arch = "x86_64")]
+mod x86;
 
 use std::borrow::Cow;
 
 use candle_core::{bail, CpuStorage, CustomOp3, Layout, Result, Shape, Tensor};
 
-use super::cpu::{output, simd_kernel, Elem, BLOCK};
-use super::exp::exp;
+use super::cpu::{output, Elem, BLOCK};
 use super::rows::{share, Out, Threads};
 use super::{as_is_or_copied, check_dtype, contiguous};
-
-/// f32 lanes of the dot products' accumulators.
-const LANES: usize = 16;
 
 /// `softmax(q K^T / sqrt(d)) V` for `q` (batch, heads, t, d) against `keys`
 /// and `values` (batch, kv_heads, n, d), t from 1 to n, query head `h`
@@ -141,44 +141,7 @@ impl Attend {
         if self.t > 1 {
             return Ok(self.prompt(q, k.0, &ks, v.0, &vs));
         }
-        let (n, d) = (self.n, self.d);
-        let scale = 1.0 / (d as f32).sqrt();
-        // A unit: one query row of one head, (batch, head, row) in q's order,
-        // which at one row (t = 1 here) is also the output's (batch, row, head).
-        let (t, units) = (self.t, self.b * self.heads * self.t);
-        let fast = fast_scores::<E>(d);
-        Ok(output::<E>(units * d, |dst| {
-            let out = Out::new(dst);
-            share(units, 2 * n * d, Threads::Pool, |range| {
-                let mut scores = vec![0f32; n];
-                let mut acc = [0f32; BLOCK];
-                for u in range {
-                    let bh = u / t;
-                    let g = self.kv_head(bh);
-                    // Row u % t sees the keys up to its own position.
-                    let seen = n - t + u % t + 1;
-                    let keys = &k.0[ks[g]..ks[g] + seen * d];
-                    let values = &v.0[vs[g]..vs[g] + seen * d];
-                    let q = &q[u * d..(u + 1) * d];
-                    let scores = &mut scores[..seen];
-                    match fast {
-                        // SAFETY: `fast` holds only where this CPU has
-                        // AVX-512F and E is f32 (checked once, above).
-                        Some((x86, w)) => unsafe {
-                            x86(as_f32(q), as_f32(keys), d, scale, scores);
-                            w(as_f32(values), d, scores, &mut acc[..d]);
-                        },
-                        None => {
-                            dots(q, keys, d, scale, scores);
-                            weigh(values, d, scores, &mut acc[..d]);
-                        }
-                    }
-                    // SAFETY: unit u's d outputs are written by this task
-                    // alone (`share` hands out each unit once).
-                    unsafe { write_row(&out, u * d, &acc[..d]) };
-                }
-            });
-        }))
+        Ok(self.decode(q, k.0, &ks, v.0, &vs))
     }
 }
 
@@ -249,186 +212,6 @@ unsafe fn write_row<E: Elem>(out: &Out<E>, at: usize, a: &[f32]) {
     }
     // SAFETY: the caller's.
     unsafe { out.write_all(at, &row[..a.len()]) };
-}
-
-simd_kernel! {
-    /// One head's scores: q . k_j x scale for every key row k_j of `keys`
-    /// (d apart), into `scores`.
-    fn dots<E: Elem>(q: &[E], keys: &[E], d: usize, scale: f32, scores: &mut [f32]) {
-        let (mut qb, mut rb) = ([0f32; BLOCK], [0f32; BLOCK]);
-        let q = E::widen(q, &mut qb);
-        for (s, key) in scores.iter_mut().zip(keys.chunks_exact(d)) {
-            *s = dot(q, E::widen(key, &mut rb)) * scale;
-        }
-    }
-}
-
-simd_kernel! {
-    /// One head's output: `acc` = softmax(`scores`) weighted sum of the
-    /// value rows v_j of `values` (d apart); `scores` is overwritten.
-    fn weigh<E: Elem>(values: &[E], d: usize, scores: &mut [f32], acc: &mut [f32]) {
-        let mut rb = [0f32; BLOCK];
-        // The max, the exponentials and their sum each a loop of its own: a
-        // sum carried through the exponentials' loop keeps it scalar.
-        let max = scores.iter().fold(f32::NEG_INFINITY, |m, &s| m.max(s));
-        for s in scores.iter_mut() {
-            *s = exp(*s - max);
-        }
-        let sum = sum(scores);
-        acc.fill(0.0);
-        for (&p, value) in scores.iter().zip(values.chunks_exact(d)) {
-            for (a, &v) in acc.iter_mut().zip(E::widen(value, &mut rb)) {
-                *a += p * v;
-            }
-        }
-        let inv = 1.0 / sum;
-        for a in acc.iter_mut() {
-            *a *= inv;
-        }
-    }
-}
-
-/// A head's scores and its weighted values in AVX-512 (f32, d a multiple
-/// of 16).
-type Scores = (
-    unsafe fn(&[f32], &[f32], usize, f32, &mut [f32]),
-    unsafe fn(&[f32], usize, &mut [f32], &mut [f32]),
-);
-
-/// The AVX-512 scores where this CPU has AVX-512F, E is f32 and `d` a
-/// multiple of 16; else none (the generic [`dots`]). The generic dot
-/// product ended each key in sixteen lanes' sum, which LLVM left as 128-bit
-/// shuffles: at 2,048 keys of SmolLM2 a decode step's attention held most of
-/// the token (perf: the dot's shuffles and multiplies the top lines), and
-/// the weighted values kept their accumulators in memory, a load and a
-/// store a key.
-fn fast_scores<E: Elem>(d: usize) -> Option<Scores> {
-    #[cfg(target_arch = "x86_64")]
-    if E::DTYPE == candle_core::DType::F32
-        && d.is_multiple_of(16)
-        && std::arch::is_x86_feature_detected!("avx512f")
-    {
-        return Some((scores_avx512, weigh_avx512));
-    }
-    let _ = d;
-    None
-}
-
-/// `x` as f32s.
-///
-/// # Safety
-/// E must be f32 ([`fast_scores`] checks it before this is called).
-unsafe fn as_f32<E: Elem>(x: &[E]) -> &[f32] {
-    // SAFETY: E is f32 (the caller's), so the slice is f32s as it lies.
-    unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<f32>(), x.len()) }
-}
-
-/// q . k_j x scale for every key row k_j (d apart, d a multiple of 16):
-/// sixteen lanes a step in one register, reduced once a key.
-///
-/// # Safety
-/// This CPU has AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn scores_avx512(q: &[f32], keys: &[f32], d: usize, scale: f32, scores: &mut [f32]) {
-    use std::arch::x86_64::*;
-    for (s, key) in scores.iter_mut().zip(keys.chunks_exact(d)) {
-        let mut acc = _mm512_setzero_ps();
-        for (q, k) in q.chunks_exact(16).zip(key.chunks_exact(16)) {
-            // SAFETY: each chunk is 16 f32s, an unaligned load's width.
-            let (qv, kv) = unsafe { (_mm512_loadu_ps(q.as_ptr()), _mm512_loadu_ps(k.as_ptr())) };
-            acc = _mm512_fmadd_ps(qv, kv, acc);
-        }
-        *s = _mm512_reduce_add_ps(acc) * scale;
-    }
-}
-
-/// [`weigh`] in AVX-512 for f32 and d a multiple of 16: the probabilities,
-/// then each 16 columns of the output summed over the value rows in four
-/// registers (four keys in flight), stored once.
-///
-/// # Safety
-/// This CPU has AVX-512F; `values` holds `scores.len()` rows of d.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn weigh_avx512(values: &[f32], d: usize, scores: &mut [f32], acc: &mut [f32]) {
-    use std::arch::x86_64::*;
-    let max = scores.iter().fold(f32::NEG_INFINITY, |m, &s| m.max(s));
-    for s in scores.iter_mut() {
-        *s = exp(*s - max);
-    }
-    let inv = 1.0 / sum(scores);
-    let n = scores.len();
-    assert!(values.len() >= n * d && acc.len() == d && d.is_multiple_of(16));
-    let v = values.as_ptr();
-    for c in (0..d).step_by(16) {
-        let mut a = [_mm512_setzero_ps(); 4];
-        let mut j = 0;
-        // SAFETY (each load): row j < n, columns c..c + 16 <= d, inside
-        // `values` (asserted above).
-        while j + 4 <= n {
-            for (k, a) in a.iter_mut().enumerate() {
-                let row = unsafe { _mm512_loadu_ps(v.add((j + k) * d + c)) };
-                *a = _mm512_fmadd_ps(_mm512_set1_ps(scores[j + k]), row, *a);
-            }
-            j += 4;
-        }
-        while j < n {
-            let row = unsafe { _mm512_loadu_ps(v.add(j * d + c)) };
-            a[0] = _mm512_fmadd_ps(_mm512_set1_ps(scores[j]), row, a[0]);
-            j += 1;
-        }
-        let total = _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]));
-        let out = _mm512_mul_ps(total, _mm512_set1_ps(inv));
-        // SAFETY: c + 16 <= d = acc.len().
-        unsafe { _mm512_storeu_ps(acc.as_mut_ptr().add(c), out) };
-    }
-}
-
-/// `a . b` in [`LANES`] lanes.
-#[inline(always)]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0f32; LANES];
-    let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-    let (ar, br) = (ac.remainder(), bc.remainder());
-    for (a, b) in ac.zip(bc) {
-        for ((l, &a), &b) in lanes.iter_mut().zip(a).zip(b) {
-            *l += a * b;
-        }
-    }
-    let tail: f32 = ar.iter().zip(br).map(|(a, b)| a * b).sum();
-    across(lanes) + tail
-}
-
-/// The sum of `x` in [`LANES`] lanes.
-#[inline(always)]
-fn sum(x: &[f32]) -> f32 {
-    let mut lanes = [0f32; LANES];
-    let chunks = x.chunks_exact(LANES);
-    let tail: f32 = chunks.remainder().iter().sum();
-    for c in chunks {
-        for (l, &v) in lanes.iter_mut().zip(c) {
-            *l += v;
-        }
-    }
-    across(lanes) + tail
-}
-
-/// The lanes' sum as a tree (halves added, then quarters...): a few vector
-/// adds, where `iter().sum()` is sixteen dependent scalar adds, which a
-/// decode step pays once a key: at 2,048 keys of SmolLM2 they held most
-/// of a token's attention (tg at depth 2048 ran at 26% of its bound).
-#[inline(always)]
-fn across(l: [f32; LANES]) -> f32 {
-    let mut h = [0f32; LANES / 2];
-    for (i, h) in h.iter_mut().enumerate() {
-        *h = l[i] + l[i + LANES / 2];
-    }
-    let mut q = [0f32; LANES / 4];
-    for (i, q) in q.iter_mut().enumerate() {
-        *q = h[i] + h[i + LANES / 4];
-    }
-    (q[0] + q[2]) + (q[1] + q[3])
 }
 
 impl CustomOp3 for Attend {
@@ -519,6 +302,9 @@ mod tests {
             (1, 9, 3, 1, 37, 64, 40),
             (1, 9, 3, 1, 700, 64, 1024),
             (2, 2, 2, 1, 5, 20, 5),
+            (2, 4, 2, 1, 130, 64, 160),
+            (1, 8, 2, 1, 300, 128, 320),
+            (1, 4, 1, 1, 100, 256, 128),
             (1, 9, 3, 16, 16, 64, 40),
             (1, 9, 3, 7, 37, 64, 40),
             (2, 2, 2, 3, 5, 20, 5),

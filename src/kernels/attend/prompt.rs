@@ -2,7 +2,7 @@
 //! against the keys transposed: the scores of a row block are a small
 //! product, not one dot product per key.
 //!
-//! Why: [`super::head`] takes a query row's score for one key as a dot
+//! Why: a decode step ([`super::decode`]) takes a query row's score for one key as a dot
 //! product of d in 16 lanes, then a sum across the lanes, then a max: at
 //! d = 64 that is 4 multiply-adds and about as many instructions again for
 //! the sum, per key and row, and a prompt of t tokens has t^2 / 2 of them
@@ -14,7 +14,7 @@
 //! softmax is the same, its max and sum taken in lanes (a float fold in one
 //! value does not vectorize); the weighted sum of the value rows (widened to
 //! f32 once, with the keys) keeps the block's rows' sums of 16 dimensions in
-//! registers over every key. Same arithmetic as [`super::head`] up to the
+//! registers over every key. Same arithmetic as [`super::decode`] up to the
 //! order of the sums.
 
 use super::super::cpu::{simd_kernel, Elem, BLOCK};

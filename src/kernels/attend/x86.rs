@@ -1,0 +1,223 @@
+//! A decode chunk's group of heads in AVX-512 ([`super::decode`]'s inner
+//! kernel) for f32 and head_dim 64, 128 or 256: the query held in
+//! registers, sixteen keys' dot products summed across their lanes together
+//! in one shuffle tree ([`lane_sums`]: 45 shuffles and adds for sixteen
+//! keys, where one `reduce_add` a key is about nine), the weighted value
+//! rows summed in registers, two keys in flight where a row is four
+//! registers. Software prefetch of the next blocks (to L1, or
+//! non-temporal) was tried: within noise, and non-temporal 2-3x slower.
+
+use std::arch::x86_64::*;
+
+use super::super::cpu::Elem;
+
+/// A group's scores over a chunk, (qs, keys, scale, scores), and its
+/// weighted values, (values, probabilities, parts); see [`dots_avx512`] and
+/// [`weigh_avx512`].
+pub(super) type Group = (
+    unsafe fn(&[f32], &[f32], f32, &mut [f32]),
+    unsafe fn(&[f32], &[f32], &mut [f32]),
+);
+
+/// The AVX-512 kernels for head_dim `d` where this CPU has AVX-512F and E
+/// is f32; else none (the generic path).
+pub(super) fn group<E: Elem>(d: usize) -> Option<Group> {
+    if E::DTYPE != candle_core::DType::F32 || !std::arch::is_x86_feature_detected!("avx512f") {
+        return None;
+    }
+    match d {
+        64 => Some((dots_avx512::<4>, weigh_avx512::<4>)),
+        128 => Some((dots_avx512::<8>, weigh_avx512::<8>)),
+        256 => Some((dots_avx512::<16>, weigh_avx512::<16>)),
+        _ => None,
+    }
+}
+
+/// Keys a block: the group's heads take each block's rows in turn while
+/// they are in L1 (16 rows of 256 f32s are 16 KiB of its 48).
+const KEYS: usize = 16;
+
+/// Every query head of a group (`qs`, heads of d = 16 x NV) over a chunk
+/// of m key rows: q . k_j x scale into `scores` (m a head). The keys are
+/// taken [`KEYS`] rows at a time by every head in turn: each row comes from
+/// past the core's caches once, and the group's other heads read it from
+/// L1 (a head at a time over the whole chunk read it from L2 for each,
+/// which set the pace: ~100 GB/s a core there, 256 bytes a key and head).
+///
+/// # Safety
+/// This CPU has AVX-512F; qs holds whole heads, keys m rows of 16 x NV.
+#[target_feature(enable = "avx512f")]
+unsafe fn dots_avx512<const NV: usize>(qs: &[f32], keys: &[f32], scale: f32, scores: &mut [f32]) {
+    let d = 16 * NV;
+    let heads = qs.len() / d;
+    let m = scores.len() / heads;
+    assert!(qs.len() == heads * d && keys.len() >= m * d);
+    for b in (0..m).step_by(KEYS) {
+        let rows = KEYS.min(m - b);
+        for (q, s) in qs.chunks_exact(d).zip(scores.chunks_exact_mut(m)) {
+            // SAFETY: rows b..b + rows < m of `keys`, d each (asserted).
+            unsafe { dots::<NV>(q, &keys[b * d..(b + rows) * d], scale, &mut s[b..b + rows]) };
+        }
+    }
+}
+
+/// Every head's weighted value rows: `parts` (a head's 2 + 16 x NV, its
+/// sums from 2 on) += the m value rows weighted by the head's `p` (m a
+/// head), [`KEYS`] rows at a time by every head in turn, as the scores.
+///
+/// # Safety
+/// This CPU has AVX-512F; values holds m rows of 16 x NV, parts a head's.
+#[target_feature(enable = "avx512f")]
+unsafe fn weigh_avx512<const NV: usize>(values: &[f32], p: &[f32], parts: &mut [f32]) {
+    let (d, stride) = (16 * NV, 2 + 16 * NV);
+    let heads = parts.len() / stride;
+    let m = p.len() / heads;
+    assert!(parts.len() == heads * stride && values.len() >= m * d);
+    for b in (0..m).step_by(KEYS) {
+        let rows = KEYS.min(m - b);
+        for (p, part) in p.chunks_exact(m).zip(parts.chunks_exact_mut(stride)) {
+            // SAFETY: rows b..b + rows < m of `values`, d each (asserted).
+            unsafe {
+                weigh::<NV>(
+                    &values[b * d..(b + rows) * d],
+                    &p[b..b + rows],
+                    &mut part[2..],
+                )
+            };
+        }
+    }
+}
+
+/// q . k_j x scale for the (up to [`KEYS`]) key rows of `keys` into
+/// `scores`: a whole block's sixteen sums across lanes in one
+/// [`lane_sums`], a short one's a reduce each.
+///
+/// # Safety
+/// This CPU has AVX-512F; q holds 16 x NV, keys `scores.len()` rows of it.
+#[target_feature(enable = "avx512f")]
+unsafe fn dots<const NV: usize>(q: &[f32], keys: &[f32], scale: f32, scores: &mut [f32]) {
+    let (d, n) = (16 * NV, scores.len());
+    assert!(q.len() == d && keys.len() == n * d && n <= KEYS);
+    // SAFETY (each load): c < NV and j < n: inside q and keys (asserted).
+    let qv: [__m512; NV] =
+        std::array::from_fn(|c| unsafe { _mm512_loadu_ps(q.as_ptr().add(16 * c)) });
+    let dot = |j: usize| {
+        let key = |c: usize| unsafe { _mm512_loadu_ps(keys.as_ptr().add(j * d + 16 * c)) };
+        let mut a = _mm512_mul_ps(qv[0], key(0));
+        for (c, &qc) in qv.iter().enumerate().skip(1) {
+            a = _mm512_fmadd_ps(qc, key(c), a);
+        }
+        a
+    };
+    if n == KEYS {
+        let lanes: [__m512; KEYS] = std::array::from_fn(dot);
+        let s = _mm512_mul_ps(lane_sums(&lanes), _mm512_set1_ps(scale));
+        // SAFETY: scores holds KEYS = 16 f32s.
+        unsafe { _mm512_storeu_ps(scores.as_mut_ptr(), s) };
+    } else {
+        for (j, s) in scores.iter_mut().enumerate() {
+            *s = _mm512_reduce_add_ps(dot(j)) * scale;
+        }
+    }
+}
+
+/// `acc` += the value rows (16 x NV each) weighted by `p`: each row's NV
+/// registers added into NV accumulators, two rows in flight (two sets)
+/// where NV is under 8, so that the adds are not one chain a key.
+///
+/// # Safety
+/// This CPU has AVX-512F; `values` holds `p.len()` rows, `acc` 16 x NV.
+#[target_feature(enable = "avx512f")]
+unsafe fn weigh<const NV: usize>(values: &[f32], p: &[f32], acc: &mut [f32]) {
+    let (d, n) = (16 * NV, p.len());
+    assert!(values.len() >= n * d && acc.len() == d);
+    let sets = if NV < 8 { 2 } else { 1 };
+    let mut a = [[_mm512_setzero_ps(); NV]; 2];
+    // SAFETY: c < NV: inside acc (asserted).
+    a[0] = std::array::from_fn(|c| unsafe { _mm512_loadu_ps(acc.as_ptr().add(16 * c)) });
+    let row = |j: usize, c: usize| {
+        // SAFETY: j < n, c < NV: inside `values` (asserted).
+        unsafe { _mm512_loadu_ps(values.as_ptr().add(j * d + 16 * c)) }
+    };
+    let mut j = 0;
+    while j + sets <= n {
+        for (s, a) in a.iter_mut().enumerate().take(sets) {
+            let pj = _mm512_set1_ps(p[j + s]);
+            for (c, a) in a.iter_mut().enumerate() {
+                *a = _mm512_fmadd_ps(pj, row(j + s, c), *a);
+            }
+        }
+        j += sets;
+    }
+    for (j, &pj) in p.iter().enumerate().skip(j) {
+        let pj = _mm512_set1_ps(pj);
+        for (c, a) in a[0].iter_mut().enumerate() {
+            *a = _mm512_fmadd_ps(pj, row(j, c), *a);
+        }
+    }
+    let [a0, a1] = a;
+    for (c, (x, y)) in a0.into_iter().zip(a1).enumerate() {
+        let total = _mm512_add_ps(x, y);
+        // SAFETY: 16 x c + 16 <= d = acc.len().
+        unsafe { _mm512_storeu_ps(acc.as_mut_ptr().add(16 * c), total) };
+    }
+}
+
+/// Lane i of the result = the sum of `v[i]`'s sixteen lanes: pairs of
+/// registers folded halves into one (256-bit halves, then 128-bit quarters
+/// with `shuffle_f32x4`, then pairs and single lanes within the quarters
+/// with `shuffle_ps`), which leaves key 4e + m at lane 4m + e; one permute
+/// puts it back.
+#[target_feature(enable = "avx512f")]
+fn lane_sums(v: &[__m512; 16]) -> __m512 {
+    let r: [__m512; 8] = std::array::from_fn(|p| {
+        let (a, b) = (v[2 * p], v[2 * p + 1]);
+        _mm512_add_ps(
+            _mm512_shuffle_f32x4::<0x44>(a, b),
+            _mm512_shuffle_f32x4::<0xEE>(a, b),
+        )
+    });
+    let s: [__m512; 4] = std::array::from_fn(|q| {
+        let (a, b) = (r[2 * q], r[2 * q + 1]);
+        _mm512_add_ps(
+            _mm512_shuffle_f32x4::<0x88>(a, b),
+            _mm512_shuffle_f32x4::<0xDD>(a, b),
+        )
+    });
+    let u: [__m512; 2] = std::array::from_fn(|w| {
+        let (a, b) = (s[2 * w], s[2 * w + 1]);
+        _mm512_add_ps(
+            _mm512_shuffle_ps::<0x44>(a, b),
+            _mm512_shuffle_ps::<0xEE>(a, b),
+        )
+    });
+    let x = _mm512_add_ps(
+        _mm512_shuffle_ps::<0x88>(u[0], u[1]),
+        _mm512_shuffle_ps::<0xDD>(u[0], u[1]),
+    );
+    let back = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_permutexvar_ps(back, x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lane_sums_sums_each_register_into_its_own_lane() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            return;
+        }
+        let vals: Vec<[f32; 16]> = (0..16)
+            .map(|k| std::array::from_fn(|l| (k * 16 + l) as f32 * 0.5 - k as f32))
+            .collect();
+        // SAFETY: this CPU has AVX-512F (checked above); each array is 16 f32s.
+        let got: [f32; 16] = unsafe {
+            let v: [__m512; 16] = std::array::from_fn(|k| _mm512_loadu_ps(vals[k].as_ptr()));
+            std::mem::transmute(lane_sums(&v))
+        };
+        for (k, row) in vals.iter().enumerate() {
+            assert_eq!(got[k], row.iter().sum::<f32>(), "key {k}");
+        }
+    }
+}
