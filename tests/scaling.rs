@@ -24,6 +24,33 @@ fn points(row: &serde_json::Value, axis: &str) -> Vec<(u64, u64, u64)> {
         .collect()
 }
 
+/// A tg step's split: the matmuls and attention each took time and calls,
+/// each with the rate it read its bytes at (the matmuls' FLOPs' too); the
+/// classes' times sum to at most the spanned step.
+fn step_split(s: &serde_json::Value, what: &str) {
+    let parts = s["parts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: no split: {s}"));
+    let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap();
+    let sum: f64 = parts.iter().map(|q| f(q, "ms_per_step")).sum();
+    assert!(sum <= f(s, "spanned_ms_per_step") * 1.0001, "{what}: {s}");
+    assert!(f(s, "clean_ms_per_step") > 0.0, "{what}");
+    for class in ["matmuls", "attention"] {
+        let q = parts.iter().find(|q| q["class"] == class);
+        let q = q.unwrap_or_else(|| panic!("{what}: no {class} in {s}"));
+        assert!(
+            f(q, "ms_per_step") > 0.0 && f(q, "calls_per_step") > 0.0,
+            "{what}"
+        );
+        assert!(f(q, "gb_per_s") > 0.0, "{what}: {q}");
+        assert_eq!(
+            q["gflop_per_s"].is_null(),
+            class == "attention",
+            "{what}: {q}"
+        );
+    }
+}
+
 #[test]
 fn every_axis_is_measured_against_its_bound_on_both_kernel_sets() {
     for shape in ["tiny", "tiny-qwen2", "tiny-gemma3"] {
@@ -61,6 +88,13 @@ fn every_axis_is_measured_against_its_bound_on_both_kernel_sets() {
                 assert!((f("pct_of_bound") - pct).abs() < 1e-6 * pct, "{what}");
                 let by = p["bound_by"].as_str().unwrap();
                 assert!(by == "compute" || by.starts_with("memory ("), "{by}");
+                // A tg step of the suite's decoder (not candle's quantized
+                // model: no spans) split by class; a pp test not split.
+                let candle_model = row["kernels"] == "candle" && row["precision"] == "q4_1";
+                match (p["test"].as_str().unwrap(), candle_model) {
+                    ("tg", false) => step_split(&p["step_parts"], &what),
+                    _ => assert!(p.get("step_parts").is_none(), "{what}: {p}"),
+                }
             }
             assert_eq!(m["batch_matches_alone"], true, "{what}");
             assert_eq!(m["depth_matches_scratch"], true, "{what}");

@@ -142,6 +142,13 @@ pub fn flops_after(d: &Config, depth: u64, tokens: u64, heads: u64) -> f64 {
     projections + head + 4.0 * d.q_width() as f64 * pairs as f64
 }
 
+/// FLOPs of one decode token's products alone: every layer's projections
+/// and the output head (what a batch step's matmuls do per sequence;
+/// [`flops_after`] less attention's).
+pub fn matmul_flops_per_token(d: &Config) -> f64 {
+    2.0 * (d.layers as u64 * d.layer_matmul_params() + (d.vocab * d.hidden) as u64) as f64
+}
+
 /// Bytes the KV cache holds per token at `elem` bytes an element: every
 /// layer's key and value, kv_width wide (the suite's decoder and candle's
 /// models keep every position, a sliding-window layer's too).
@@ -328,6 +335,12 @@ mod tests {
         let step = flops_after(&d, 2048, 1, 1) - flops_after(&d, 0, 1, 1);
         let want = 4.0 * d.q_width() as f64 * (d.layers as f64) * 2048.0;
         assert!((step - want).abs() < 1e-6 * want, "{step} {want}");
+        // A first token's products are its FLOPs less attention over itself
+        // (one key a layer): SmolLM2's 2 x 134.5 M parameters, the tied
+        // embedding counted once, as the head.
+        let products = flops_after(&d, 0, 1, 1) - 4.0 * (d.q_width() * d.layers) as f64;
+        assert!((matmul_flops_per_token(&d) - products).abs() < 1e-6 * products);
+        assert!((matmul_flops_per_token(&d) / 2.0 - 134.5e6).abs() < 0.1e6);
     }
 
     #[test]

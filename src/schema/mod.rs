@@ -81,7 +81,7 @@ pub use timed::{GpuState, RatioInterval, SectionStatus, TelemetrySource, TimeSou
 pub use sampling::{Adaptive, ClockOverhead, Plan, Sampling, StopRule};
 pub use scaling::{
     Axis, Capacity, KvCacheBytes, Ridge, ScalingMeasured, ScalingPoint, ScalingResults, ScalingRow,
-    Test,
+    StepPart, StepParts, Test,
 };
 pub use sweep::{SweepPoint, SweepResults};
 
@@ -106,8 +106,9 @@ pub use sweep::{SweepPoint, SweepResults};
 /// points timed by their fastest sample (`from_fastest_sample`); 2.9
 /// `generate`'s model architecture, its quantization as llama.cpp names it,
 /// its sliding window, and the further models a run measured (`more_models`);
-/// 2.10 the `scaling` body (cost as depth, prompt length and batch grow).
-pub const SCHEMA_VERSION: &str = "2.10";
+/// 2.10 the `scaling` body (cost as depth, prompt length and batch grow);
+/// 2.11 `scaling`'s tg points split by op class (`step_parts`).
+pub const SCHEMA_VERSION: &str = "2.11";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
 

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::model::ModelInfo;
 use super::rows::{Clock, Pairing, TimedRow, Timing};
-use super::{Bound, KernelChoice, Ladder, RowStatus, Timed, LAB_SUFFIX};
+use super::{Bound, KernelChoice, Ladder, RowStatus, Timed, TokenOpClass, LAB_SUFFIX};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ScalingResults {
@@ -166,6 +166,36 @@ pub struct ScalingPoint {
     /// Memory the point's test held above what the device held before the
     /// row (the KV cache, activations), where the device can say.
     pub peak_bytes: Option<u64>,
+    /// Where a step of a tg point goes, by op class (2.11; the suite's
+    /// decoder's rows: candle's models have no spans).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_parts: Option<StepParts>,
+}
+
+/// A tg point's step by op class: one more sample of its test, every op
+/// class's spans timed (`clock::spans`), per step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StepParts {
+    /// The spanned sample's time per step, and the clean median's: the
+    /// spans' own cost is the difference.
+    pub spanned_ms_per_step: f64,
+    pub clean_ms_per_step: f64,
+    /// The classes the step spent time in, in `TokenOpClass::ALL`'s order.
+    pub parts: Vec<StepPart>,
+}
+
+/// One op class's share of a step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StepPart {
+    pub class: TokenOpClass,
+    pub ms_per_step: f64,
+    pub calls_per_step: f64,
+    /// What the class must read a step over its time: the weights for the
+    /// matmuls, the KV cache for attention; null for the others.
+    pub gb_per_s: Option<f64>,
+    /// What the class computes a step over its time: the matmuls' FLOPs
+    /// (every sequence's projections and head); null for the others.
+    pub gflop_per_s: Option<f64>,
 }
 
 /// Where decode turns from memory-bound to compute-bound.

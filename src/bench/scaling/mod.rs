@@ -10,6 +10,7 @@
 //! measured for the row ([`crate::bench::lm::bounds`]). The rows' models are
 //! `generate`'s ([`crate::bench::lm`]).
 
+mod parts;
 mod points;
 
 use anyhow::{bail, Result};

@@ -18,11 +18,12 @@ use crate::bench::lm::load::{pp_ids, Loaded};
 use crate::bench::lm::{random_ids, Config as RowsConfig};
 use crate::clock::time_with_setup;
 use crate::memory::MemoryMeter;
-use crate::model::cost::{flops_after, kv_read_bytes};
+use crate::model::cost::{flops_after, kv_read_bytes, matmul_flops_per_token};
 use crate::model::{pick, pick_all, Config as ModelConfig, Lm};
-use crate::schema::{Axis, Ridge, ScalingPoint, Test, Timed};
+use crate::schema::{Axis, Ridge, ScalingPoint, StepParts, Test, Timed};
 use crate::telemetry::Telemetry;
 
+use super::parts::{self, StepWork};
 use super::Axes;
 
 /// What the points of a run share.
@@ -221,7 +222,11 @@ fn point(
         Ok(())
     };
     let timed = timed(ctx, &label, setup, || test(&mut lm.borrow_mut()))?;
-    bounded(ctx, row, w, timed)
+    let parts = match w.test {
+        Test::Tg => step_parts(ctx, row, &w, lm.into_inner(), test, &timed.0)?,
+        Test::Pp => None,
+    };
+    bounded(ctx, row, w, timed, parts)
 }
 
 /// A batch point: the sequences filled (once, or before each sample), then
@@ -251,7 +256,28 @@ fn batch_point(
     let timed = timed(ctx, &label, setup, || {
         decode(&mut lm.borrow_mut(), &start, p, n)
     })?;
-    bounded(ctx, row, w, timed)
+    let test = |lm: &mut Loaded| decode(lm, &start, p, n);
+    let parts = step_parts(ctx, row, &w, lm.into_inner(), &test, &timed.0)?;
+    bounded(ctx, row, w, timed, parts)
+}
+
+/// Where a step of the tg test `w` goes ([`parts::split`]): one more
+/// sample of `test`, spanned.
+fn step_parts(
+    ctx: &Ctx,
+    row: &Row,
+    w: &Work,
+    lm: &mut Loaded,
+    test: &dyn Fn(&mut Loaded) -> Result<Vec<Vec<u32>>>,
+    t: &Timed,
+) -> Result<Option<StepParts>> {
+    let work = StepWork {
+        steps: w.steps,
+        weights: row.weight_bytes_per_token,
+        kv: w.kv_bytes / w.steps.max(1) as u64,
+        matmul_flops: w.per_step as f64 * matmul_flops_per_token(row.d),
+    };
+    parts::split(ctx.device, lm, test, &work, t.rate_ms().0)
 }
 
 /// `work` timed under the run's plan with `setup` off the clock, the
@@ -287,7 +313,13 @@ fn name(w: &Work) -> String {
 }
 
 /// The point of `w` timed as `t`, against min(memory, compute).
-fn bounded(ctx: &Ctx, row: &Row, w: Work, (t, peak): (Timed, Option<u64>)) -> Result<ScalingPoint> {
+fn bounded(
+    ctx: &Ctx,
+    row: &Row,
+    w: Work,
+    (t, peak): (Timed, Option<u64>),
+    step_parts: Option<StepParts>,
+) -> Result<ScalingPoint> {
     let (ms, _) = t.rate_ms();
     let samples = t.samples_ms();
     let rate = |ms: f64| w.tokens as f64 / (ms * 1e-3);
@@ -326,6 +358,7 @@ fn bounded(ctx: &Ctx, row: &Row, w: Work, (t, peak): (Timed, Option<u64>)) -> Re
         pct_of_bound: 100.0 * tps / bound,
         peak_bytes: peak,
         timed: t,
+        step_parts,
     })
 }
 

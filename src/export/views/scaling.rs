@@ -7,7 +7,7 @@
 //! record per point.
 
 mod tables;
-use tables::{axis_table, capacity_table, fixed, kv_table};
+use tables::{axis_table, capacity_table, fixed, kv_table, parts_table, step_notes};
 
 use super::generate::what;
 use super::{num, Records, Shown};
@@ -139,6 +139,7 @@ fn notes(r: &ScalingResults) -> Vec<String> {
     for (row, m) in measured(r) {
         out.push(row_note(&row.precision, m));
         out.extend(ridge_note(&row.precision, m));
+        out.extend(step_notes(&row.precision, m));
     }
     if r.device_memory_bytes.is_none() {
         out.push("no capacity: the device's memory could not be read".into());
@@ -391,6 +392,7 @@ impl super::View for ScalingResults {
             .into_iter()
             .filter_map(|a| axis_table(self, a))
             .collect();
+        tables.extend(parts_table(self));
         tables.extend(kv_table(self));
         tables.extend(capacity_table(self));
         Shown {
@@ -436,7 +438,10 @@ impl super::View for ScalingResults {
 mod tests {
     use super::*;
     use crate::export::views::View;
-    use crate::schema::{Body, Bound, Capacity, KernelChoice, LadderKernel, Ridge, RowStatus};
+    use crate::schema::{
+        Body, Bound, Capacity, KernelChoice, LadderKernel, Ridge, RowStatus, StepPart, StepParts,
+        TokenOpClass,
+    };
     use serde_json::json;
 
     /// One point of `tokens` tokens at `tok_s` (its samples 3% either side)
@@ -488,6 +493,32 @@ mod tests {
             },
             pct_of_bound: 100.0 * tok_s / bound,
             peak_bytes: (axis == Axis::Depth).then_some(((depth as u64) * 46080) + (4 << 20)),
+            // A deep or wide tg step split: matmuls 4 ms (at 70 GFLOP/s),
+            // attention the clean step but 3.5 ms (read at depth / 100
+            // GB/s), the norms 0.5 ms, the spans' own 1 ms.
+            step_parts: (test == Test::Tg && (depth >= 1024 || batch >= 8)).then(|| {
+                let clean = batch as f64 * 1e3 / tok_s;
+                let part = |class, ms: f64, gb: Option<f64>| StepPart {
+                    class,
+                    ms_per_step: ms,
+                    calls_per_step: 30.0,
+                    gb_per_s: gb,
+                    gflop_per_s: (class == TokenOpClass::Matmuls).then_some(70.0),
+                };
+                StepParts {
+                    spanned_ms_per_step: clean + 1.0,
+                    clean_ms_per_step: clean,
+                    parts: vec![
+                        part(TokenOpClass::Matmuls, 4.0, Some(22.0)),
+                        part(
+                            TokenOpClass::Attention,
+                            clean - 3.5,
+                            Some(depth as f64 / 100.0),
+                        ),
+                        part(TokenOpClass::Norms, 0.5, None),
+                    ],
+                }
+            }),
         }
     }
 
@@ -674,8 +705,8 @@ mod tests {
         let shown = super::super::show(&f);
         assert_eq!(
             shown.tables.len(),
-            3 + 2,
-            "three axes, the KV cache, capacity"
+            3 + 3,
+            "three axes, where a tg step goes, the KV cache, capacity"
         );
         let text: String = shown.tables.iter().map(|t| t.to_string()).collect();
         for line in text.lines() {
@@ -695,6 +726,11 @@ mod tests {
             "68%",
             // Its depth 2048's peak: 2048 x 46080 bytes and 4 MiB.
             "94.0",
+            // Its depth 2048's step: clean 6.67 ms, spanned 7.67, attention
+            // 3.17 ms reading its KV cache at 20.5 GB/s.
+            "where a tg step goes",
+            "6.67 ┆    7.67",
+            "3.17 ┆ 20.5",
             // The KV cache at the model's context, and the sequences that fit.
             "MiB at 8192 tokens",
             "360.0",
@@ -718,6 +754,20 @@ mod tests {
             .any(|n| n.starts_with("fp32 (lab kernels): predicted ridge")));
         assert!(notes.contains(&"bf16: error: unsupported dtype BF16 for op matmul".into()));
         assert!(notes.contains(&"a note of the run".into()));
+        // What the deepest point and the largest batch wait on, measured.
+        let depth = "q4_1 (stored): tg32 @ d2048's step: the matmuls 4.00 ms reading the weights \
+                     at 22.0 GB/s, attention 3.17 ms reading the KV cache at 20.5 GB/s, where \
+                     the ladder reads 28.0 GB/s at the step's footprint (DRAM)";
+        assert!(notes.iter().any(|n| n == depth), "{notes:#?}");
+        let batch = notes
+            .iter()
+            .find(|n| n.starts_with("q4_1 (stored): tg32 x b16"))
+            .unwrap();
+        assert!(
+            batch.contains("the matmuls 4.00 ms at 70 GFLOP/s ("),
+            "{batch}"
+        );
+        assert!(batch.ends_with("the rest 0.50 ms"), "{batch}");
         assert!(
             !notes.iter().any(|n| n.starts_with("warning")),
             "{notes:#?}"
@@ -843,7 +893,7 @@ mod tests {
         let f = file(r.clone());
         let svg = r.chart(&f).unwrap();
         assert_eq!(texts(&svg).iter().filter(|&&x| x == "no points").count(), 1);
-        assert_eq!(super::super::show(&f).tables.len(), 2 + 2);
+        assert_eq!(super::super::show(&f).tables.len(), 2 + 3);
         // Rows without points (a run that prepared only): no chart, no
         // failure; the records and the notes still come.
         for row in &mut r.rows {

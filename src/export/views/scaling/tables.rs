@@ -1,12 +1,12 @@
 //! scaling's tables, each narrow enough for a 120-column terminal: one per
 //! axis with points (every row's points against their bounds, the spread of
-//! the samples, a batch's rate per sequence, a depth's memory), the KV
-//! cache's bytes per token, and how many sequences fit beside each row's
-//! weights.
+//! the samples, a batch's rate per sequence, a depth's memory), where a tg
+//! point's step goes, the KV cache's bytes per token, and how many
+//! sequences fit beside each row's weights.
 
 use crate::export::table::Table;
 use crate::export::views::mark;
-use crate::schema::{Axis, ScalingPoint, ScalingResults};
+use crate::schema::{Axis, ScalingMeasured, ScalingPoint, ScalingResults, TokenOpClass};
 use crate::units::{mib, size};
 
 /// `v` at `digits` decimals, "-" where it is not a number (a rate of a
@@ -93,6 +93,113 @@ pub(super) fn axis_table(r: &ScalingResults, axis: Axis) -> Option<Table> {
         }
     }
     any.then_some(t)
+}
+
+/// Where each tg point's step goes (the points that have a split): the
+/// clean and the spanned step, the matmuls' and attention's time and the
+/// rate each read its bytes at (the weights; the KV cache), the rest.
+pub(super) fn parts_table(r: &ScalingResults) -> Option<Table> {
+    let mut t = Table::new(
+        "where a tg step goes: one sample more, its op classes timed (ms a step)",
+        &[
+            "row",
+            "point",
+            "ms/step",
+            "spanned",
+            "matmuls",
+            "GB/s",
+            "attention",
+            "GB/s",
+            "rest",
+        ],
+    );
+    t.align_left(&[1]);
+    let ms = |v: f64| fixed(v, 2);
+    let gbs = |v: Option<f64>| v.map_or("-".into(), |g| fixed(g, 1));
+    let mut any = false;
+    for row in &r.rows {
+        for p in row.measured.iter().flat_map(|m| &m.points) {
+            let Some(s) = &p.step_parts else { continue };
+            any = true;
+            let part = |c: TokenOpClass| s.parts.iter().find(|q| q.class == c);
+            let (mm, at) = (part(TokenOpClass::Matmuls), part(TokenOpClass::Attention));
+            let named: f64 = [mm, at].iter().flatten().map(|q| q.ms_per_step).sum();
+            t.row([
+                row.precision.clone(),
+                p.name(),
+                ms(s.clean_ms_per_step),
+                ms(s.spanned_ms_per_step),
+                mm.map_or("-".into(), |q| ms(q.ms_per_step)),
+                gbs(mm.and_then(|q| q.gb_per_s)),
+                at.map_or("-".into(), |q| ms(q.ms_per_step)),
+                gbs(at.and_then(|q| q.gb_per_s)),
+                ms(s.spanned_ms_per_step - named),
+            ]);
+        }
+    }
+    any.then_some(t)
+}
+
+/// What the deepest tg point and the largest batch of a row wait on, from
+/// their step's split: the matmuls' and attention's rates beside what the
+/// point is held to (the ladder's read at its footprint; the compute
+/// ceiling).
+pub(super) fn step_notes(p: &str, m: &ScalingMeasured) -> Vec<String> {
+    let split = |axis: Axis, x: fn(&ScalingPoint) -> usize| {
+        m.points
+            .iter()
+            .filter(|q| q.axis == axis && q.test == crate::schema::Test::Tg)
+            .filter(|q| q.step_parts.is_some())
+            .max_by_key(|q| x(q))
+    };
+    let part = |q: &ScalingPoint, c: TokenOpClass| -> Option<(f64, Option<f64>, Option<f64>)> {
+        let s = q.step_parts.as_ref()?.parts.iter().find(|x| x.class == c)?;
+        Some((s.ms_per_step, s.gb_per_s, s.gflop_per_s))
+    };
+    let num = |v: Option<f64>, d: usize| v.map_or("-".into(), |v| fixed(v, d));
+    let mut out = Vec::new();
+    if let Some(q) = split(Axis::Depth, |q| q.depth).filter(|q| q.depth > 0) {
+        let (mm, at) = (
+            part(q, TokenOpClass::Matmuls),
+            part(q, TokenOpClass::Attention),
+        );
+        out.push(format!(
+            "{p}: {}'s step: the matmuls {} ms reading the weights at {} GB/s, attention {} ms \
+             reading the KV cache at {} GB/s, where the ladder reads {} GB/s at the step's \
+             footprint ({})",
+            q.name(),
+            num(mm.map(|x| x.0), 2),
+            num(mm.and_then(|x| x.1), 1),
+            num(at.map(|x| x.0), 2),
+            num(at.and_then(|x| x.1), 1),
+            fixed(q.memory.gb_per_s, 1),
+            q.memory.level
+        ));
+    }
+    if let Some(q) = split(Axis::Batch, |q| q.batch).filter(|q| q.batch > 1) {
+        let s = q.step_parts.as_ref().map_or(0.0, |s| s.spanned_ms_per_step);
+        let (mm, at) = (
+            part(q, TokenOpClass::Matmuls),
+            part(q, TokenOpClass::Attention),
+        );
+        let named = mm.map_or(0.0, |x| x.0) + at.map_or(0.0, |x| x.0);
+        let share = mm
+            .and_then(|x| x.2)
+            .map(|g| 100.0 * g / m.compute_peak_gflop_per_s);
+        out.push(format!(
+            "{p}: {}'s step ({} ms spanned): the matmuls {} ms at {} GFLOP/s ({}% of the \
+             compute ceiling), attention {} ms reading the KV cache at {} GB/s, the rest {} ms",
+            q.name(),
+            fixed(s, 2),
+            num(mm.map(|x| x.0), 2),
+            num(mm.and_then(|x| x.2), 0),
+            num(share, 0),
+            num(at.map(|x| x.0), 2),
+            num(at.and_then(|x| x.1), 1),
+            fixed(s - named, 2)
+        ));
+    }
+    out
 }
 
 /// The KV cache's size per token at each precision it can be kept in, and
