@@ -403,20 +403,26 @@ pub(super) fn split<E: Send>(
 mod tests {
     use super::*;
 
+    /// Zeros, infinities, the extremes and a subnormal: every rounding's
+    /// edges.
+    const EDGES: [f32; 7] = [
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MAX,
+        f32::MIN_POSITIVE,
+        1e-40,
+    ];
+
     #[test]
     fn bf16_rounding_matches_half_bit_for_bit() {
-        let mut probes = vec![
-            0.0,
-            -0.0,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::MAX,
-            f32::MIN_POSITIVE,
-            1e-40,
+        let mut probes = EDGES.to_vec();
+        probes.extend([
             // Ties: exactly between two bf16 values, even below and odd below.
             f32::from_bits(0x3f80_8000),
             f32::from_bits(0x3f81_8000),
-        ];
+        ]);
         let mut x = 1.0f32;
         for _ in 0..20_000 {
             x = (x * 1.000_37 + 0.013).rem_euclid(1e6) - 3e5;
@@ -447,22 +453,10 @@ mod tests {
                 "{h:#x}"
             );
         }
-        let mut probes = vec![
-            0.0,
-            -0.0,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::MAX,
-            f32::MIN_POSITIVE,
-            65504.0,
-            65519.99,
-            65520.0,
-            6.1e-5,
-            5.96e-8,
-            2.98e-8,
-            2.99e-8,
-            1e-40,
-        ];
+        let mut probes = EDGES.to_vec();
+        probes.extend([
+            65504.0, 65519.99, 65520.0, 6.1e-5, 5.96e-8, 2.98e-8, 2.99e-8,
+        ]);
         // Every f16 and the points halfway to its neighbours (ties).
         for h in 0..0x7c00u16 {
             let v = f16::from_bits(h).to_f32();
