@@ -27,8 +27,8 @@
 //! Computed in f32 for f32, f16 and bf16 (widened on load, rounded once).
 //! A decode step (t = 1) is split over the keys ([`decode`]): a unit is one
 //! key/value head's chunk of keys for every query head that reads it, its
-//! parts merged per head after, with AVX-512 code for f32 heads of 64, 128
-//! or 256 ([`x86`]); SmolLM2's q4_1 tg at depth 2048 went from 70 to 89-93
+//! parts merged per head after, with AVX-512 code for f32 heads of 32 to
+//! 256 ([`x86`]); SmolLM2's q4_1 tg at depth 2048 went from 70 to 89-93
 //! tok/s with the first AVX-512 scores, and to 104-115 with the split.
 //! On a GPU the composed form runs (the caller's choice): this is CPU code.
 
@@ -305,6 +305,8 @@ mod tests {
             (2, 4, 2, 1, 130, 64, 160),
             (1, 8, 2, 1, 300, 128, 320),
             (1, 4, 1, 1, 100, 256, 128),
+            (1, 6, 2, 1, 90, 96, 96),
+            (2, 4, 4, 1, 17, 32, 20),
             (1, 9, 3, 16, 16, 64, 40),
             (1, 9, 3, 7, 37, 64, 40),
             (2, 2, 2, 3, 5, 20, 5),

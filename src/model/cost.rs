@@ -146,7 +146,7 @@ pub fn flops_after(d: &Config, depth: u64, tokens: u64, heads: u64) -> f64 {
 /// and the output head (what a batch step's matmuls do per sequence;
 /// [`flops_after`] less attention's).
 pub fn matmul_flops_per_token(d: &Config) -> f64 {
-    2.0 * (d.layers as u64 * d.layer_matmul_params() + (d.vocab * d.hidden) as u64) as f64
+    2.0 * d.token_matmul_params() as f64
 }
 
 /// Bytes the KV cache holds per token at `elem` bytes an element: every

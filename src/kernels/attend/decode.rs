@@ -71,7 +71,7 @@ impl Attend {
         {
             let out = Out::new(&mut parts.spare_capacity_mut()[..total]);
             let units = ks.len() * chunks;
-            share(units, 2 * len * d * per, Threads::Pool, |range| {
+            share(units, 2 * len.min(n) * d * per, Threads::Pool, |range| {
                 let mut scores = vec![0f32; per * len];
                 let mut part = vec![0f32; per * stride];
                 for u in range {

@@ -1,5 +1,5 @@
 //! A decode chunk's group of heads in AVX-512 ([`super::decode`]'s inner
-//! kernel) for f32 and head_dim 64, 128 or 256: the query held in
+//! kernel) for f32 and head_dims of 32 to 256: the query held in
 //! registers, sixteen keys' dot products summed across their lanes together
 //! in one shuffle tree ([`lane_sums`]: 45 shuffles and adds for sixteen
 //! keys, where one `reduce_add` a key is about nine), the weighted value
@@ -25,8 +25,14 @@ pub(super) fn group<E: Elem>(d: usize) -> Option<Group> {
     if E::DTYPE != candle_core::DType::F32 || !std::arch::is_x86_feature_detected!("avx512f") {
         return None;
     }
+    // The head widths of the models the suite runs and their kin (32:
+    // tiny test shapes; 64: SmolLM2, Llama 3.2 1B; 80, 96: Phi; 128: Llama
+    // 3 8B, Qwen; 256: Gemma 3); another width takes the generic path.
     match d {
+        32 => Some((dots_avx512::<2>, weigh_avx512::<2>)),
         64 => Some((dots_avx512::<4>, weigh_avx512::<4>)),
+        80 => Some((dots_avx512::<5>, weigh_avx512::<5>)),
+        96 => Some((dots_avx512::<6>, weigh_avx512::<6>)),
         128 => Some((dots_avx512::<8>, weigh_avx512::<8>)),
         256 => Some((dots_avx512::<16>, weigh_avx512::<16>)),
         _ => None,
