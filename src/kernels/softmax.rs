@@ -148,7 +148,7 @@ fn row<E: Elem>(x: &[E], y: &mut [MaybeUninit<E>], e: &mut [f32], block_max: &mu
 
 /// The largest element, in [`LANES`] lanes.
 #[inline(always)]
-fn lanes_max(v: &[f32]) -> f32 {
+pub(super) fn lanes_max(v: &[f32]) -> f32 {
     let mut acc = [f32::NEG_INFINITY; LANES];
     let mut lanes = v.chunks_exact(LANES);
     for c in &mut lanes {

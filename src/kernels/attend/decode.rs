@@ -25,6 +25,7 @@ use candle_core::CpuStorage;
 use super::super::cpu::{output, simd_kernel, Elem, BLOCK};
 use super::super::exp::exp;
 use super::super::rows::{share, Out, Threads};
+use super::super::softmax::lanes_max;
 use super::{write_row, Attend};
 
 /// Keys a unit takes at least (fewer pay more in merging than they share)
@@ -199,7 +200,9 @@ simd_kernel! {
     /// `scores` (each key's) overwritten by e^(score - max): returns (max,
     /// the exponentials' sum).
     fn softmax_parts_into<E: Elem>(scores: &mut [f32], out: &mut [f32; 2]) {
-        let max = max(scores);
+        // In lanes: a fold of `f32::max` is one scalar chain, which held a
+        // third of a 64-key chunk's time.
+        let max = lanes_max(scores);
         for s in scores.iter_mut() {
             *s = exp(*s - max);
         }
@@ -261,7 +264,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 /// The sum of `x` in [`LANES`] lanes.
 #[inline(always)]
-pub(super) fn sum(x: &[f32]) -> f32 {
+fn sum(x: &[f32]) -> f32 {
     let mut lanes = [0f32; LANES];
     let chunks = x.chunks_exact(LANES);
     let tail: f32 = chunks.remainder().iter().sum();
@@ -271,25 +274,6 @@ pub(super) fn sum(x: &[f32]) -> f32 {
         }
     }
     across(lanes) + tail
-}
-
-/// The largest of `x` (NEG_INFINITY if empty) in [`LANES`] lanes: a fold
-/// of `f32::max` is one scalar chain (its NaN rule does not vectorize),
-/// which held a third of a 64-key chunk's time.
-#[inline(always)]
-fn max(x: &[f32]) -> f32 {
-    let mut lanes = [f32::NEG_INFINITY; LANES];
-    let chunks = x.chunks_exact(LANES);
-    let tail = chunks
-        .remainder()
-        .iter()
-        .fold(f32::NEG_INFINITY, |m, &v| if v > m { v } else { m });
-    for c in chunks {
-        for (l, &v) in lanes.iter_mut().zip(c) {
-            *l = if v > *l { v } else { *l };
-        }
-    }
-    lanes.iter().fold(tail, |m, &v| if v > m { v } else { m })
 }
 
 /// The lanes' sum as a tree (halves added, then quarters...): a few vector
