@@ -416,6 +416,20 @@ fn program_on(device: &str) {
             &["lab", "candle", "composed"]
         };
         assert_eq!(names, want, "{r}");
+        // Every op but the copy has a compute roof: the suite's kernel at the
+        // row's width on cache-resident rows, its rate in the row's bytes.
+        let compute = &r["compute"];
+        if r["op"] == "copy" {
+            assert!(compute.is_null(), "{r}");
+        } else {
+            let shape = compute["shape"].as_array().unwrap();
+            assert_eq!(shape.last(), r["shape"].as_array().unwrap().last(), "{r}");
+            let per_elem = r["bytes_moved"].as_f64().unwrap() / r["elements"].as_f64().unwrap();
+            let want = compute["g_elements_per_s"].as_f64().unwrap() * per_elem;
+            let got = compute["gb_per_s"].as_f64().unwrap();
+            assert!(got > 0.0 && (got - want).abs() <= 1e-9 * want, "{r}");
+            assert!(!compute["resource"].as_str().unwrap().is_empty());
+        }
         for v in variants {
             assert_eq!(v["status"], "ok", "{v}");
             let m = &v["measured"];
@@ -437,6 +451,12 @@ fn program_on(device: &str) {
         assert!(tables.contains(&format!("=== {op}: ")), "{tables}");
     }
     assert!(tables.contains("slower than Candle's op"), "{tables}");
+    // Each row's roofline and what binds it, in the table and the target line.
+    assert!(tables.contains("% roofline, binds"), "{tables}");
+    assert!(
+        tables.contains("% of the roofline on") || tables.contains("% of its roofline ("),
+        "{tables}"
+    );
 }
 
 #[test]

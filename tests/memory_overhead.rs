@@ -159,7 +159,10 @@ fn memory_fields(device: &str) {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|p| p["kernel"] == "copy" && u(&p["footprint_bytes"]) == 4 << 20)
+        .filter(|p| {
+            (p["kernel"] == "copy" || p["kernel"] == "copy_nt")
+                && u(&p["footprint_bytes"]) == 4 << 20
+        })
         .map(|p| f(&p["gb_per_s"]))
         .fold(0.0, f64::max);
     assert_eq!(f(&roofline["memory_gb_per_s"]), roof);

@@ -228,7 +228,9 @@ pub struct PpRoofline {
     /// The compute peak: a square matmul of `gemm_size` at `gemm_precision`
     /// on the pool's threads, in this run; for a quantized row (2.8) its own
     /// product, 64 rows by a square weight, "q4_1 (the suite's QLinear)"
-    /// (fp32's GEMM before).
+    /// (fp32's GEMM before); from 2.12 a row on Candle's kernels takes the
+    /// suite's product of its type where that is faster (the machine's
+    /// best, so a slow kernel reads as slow), and this names which ran.
     pub gemm_peak_gflop_per_s: f64,
     pub gemm_size: usize,
     pub gemm_precision: String,

@@ -209,7 +209,61 @@ pub struct KernelRow {
     /// bytes_read + bytes_written.
     pub bytes_moved: u64,
     pub ceiling: KernelCeiling,
+    /// The row's compute roof (2.12): what the suite's kernel does on data
+    /// its threads' caches hold; with the ceiling, the row's roofline is the
+    /// lower of the two. None for the copy (no arithmetic) and before 2.12.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute: Option<ComputeRoof>,
     pub variants: Vec<KernelVariant>,
+}
+
+/// The rate the suite's kernel for a row's op, precision and row width
+/// reaches with its inputs and output in the cores' private caches (2.12):
+/// memory then no longer paces it, so what does is its own work per element
+/// (the exponentials, the 16-bit conversions, the sums) at the caches'
+/// pace. Measured in the same run (its fastest sample, as a bound is), on
+/// the pool's threads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ComputeRoof {
+    /// The work the op adds to moving its bytes ("exp", "f16 conversions").
+    pub resource: String,
+    /// The cache-resident input's shape (the row's width, rows to fill it).
+    pub shape: Vec<usize>,
+    /// Bytes one call moves there (its inputs read once, output written once).
+    pub footprint_bytes: u64,
+    /// Where that footprint lives at these threads ("L2").
+    pub level: String,
+    pub threads: usize,
+    pub calls_per_sample: u64,
+    /// Output elements per second, 10^9, from the fastest sample.
+    pub g_elements_per_s: f64,
+    /// The same rate in the row's own bytes per element, 10^9 bytes per
+    /// second: comparable with the ceiling's GB/s.
+    pub gb_per_s: f64,
+    #[serde(flatten)]
+    pub timed: Timed,
+}
+
+impl KernelRow {
+    /// The row's roofline in its own bytes per second: the lower of the
+    /// ladder's bound and the compute roof, and which binds ("memory
+    /// (DRAM)" or "compute (exp)").
+    pub fn roofline(&self) -> (f64, String) {
+        let memory = || {
+            let level = self
+                .ceiling
+                .bound
+                .as_ref()
+                .map_or("copy", |b| b.level.as_str());
+            (self.ceiling.gb_per_s, format!("memory ({level})"))
+        };
+        match &self.compute {
+            Some(c) if c.gb_per_s < self.ceiling.gb_per_s => {
+                (c.gb_per_s, format!("compute ({})", c.resource))
+            }
+            _ => memory(),
+        }
+    }
 }
 
 /// A plain copy between two preallocated buffers that moves the row's bytes

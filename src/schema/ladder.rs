@@ -1,4 +1,4 @@
-//! The bandwidth ladder (schema 2.4): what this device can move, measured in
+//! The bandwidth ladder (schema 2.4; store kinds 2.12): what this device can move, measured in
 //! the same run as the rows held against it. Read (a sum), copy and triad
 //! (`a = b + s*c`) kernels, STREAM's and BabelStream's, at footprints that land
 //! in each cache level and in memory, on one thread and on the compute pool's
@@ -21,16 +21,35 @@ pub const BEATEN_PCT: f64 = 105.0;
 pub enum LadderKernel {
     /// One stream read and summed: no writes (a matrix-vector product's weights).
     Read,
-    /// One stream read, one written (a norm, a softmax, a copy).
+    /// One stream read, one written with ordinary stores (a norm, a
+    /// softmax): past the caches each line written is read first (the
+    /// core's read for ownership), so memory moves three lines for the two
+    /// counted. The suite's own loop (the C library's `memcpy` before 2.12,
+    /// which stores past the cache above a size of its own choosing).
     Copy,
-    /// Two streams read, one written: `a = b + s*c` (an add, SwiGLU).
+    /// Two streams read, one written with ordinary stores: `a = b + s*c`
+    /// (an add, SwiGLU).
     Triad,
     /// The driver's device-to-device copy (`cuMemcpyDtoD`), on a GPU.
     DeviceCopy,
+    /// The copy with non-temporal stores (x86's `movntps`, 2.12): the lines
+    /// go to memory without being read first and without staying in the
+    /// caches, as `memcpy` stores a large copy; slower than ordinary stores
+    /// on data a cache holds, faster past the caches.
+    CopyNt,
+    /// The triad with non-temporal stores (2.12).
+    TriadNt,
 }
 
 impl LadderKernel {
-    pub const CPU: [LadderKernel; 3] = [Self::Read, Self::Copy, Self::Triad];
+    /// The CPU's kernels: each pattern, the copy and triad with either store.
+    pub const CPU: [LadderKernel; 5] = [
+        Self::Read,
+        Self::Copy,
+        Self::CopyNt,
+        Self::Triad,
+        Self::TriadNt,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -38,6 +57,32 @@ impl LadderKernel {
             Self::Copy => "copy",
             Self::Triad => "triad",
             Self::DeviceCopy => "device copy",
+            Self::CopyNt => "copy nt",
+            Self::TriadNt => "triad nt",
+        }
+    }
+
+    /// How the kernel stores: "-" (it only reads), "ordinary" (each line
+    /// through the caches, read for ownership first), "non-temporal"
+    /// (straight to memory) or "driver's" (the driver's own copy).
+    pub fn stores(self) -> &'static str {
+        match self {
+            Self::Read => "-",
+            Self::Copy | Self::Triad => "ordinary",
+            Self::CopyNt | Self::TriadNt => "non-temporal",
+            Self::DeviceCopy => "driver's",
+        }
+    }
+
+    /// The same pattern with every store kind a ladder may hold: what an
+    /// op is held to when its stores are not its own choice (`memcpy`
+    /// chooses by size): the faster of them bounds it.
+    pub fn either_store(self) -> &'static [LadderKernel] {
+        match self {
+            Self::Copy | Self::CopyNt => &[Self::Copy, Self::CopyNt],
+            Self::Triad | Self::TriadNt => &[Self::Triad, Self::TriadNt],
+            Self::Read => &[Self::Read],
+            Self::DeviceCopy => &[Self::DeviceCopy],
         }
     }
 
@@ -45,13 +90,13 @@ impl LadderKernel {
     pub fn streams(self) -> (u64, u64) {
         match self {
             Self::Read => (1, 0),
-            Self::Copy | Self::DeviceCopy => (1, 1),
-            Self::Triad => (2, 1),
+            Self::Copy | Self::DeviceCopy | Self::CopyNt => (1, 1),
+            Self::Triad | Self::TriadNt => (2, 1),
         }
     }
 
     /// The kernel whose pattern is an op's: the streams it reads and writes
-    /// (a norm's small weight vector is not a stream).
+    /// (a norm's small weight vector is not a stream), with ordinary stores.
     pub fn for_streams(reads: u64, writes: u64) -> Self {
         match (reads, writes) {
             (_, 0) => Self::Read,

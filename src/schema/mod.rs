@@ -61,8 +61,8 @@ pub use generate::{
     PromptInfo, TokenOpClass, TokenPart, VsFp32, LAB_SUFFIX,
 };
 pub use kernels::{
-    Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow, KernelVariant,
-    KernelsResults, MatvecRow, VariantMeasured, DRAM_CASE,
+    ComputeRoof, Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow,
+    KernelVariant, KernelsResults, MatvecRow, VariantMeasured, DRAM_CASE,
 };
 pub use ladder::{Bound, CacheLevel, Ladder, LadderKernel, LadderPoint, BEATEN_PCT};
 pub use matmul::{fill_vs_fp32, Accuracy, MatmulResults, Measured, Row, RowStatus, SideBySide};
@@ -107,8 +107,11 @@ pub use sweep::{SweepPoint, SweepResults};
 /// `generate`'s model architecture, its quantization as llama.cpp names it,
 /// its sliding window, and the further models a run measured (`more_models`);
 /// 2.10 the `scaling` body (cost as depth, prompt length and batch grow);
-/// 2.11 `scaling`'s tg points split by op class (`step_parts`).
-pub const SCHEMA_VERSION: &str = "2.11";
+/// 2.11 `scaling`'s tg points split by op class (`step_parts`); 2.12 the
+/// ladder's copy and triad with each store kind (`copy_nt` and `triad_nt`
+/// beside the ordinary `copy`, now the suite's own loop, and `triad`), and
+/// `kernels` rows' compute roofline (`compute`).
+pub const SCHEMA_VERSION: &str = "2.12";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
 

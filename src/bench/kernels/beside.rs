@@ -23,14 +23,15 @@ pub(super) struct Beside {
     pub runs: Vec<(Implementation, Result<(Tensor, Called)>)>,
 }
 
-/// Measures `imps` (each through `call`) in turn with the ladder's `kernel`
-/// at `footprint` bytes, under `plan`; `label` names the progress line.
+/// Measures `imps` (each through `call`) in turn with the ladder's `kernels`
+/// (the row's pattern, with the store kinds it is held to) at `footprint`
+/// bytes, under `plan`; `label` names the progress line.
 /// Where the side-by-side timing itself fails, every variant that ran gets
 /// that error and the bound is the ladder's own reading.
 pub(super) fn measure(
     plan: Plan,
     ladder: &Ladder,
-    (kernel, footprint): (LadderKernel, u64),
+    (kernels, footprint): (&[LadderKernel], u64),
     label: &str,
     imps: &[Implementation],
     call: &dyn Fn(Implementation) -> Result<Tensor>,
@@ -50,10 +51,10 @@ pub(super) fn measure(
         .iter()
         .map(|&(imp, _)| Box::new(move || call(imp).map(|_| ())) as Box<dyn FnMut() -> Result<()>>)
         .collect();
-    let (ceiling, timed) = match ladder.bound_beside(kernel, footprint, (plan, label), works) {
+    let (ceiling, timed) = match ladder.bound_beside(kernels, footprint, (plan, label), works) {
         Ok((bound, point, called)) => (ceiling(bound, point, true), Ok(called)),
         Err(e) => {
-            let bound = ladder.bound(kernel, ladder.pool_threads(), footprint)?;
+            let bound = ladder.bound_of(kernels, ladder.pool_threads(), footprint)?;
             let point = ladder.point(bound.kernel, bound.threads, bound.footprint_bytes)?;
             (ceiling(bound, point, false), Err(e))
         }
@@ -179,7 +180,7 @@ mod tests {
         };
         let imps = [Implementation::Lab, Implementation::Candle];
         let kernel = LadderKernel::Copy;
-        let b = measure(plan, &ladder, (kernel, 32 << 10), "test", &imps, &call).unwrap();
+        let b = measure(plan, &ladder, (&[kernel], 32 << 10), "test", &imps, &call).unwrap();
         assert!(b.ceiling.side_by_side, "{}", b.ceiling.call);
         assert!(b.ceiling.call.contains("timed in turn"));
         let (lab, candle) = (&b.runs[0], &b.runs[1]);

@@ -323,7 +323,7 @@ fn measure(
     let b = super::beside::measure(
         plan,
         ladder,
-        (ladder.kernel_for(1, 0), weight_bytes),
+        (&[ladder.kernel_for(1, 0)], weight_bytes),
         &label,
         &[Implementation::Lab, Implementation::Candle],
         &|imp| Ok(w.call(imp, &x)?),

@@ -20,6 +20,7 @@
 //! op Candle lacks on a device) is that variant's error; the others run.
 
 mod beside;
+pub mod compute;
 pub mod matvec;
 mod ops;
 
@@ -263,6 +264,7 @@ pub fn run(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<Kerne
         crate::note!("kernels: the dram case runs at fp32 only, and --dtypes has no fp32");
     }
     let mut rows = Vec::new();
+    let roofs = compute::Roofs::default();
     // A case at a time, so that its inputs are drawn once for all its ops
     // and dropped before the next case's.
     for case in &cases {
@@ -274,8 +276,15 @@ pub fn run(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<Kerne
         };
         for &op in &cfg.ops {
             for p in precisions_of(cfg, case) {
-                let row = measure_row(device, plan, (&ladder, &draws), op, case, p)
-                    .with_context(|| format!("{} {} {p}", op.name(), case.name))?;
+                let row = measure_row(
+                    (device, telemetry),
+                    plan,
+                    (&ladder, &draws, &roofs),
+                    op,
+                    case,
+                    p,
+                )
+                .with_context(|| format!("{} {} {p}", op.name(), case.name))?;
                 rows.push(row);
             }
         }
@@ -310,9 +319,9 @@ pub fn run(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<Kerne
 }
 
 fn measure_row(
-    device: &Device,
+    (device, telemetry): (&Device, &Telemetry),
     plan: Plan,
-    (ladder, draws): (&Ladder, &ops::Draws),
+    (ladder, draws, roofs): (&Ladder, &ops::Draws, &compute::Roofs),
     op: KernelOp,
     case: &KernelCase,
     p: Precision,
@@ -325,6 +334,13 @@ fn measure_row(
         traffic(op, n as u64, width as u64, dtype.size_in_bytes() as u64);
     let bytes_moved = bytes_read + bytes_written;
 
+    // The compute roof first: its small inputs come and go before the row's.
+    let compute = roofs.get(
+        (device, telemetry, ladder),
+        plan,
+        (op, p, width),
+        bytes_moved as f64 / n.max(1) as f64,
+    )?;
     let inputs = ops::Inputs::new(op, &shape, dtype, device, draws)?;
     let ones = Tensor::ones(width, dtype, device)?;
     let reference = Reference::new(op, &inputs, width)?;
@@ -333,7 +349,10 @@ fn measure_row(
     let b = beside::measure(
         plan,
         ladder,
-        (ladder.kernel_for(reads, writes), bytes_moved),
+        (
+            &ladder.kernels_for_op(ladder.kernel_for(reads, writes), ops::memcpy(op)),
+            bytes_moved,
+        ),
         &label,
         &implementations_at(op, case),
         &|imp| Ok(ops::run(op, imp, &inputs, &ones)?),
@@ -369,6 +388,7 @@ fn measure_row(
         bytes_written,
         bytes_moved,
         ceiling,
+        compute,
         variants,
     })
 }
@@ -560,10 +580,20 @@ mod tests {
             let b = row.ceiling.bound.as_ref().unwrap();
             let (reads, writes) = ops::streams(row.op);
             if device.is_cpu() {
-                assert_eq!(
-                    b.kernel,
-                    crate::schema::LadderKernel::for_streams(reads, writes)
-                );
+                // Ordinary stores, but for the copy (memcpy's choice): the
+                // faster of the two store kinds.
+                let ordinary = crate::schema::LadderKernel::for_streams(reads, writes);
+                if ops::memcpy(row.op) {
+                    assert!(ordinary.either_store().contains(&b.kernel), "{b:?}");
+                } else {
+                    assert_eq!(b.kernel, ordinary);
+                }
+            }
+            // Every op with arithmetic has its compute roof at its width.
+            assert_eq!(row.compute.is_none(), row.op == KernelOp::Copy);
+            if let Some(c) = &row.compute {
+                assert_eq!(c.shape.last(), row.shape.last());
+                assert!(c.g_elements_per_s > 0.0 && c.threads == ladder_threads(device));
             }
             assert!(
                 b.footprint_bytes
@@ -606,6 +636,14 @@ mod tests {
                     m.accuracy.max_rel_err
                 );
             }
+        }
+    }
+
+    fn ladder_threads(device: &Device) -> usize {
+        if device.is_cpu() {
+            candle_core::utils::get_num_threads()
+        } else {
+            1
         }
     }
 

@@ -100,6 +100,14 @@ pub fn streams(op: KernelOp) -> (u64, u64) {
     }
 }
 
+/// Whether the op's stores are `memcpy`'s choice (the copy: Candle's and the
+/// suite's both call it, and it stores past the cache above its own size),
+/// so that its bound is the faster of the ladder's store kinds; every other
+/// op stores the ordinary way, read for ownership first.
+pub fn memcpy(op: KernelOp) -> bool {
+    op == KernelOp::Copy
+}
+
 /// The implementations an op is measured in, in the table's order; the
 /// element-wise copy and add have no composed form (they are one primitive).
 pub fn implementations(op: KernelOp) -> &'static [Implementation] {

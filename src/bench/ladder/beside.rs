@@ -116,23 +116,20 @@ pub fn time_calls_beside(
 }
 
 impl Ladder<'_> {
-    /// A row's bound measured beside it: `kernel` at `footprint` bytes on one
-    /// thread and on the pool's, timed in turn with the row's `works`
-    /// ([`time_calls_beside`]); the two points join the ladder (its file
-    /// keeps them), and the bound is the faster, or a larger footprint's
-    /// faster reading ([`envelope`]). Returns the bound, its point, and each
+    /// A row's bound measured beside it: each of `kernels` (the row's
+    /// pattern with the store kinds it is held to) at `footprint` bytes on
+    /// one thread and on the pool's, timed in turn with the row's `works`
+    /// ([`time_calls_beside`]); the points join the ladder (its file keeps
+    /// them), and the bound is the fastest, or a larger footprint's faster
+    /// reading ([`envelope`]). Returns the bound, its point, and each
     /// work's timing in order, under the row's `plan`.
     pub fn bound_beside(
         &self,
-        kernel: LadderKernel,
+        kernels: &[LadderKernel],
         footprint: u64,
         (plan, label): (Plan, &str),
         works: Vec<Box<dyn FnMut() -> Result<()> + '_>>,
     ) -> Result<(Bound, LadderPoint, Vec<Called>)> {
-        let footprint = super::fitted(
-            kernel,
-            self.max_footprint.map_or(footprint, |m| footprint.min(m)),
-        );
         // One thread, and the pool's with fixed parts and with parts taken
         // as threads finish (as the ops share their work: on a VM whose
         // vCPUs run at different speeds, fixed parts wait for the slowest).
@@ -141,14 +138,25 @@ impl Ladder<'_> {
             ways.extend([(self.pool_threads, false), (self.pool_threads, true)]);
         }
         let threads: Vec<usize> = ways.iter().map(|w| w.0).collect();
-        let arrays = std::cell::RefCell::new(Work::new(self.device, kernel, footprint)?);
+        let arrays = kernels
+            .iter()
+            .map(|&k| {
+                let f = super::fitted(
+                    k,
+                    self.max_footprint.map_or(footprint, |m| footprint.min(m)),
+                );
+                Ok((k, std::cell::RefCell::new(Work::new(self.device, k, f)?)))
+            })
+            .collect::<Result<Vec<_>>>()?;
         let n = works.len();
         let mut all: Vec<Box<dyn FnMut() -> Result<()> + '_>> = works;
-        for &(t, chunked) in &ways {
-            let arrays = &arrays;
-            all.push(Box::new(move || arrays.borrow_mut().call(t, chunked)));
+        for (_, arrays) in &arrays {
+            for &(t, chunked) in &ways {
+                all.push(Box::new(move || arrays.borrow_mut().call(t, chunked)));
+            }
         }
-        let label = format!("{label} | ladder {} beside", kernel.name());
+        let names: Vec<&str> = kernels.iter().map(|k| k.name()).collect();
+        let label = format!("{label} | ladder {} beside", names.join(", "));
         let mut called = time_calls_beside(
             self.device,
             self.telemetry,
@@ -158,31 +166,51 @@ impl Ladder<'_> {
             &mut all,
         )?;
         drop(all);
-        let work = arrays.into_inner();
-        let bytes = work.bytes_moved();
-        let at: Vec<LadderPoint> = called
-            .drain(n..)
-            .zip(&ways)
-            .map(|(c, &(t, chunked))| LadderPoint {
-                kernel,
-                threads: t,
-                footprint_bytes: work.footprint(),
-                level: self.level(work.footprint(), t),
-                standard: false,
-                bytes_moved: bytes,
-                calls_per_sample: c.calls_per_sample,
-                time_per_call_ms: c.fastest_per_call_ms,
-                gb_per_s: crate::formulas::gb_per_s(bytes, c.fastest_per_call_ms),
-                chunked,
-                from_fastest_sample: true,
-                timed: c.timed,
-            })
-            .collect();
+        let mut ladder_calls = called.drain(n..);
         let memory = self.memory_footprint();
-        let best = envelope(&at, &self.points.borrow(), kernel, &threads, memory)
-            .context("no ladder point beside the row")?;
-        self.points.borrow_mut().extend(at);
+        let mut best: Option<LadderPoint> = None;
+        for (kernel, work) in arrays {
+            let work = work.into_inner();
+            let at: Vec<LadderPoint> = ways
+                .iter()
+                .zip(ladder_calls.by_ref())
+                .map(|(&way, c)| self.point_from(&work, kernel, way, c))
+                .collect();
+            let b = envelope(&at, &self.points.borrow(), kernel, &threads, memory)
+                .context("no ladder point beside the row")?;
+            self.points.borrow_mut().extend(at);
+            if best.as_ref().is_none_or(|x| b.gb_per_s > x.gb_per_s) {
+                best = Some(b);
+            }
+        }
+        drop(ladder_calls);
+        let best = best.context("no ladder kernel beside the row")?;
         Ok((best.bound(), best, called))
+    }
+
+    /// The point a beside-the-row timing `c` of `kernel` on `work` reads.
+    fn point_from(
+        &self,
+        work: &Work,
+        kernel: LadderKernel,
+        (threads, chunked): (usize, bool),
+        c: Called,
+    ) -> LadderPoint {
+        let bytes = work.bytes_moved();
+        LadderPoint {
+            kernel,
+            threads,
+            footprint_bytes: work.footprint(),
+            level: self.level(work.footprint(), threads),
+            standard: false,
+            bytes_moved: bytes,
+            calls_per_sample: c.calls_per_sample,
+            time_per_call_ms: c.fastest_per_call_ms,
+            gb_per_s: crate::formulas::gb_per_s(bytes, c.fastest_per_call_ms),
+            chunked,
+            from_fastest_sample: true,
+            timed: c.timed,
+        }
     }
 }
 

@@ -3,8 +3,16 @@
 //! two in, one out). What makes them a ceiling rather than one more op:
 //! - **Compiled for the CPU in hand.** Each loop runs in a function built for
 //!   AVX-512 or AVX2 when the CPU has it (checked at run time), so it moves
-//!   full vector registers; the copy is the C library's `memcpy`, which picks
-//!   its own widest path (and non-temporal stores for large copies).
+//!   full vector registers.
+//! - **Each store kind said.** The copy and the triad store either way, each
+//!   a kernel of its own: ordinary stores (the line is read for ownership,
+//!   then written back: what a norm or an add does) and non-temporal ones
+//!   (`movntps`: written to memory without the read, as `memcpy` stores a
+//!   large copy). The copy is the suite's own loop, not `memcpy`, which
+//!   switches to non-temporal stores above a size of its own (3/4 of the
+//!   shared cache in glibc), so that one 1 GiB part a thread went past the
+//!   switch and 256 KiB parts did not: 46 and 26 GB/s for "the copy" at one
+//!   footprint on a 2-vCPU Xeon VM.
 //! - **The sum in integers.** Floating-point adds may not be reordered, so a
 //!   float sum is one long dependency chain; the bits summed as wrapping u32
 //!   may, and the compiler spreads them over many vector accumulators.
@@ -155,10 +163,15 @@ fn part(kernel: LadderKernel, a: &mut [f32], b: &[f32], c: &[f32], sink: &Atomic
         LadderKernel::Read => {
             sink.fetch_add(sum_bits(a), Ordering::Relaxed);
         }
-        LadderKernel::Copy | LadderKernel::DeviceCopy => a.copy_from_slice(b),
+        LadderKernel::Copy | LadderKernel::DeviceCopy => copy(a, b),
         LadderKernel::Triad => triad(a, b, c, 0.5),
+        LadderKernel::CopyNt => streaming::copy(a, b),
+        LadderKernel::TriadNt => streaming::triad(a, b, c, 0.5),
     }
 }
+
+/// Whether this build has the non-temporal kernels (x86-64's `movntps`).
+pub const HAS_STREAMING_STORES: bool = cfg!(target_arch = "x86_64");
 
 /// Defines `$name` as `$body` compiled for AVX-512, for AVX2 and for the
 /// crate's baseline, the widest this CPU has called.
@@ -218,6 +231,19 @@ widest! {
 const STREAMS: usize = 4;
 
 widest! {
+    fn copy(a: &mut [f32], b: &[f32]) {
+        // `a = one * b` with a one the compiler cannot see: a plain copy
+        // loop is recognized and replaced by a `memcpy` call, whose stores
+        // are its own choice (non-temporal above its size); the multiply is
+        // one vector op per 64 bytes, far under any cache's pace.
+        let one = std::hint::black_box(1.0f32);
+        for (a, &b) in a.iter_mut().zip(b) {
+            *a = one * b;
+        }
+    }
+}
+
+widest! {
     fn triad(a: &mut [f32], b: &[f32], c: &[f32], s: f32) {
         for ((a, &b), &c) in a.iter_mut().zip(b).zip(c) {
             *a = b + s * c;
@@ -225,9 +251,122 @@ widest! {
     }
 }
 
+/// The copy and the triad with non-temporal stores: the lines of `a` go to
+/// memory through the write-combining buffers, never read for ownership
+/// and never kept in a cache. The first elements up to a 64-byte boundary
+/// and the last partial vector are stored the ordinary way (the
+/// instruction takes aligned addresses only); a store fence ends each part,
+/// as such stores are weakly ordered.
+#[cfg(target_arch = "x86_64")]
+mod streaming {
+    use std::arch::x86_64::*;
+
+    pub fn copy(a: &mut [f32], b: &[f32]) {
+        stream(a, b, &[], 0.0);
+    }
+
+    pub fn triad(a: &mut [f32], b: &[f32], c: &[f32], s: f32) {
+        stream(a, b, c, s);
+    }
+
+    /// `a = b + s*c`, or `a = b` where `c` is empty.
+    fn stream(a: &mut [f32], b: &[f32], c: &[f32], s: f32) {
+        let n = a.len().min(b.len());
+        let head = a.as_ptr().align_offset(64).min(n);
+        let one =
+            |a: &mut [f32], i: usize| a[i] = if c.is_empty() { b[i] } else { b[i] + s * c[i] };
+        for i in 0..head {
+            one(a, i);
+        }
+        let body = if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: this CPU has AVX-512F; the range checks are inside.
+            unsafe { body_avx512(&mut a[head..n], &b[head..n], c.get(head..n), s) }
+        } else {
+            // SAFETY: SSE and SSE2 are x86-64's baseline.
+            unsafe { body_sse(&mut a[head..n], &b[head..n], c.get(head..n), s) }
+        };
+        for i in head + body..n {
+            one(a, i);
+        }
+    }
+
+    /// Stores whole 64-byte vectors of `a` (64-byte aligned at its start)
+    /// non-temporally; returns how many elements it stored.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn body_avx512(a: &mut [f32], b: &[f32], c: Option<&[f32]>, s: f32) -> usize {
+        let whole = a.len() / 16 * 16;
+        let sv = _mm512_set1_ps(s);
+        for i in (0..whole).step_by(16) {
+            // SAFETY: i + 16 <= whole <= the length of a, b (and c when
+            // given); a + i is 64-byte aligned (a's start is, and i is a
+            // multiple of 16 f32), as `_mm512_stream_ps` requires.
+            let v = _mm512_loadu_ps(b.as_ptr().add(i));
+            let v = match c {
+                Some(c) => _mm512_add_ps(v, _mm512_mul_ps(sv, _mm512_loadu_ps(c.as_ptr().add(i)))),
+                None => v,
+            };
+            _mm512_stream_ps(a.as_mut_ptr().add(i), v);
+        }
+        _mm_sfence();
+        whole
+    }
+
+    /// As [`body_avx512`], 16 bytes a store.
+    #[target_feature(enable = "sse2")]
+    unsafe fn body_sse(a: &mut [f32], b: &[f32], c: Option<&[f32]>, s: f32) -> usize {
+        let whole = a.len() / 4 * 4;
+        let sv = _mm_set1_ps(s);
+        for i in (0..whole).step_by(4) {
+            // SAFETY: i + 4 <= whole <= every slice's length; a + i is
+            // 16-byte aligned (a's start is 64-byte aligned, i a multiple
+            // of 4 f32), as `_mm_stream_ps` requires.
+            let v = _mm_loadu_ps(b.as_ptr().add(i));
+            let v = match c {
+                Some(c) => _mm_add_ps(v, _mm_mul_ps(sv, _mm_loadu_ps(c.as_ptr().add(i)))),
+                None => v,
+            };
+            _mm_stream_ps(a.as_mut_ptr().add(i), v);
+        }
+        _mm_sfence();
+        whole
+    }
+}
+
+/// Off x86-64 the non-temporal kernels are not in the ladder
+/// ([`HAS_STREAMING_STORES`]); these keep `part` whole.
+#[cfg(not(target_arch = "x86_64"))]
+mod streaming {
+    pub fn copy(a: &mut [f32], b: &[f32]) {
+        super::copy(a, b)
+    }
+
+    pub fn triad(a: &mut [f32], b: &[f32], c: &[f32], s: f32) {
+        super::triad(a, b, c, s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn streaming_stores_take_any_alignment_and_length() {
+        // Every start within a 64-byte line and lengths around a vector's.
+        let b: Vec<f32> = (0..200).map(|i| i as f32 + 0.25).collect();
+        let c: Vec<f32> = (0..200).map(|i| 3.0 - i as f32).collect();
+        for start in 0..16 {
+            for len in [0, 1, 15, 16, 17, 33, 100, 180] {
+                let mut a = vec![-1.0f32; 200];
+                let (a, b, c) = (&mut a[start..start + len], &b[..len], &c[..len]);
+                streaming::copy(a, b);
+                assert_eq!(a, b, "copy at {start} of {len}");
+                streaming::triad(a, b, c, 0.5);
+                for i in 0..len {
+                    assert_eq!(a[i], b[i] + 0.5 * c[i], "triad at {start} of {len}: {i}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn each_kernel_does_its_work_on_any_thread_count() {
@@ -242,14 +381,18 @@ mod tests {
                 r.a.iter()
                     .fold(0u32, |acc, v| acc.wrapping_add(v.to_bits()));
             assert_eq!(r.observed(), want, "{threads} threads");
-            let mut c = Arrays::new(LadderKernel::Copy, n);
-            assert_eq!((c.len(), c.footprint()), (n, 8 * n as u64));
-            c.call(threads, chunked);
-            assert_eq!(c.a, c.b);
-            let mut t = Arrays::new(LadderKernel::Triad, n);
-            t.call(threads, chunked);
-            for i in [0, 499, CHUNK, n - 1] {
-                assert_eq!(t.a[i], t.b[i] + 0.5 * t.c[i]);
+            for kernel in [LadderKernel::Copy, LadderKernel::CopyNt] {
+                let mut c = Arrays::new(kernel, n);
+                assert_eq!((c.len(), c.footprint()), (n, 8 * n as u64));
+                c.call(threads, chunked);
+                assert_eq!(c.a, c.b, "{kernel:?}");
+            }
+            for kernel in [LadderKernel::Triad, LadderKernel::TriadNt] {
+                let mut t = Arrays::new(kernel, n);
+                t.call(threads, chunked);
+                for i in 0..n {
+                    assert_eq!(t.a[i], t.b[i] + 0.5 * t.c[i], "{kernel:?} {i}");
+                }
             }
         }
     }

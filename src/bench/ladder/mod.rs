@@ -130,6 +130,18 @@ impl<'a> Ladder<'a> {
         levels::place(footprint, threads, &self.caches, self.memory)
     }
 
+    /// A footprint the row's threads hold in their own caches: half the
+    /// largest cache private to a core, times the pool's threads (on a GPU,
+    /// or where no cache is private, half the first level reported; 1 MiB
+    /// where none is).
+    pub fn resident_footprint(&self) -> u64 {
+        let private = self.caches.iter().rfind(|c| c.shared_by <= 1);
+        match private {
+            Some(c) => c.bytes / 2 * self.pool_threads as u64,
+            None => self.caches.first().map_or(1 << 20, |c| c.bytes / 2),
+        }
+    }
+
     /// Memory's footprint on this device (four times its last cache), or
     /// the cap when it is smaller.
     pub fn memory_footprint(&self) -> u64 {
@@ -172,6 +184,37 @@ impl<'a> Ladder<'a> {
         Ok(best.bound())
     }
 
+    /// The kernels an op of `kernel`'s pattern is held to: `kernel` alone
+    /// where the op's stores are ordinary; where they are `memcpy`'s choice
+    /// (`either_store`), each store kind this device's ladder has, the
+    /// faster bounding it.
+    pub fn kernels_for_op(&self, kernel: LadderKernel, either_store: bool) -> Vec<LadderKernel> {
+        if !either_store {
+            return vec![kernel];
+        }
+        let have = kernels(self.device);
+        let mut out: Vec<LadderKernel> = kernel.either_store().to_vec();
+        out.retain(|k| have.contains(k));
+        out
+    }
+
+    /// [`Ladder::bound`] over several kernels (an op's store kinds): the fastest.
+    pub fn bound_of(
+        &self,
+        kernels: &[LadderKernel],
+        threads: usize,
+        footprint: u64,
+    ) -> Result<Bound> {
+        let mut best: Option<Bound> = None;
+        for &k in kernels {
+            let b = self.bound(k, threads, footprint)?;
+            if best.as_ref().is_none_or(|x| b.gb_per_s > x.gb_per_s) {
+                best = Some(b);
+            }
+        }
+        best.context("no ladder kernel to bound an op")
+    }
+
     /// Every kernel at a footprint in each level and in memory, on one
     /// thread and on the pool's: the whole ladder (`memory`'s table).
     pub fn measure_all(&self) -> Result<()> {
@@ -184,6 +227,12 @@ impl<'a> Ladder<'a> {
                 for f in self.standard_footprints(t) {
                     self.points_at(kernel, &[(t, false)], f, true)?;
                 }
+            }
+            // Past the caches, parts taken as threads finish beside the
+            // fixed ones (the notes compare them; not a standard point).
+            if self.pool_threads > 1 && self.device.is_cpu() {
+                let memory = self.memory_footprint();
+                self.points_at(kernel, &[(self.pool_threads, true)], memory, false)?;
             }
         }
         Ok(())
@@ -311,14 +360,23 @@ impl<'a> Ladder<'a> {
     }
 }
 
-/// The kernels a device's ladder has: read, copy and triad, and on a GPU
-/// the driver's device-to-device copy beside the suite's.
+/// The kernels a device's ladder has: read, copy and triad, the copy and
+/// the triad with each store kind on an x86-64 CPU ([`cpu`]'s), and on a
+/// GPU the driver's device-to-device copy beside the suite's three.
 pub fn kernels(device: &Device) -> Vec<LadderKernel> {
+    use LadderKernel::{CopyNt, DeviceCopy, TriadNt};
     let mut k = LadderKernel::CPU.to_vec();
+    let streaming = device.is_cpu() && cpu::HAS_STREAMING_STORES;
+    k.retain(|k| streaming || !matches!(k, CopyNt | TriadNt));
     if device.is_cuda() {
-        k.push(LadderKernel::DeviceCopy);
+        k.push(DeviceCopy);
     }
     k
+}
+
+/// The kernels a CPU's ladder has (this build's).
+pub fn kernels_on_cpu() -> Vec<LadderKernel> {
+    kernels(&Device::Cpu)
 }
 
 /// Elements of each of a kernel's arrays for a request of `footprint` bytes:
@@ -419,6 +477,9 @@ impl Work {
                         Box::new(crate::cuda::DeviceBuffer::zeroed(dev, half)?),
                         Box::new(crate::cuda::DeviceBuffer::zeroed(dev, half)?),
                     ));
+                }
+                LadderKernel::CopyNt | LadderKernel::TriadNt => {
+                    anyhow::bail!("the ladder's {} is the CPU's only", kernel.name())
                 }
             };
             return Ok(Self::Gpu(GpuArrays::new(

@@ -191,7 +191,16 @@ pub fn run(
     done("the bandwidth ladder");
     let threads = ladder.pool_threads();
     let bytes = cfg.tensor_bytes();
-    let copy = ladder.point(ladder.kernel_for(1, 1), threads, 2 * bytes)?;
+    // The ceiling row: the ladder's copy at the tensor's traffic with the
+    // faster store kind (Candle's copy, `memcpy`, picks its own).
+    let copies = ladder.kernels_for_op(ladder.kernel_for(1, 1), true);
+    let mut copy = ladder.point(copies[0], threads, 2 * bytes)?;
+    for &k in &copies[1..] {
+        let p = ladder.point(k, threads, 2 * bytes)?;
+        if p.gb_per_s > copy.gb_per_s {
+            copy = p;
+        }
+    }
     let ceiling = rows::ceiling_row(&copy, datasheet);
 
     let n = cfg.elements();
@@ -207,8 +216,9 @@ pub fn run(
         done("the roofline's matmuls");
         rows
     };
-    // The roof is memory's: the ladder's copy past every cache, every thread.
-    let dram = ladder.bound(ladder.kernel_for(1, 1), threads, ladder.memory_footprint())?;
+    // The roof is memory's: the ladder's copy past every cache, every
+    // thread, with the faster store kind.
+    let dram = ladder.bound_of(&copies, threads, ladder.memory_footprint())?;
     let roofline = roofline(dram.gb_per_s, datasheet, &ops, mcfg.size, &matmuls);
     let out_of_memory = oom::out_of_memory(device)?;
     done("the out-of-memory demonstration");
@@ -256,7 +266,8 @@ fn measure_ops(
         let elem = |d: DType| d.size_in_bytes() as u64;
         let t = traffic(op, n, elem(din), elem(dout));
         let (reads, writes) = op.streams();
-        let bound = ladder.bound(ladder.kernel_for(reads, writes), threads, t.bytes_moved())?;
+        let kernels = ladder.kernels_for_op(ladder.kernel_for(reads, writes), op.memcpy());
+        let bound = ladder.bound_of(&kernels, threads, t.bytes_moved())?;
         ops.push(bandwidth_row(
             op.name(),
             op.call(dout),

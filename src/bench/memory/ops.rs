@@ -57,6 +57,14 @@ impl Op {
         }
     }
 
+    /// Whether its stores are `memcpy`'s choice (Candle's copy clones the
+    /// storage: non-temporal stores past the C library's size), so that it
+    /// is held to the faster of the ladder's store kinds; the others store
+    /// the ordinary way.
+    pub fn memcpy(self) -> bool {
+        self == Op::Copy
+    }
+
     /// Runs the operation once on Candle tensors.
     pub(super) fn run(self, a: &Tensor, b: &Tensor, out: DType) -> candle_core::Result<Tensor> {
         match self {

@@ -79,6 +79,26 @@ fn pct(m: Option<&VariantMeasured>) -> String {
     m.map_or("-".into(), |m| format!("{:.0}%", m.pct_of_ceiling))
 }
 
+/// A variant's share of its row's roofline ([`KernelRow::roofline`]).
+pub fn pct_of_roofline(row: &KernelRow, m: &VariantMeasured) -> f64 {
+    100.0 * m.gb_per_s / row.roofline().0
+}
+
+/// "88% exp", "91% DRAM": the share of the roofline and what binds it (the
+/// compute roof's resource, or the memory level).
+fn roofline_cell(row: &KernelRow, m: Option<&VariantMeasured>) -> String {
+    let Some(m) = m else { return "-".into() };
+    let what = match &row.compute {
+        Some(c) if c.gb_per_s < row.ceiling.gb_per_s => c.resource.clone(),
+        _ => row
+            .ceiling
+            .bound
+            .as_ref()
+            .map_or("copy".into(), |b| b.level.clone()),
+    };
+    format!("{:.0}% {what}", pct_of_roofline(row, m))
+}
+
 /// The kernels' tables and notes.
 pub fn show(file: &ResultFile, r: &KernelsResults) -> Shown {
     let pytorch = r
@@ -92,6 +112,7 @@ pub fn show(file: &ResultFile, r: &KernelsResults) -> Shown {
         format!("{who} % ceiling"),
         format!("{who} vs candle"),
     );
+    let own_roof = format!("{who} % roofline, binds");
     let mut tables = Vec::new();
     for op in KernelOp::ALL {
         let rows: Vec<&KernelRow> = r.rows.iter().filter(|x| x.op == op).collect();
@@ -103,7 +124,8 @@ pub fn show(file: &ResultFile, r: &KernelsResults) -> Shown {
                 "{}: {}, the composed form, and the bandwidth ladder at the same footprint on {}, \
                  timed in turn (time per call from {}, K calls a sample, the clock's cost \
                  subtracted; lab vs candle with its 95% interval; a bound's \"2t*\": its threads \
-                 took parts as they finished, as the ops share theirs)",
+                 took parts as they finished, as the ops share theirs; the roofline: the lower of \
+                 the bound and the suite's kernel on data its cores' caches hold, and what binds)",
                 op.name(),
                 if pytorch {
                     "PyTorch's op"
@@ -125,6 +147,7 @@ pub fn show(file: &ResultFile, r: &KernelsResults) -> Shown {
                 &own_gb,
                 &own_pct,
                 "candle % ceiling",
+                &own_roof,
                 &own_vs,
             ],
         );
@@ -148,6 +171,7 @@ pub fn show(file: &ResultFile, r: &KernelsResults) -> Shown {
                 own.map_or("-".into(), |m| format!("{:.1}", m.gb_per_s)),
                 pct(own),
                 pct(candle),
+                roofline_cell(row, own),
                 super::speedup(lab),
             ]);
         }
@@ -188,10 +212,14 @@ pub fn notes(r: &KernelsResults) -> Vec<String> {
         .collect();
     let case = where_held(&large);
     let case = case.as_str();
-    let mut notes: Vec<String> = [large_target(case, &large), never_slower(r)]
-        .into_iter()
-        .flatten()
-        .collect();
+    let mut notes: Vec<String> = [
+        large_target(case, &large),
+        compute_bound(case, &large),
+        never_slower(r),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     notes.extend(failed(r));
     notes.extend(large_in_cache(r, &large));
     notes.extend(held_memory(r));
@@ -200,19 +228,22 @@ pub fn notes(r: &KernelsResults) -> Vec<String> {
     notes
 }
 
-/// The target case's target: every lab kernel at [`TARGET_PCT`] of its bound.
+/// The target case's target: every lab kernel at [`TARGET_PCT`] of its
+/// roofline (the lower of its bound and its compute roof), each miss named
+/// with what binds it.
 fn large_target(case: &str, large: &[&KernelRow]) -> Option<String> {
     let short: Vec<String> = large
         .iter()
         .filter_map(|row| {
             let m = row.measured(Implementation::Lab)?;
-            (m.pct_of_ceiling < TARGET_PCT).then(|| {
+            let pct = pct_of_roofline(row, m);
+            (pct < TARGET_PCT).then(|| {
                 format!(
-                    "{} {} {:.0}% ({:.0} points short)",
+                    "{} {} {pct:.0}% of {} ({:.0} points short)",
                     row.op.name(),
                     row.precision,
-                    m.pct_of_ceiling,
-                    TARGET_PCT - m.pct_of_ceiling
+                    row.roofline().1,
+                    TARGET_PCT - pct
                 )
             })
         })
@@ -224,17 +255,48 @@ fn large_target(case: &str, large: &[&KernelRow]) -> Option<String> {
     (measured_large > 0).then(|| {
         if short.is_empty() {
             format!(
-                "target met: every lab kernel reaches {TARGET_PCT:.0}% of its bound (the ladder's, \
-                 at its footprint) on {case}"
+                "target met: every lab kernel reaches {TARGET_PCT:.0}% of its roofline (the lower \
+                 of the ladder's bound at its footprint and its own rate on cached data) on {case}"
             )
         } else {
             format!(
-                "target ({TARGET_PCT:.0}% of the bound on {case}) missed by {} of \
+                "target ({TARGET_PCT:.0}% of the roofline on {case}) missed by {} of \
                  {measured_large}: {}",
                 short.len(),
                 short.join(", ")
             )
         }
+    })
+}
+
+/// The target rows whose compute roof is under their memory bound: what
+/// they wait on is their own arithmetic, which faster memory would not
+/// speed up.
+fn compute_bound(case: &str, large: &[&KernelRow]) -> Option<String> {
+    let bound: Vec<String> = large
+        .iter()
+        .filter_map(|row| {
+            let c = row
+                .compute
+                .as_ref()
+                .filter(|c| c.gb_per_s < row.ceiling.gb_per_s)?;
+            Some(format!(
+                "{} {} ({}: {:.2} G elements/s in {}, {:.0}% of the memory bound)",
+                row.op.name(),
+                row.precision,
+                c.resource,
+                c.g_elements_per_s,
+                c.level,
+                100.0 * c.gb_per_s / row.ceiling.gb_per_s
+            ))
+        })
+        .collect();
+    (!bound.is_empty()).then(|| {
+        format!(
+            "compute-bound on {case} (the kernel on data its cores' caches hold is slower than \
+             memory would feed it): {}",
+            bound.join(", ")
+        )
     })
 }
 
@@ -311,14 +373,15 @@ fn beaten(r: &KernelsResults) -> Option<String> {
         .flat_map(|row| {
             row.variants.iter().filter_map(move |v| {
                 let m = v.measured.as_ref()?;
-                (m.pct_of_ceiling > BEATEN_PCT).then(|| {
+                let pct = m.pct_of_ceiling.max(pct_of_roofline(row, m));
+                (pct > BEATEN_PCT).then(|| {
                     format!(
-                        "{} {} {} {} {:.0}%",
+                        "{} {} {} {} {pct:.0}% of {}",
                         row.op.name(),
                         row.case,
                         row.precision,
                         v.implementation.name(),
-                        m.pct_of_ceiling
+                        row.roofline().1
                     )
                 })
             })
@@ -337,7 +400,7 @@ fn beaten(r: &KernelsResults) -> Option<String> {
 /// Every variant and every ceiling in long format: machine, experiment, op,
 /// case, precision, implementation ("ceiling" for the copy), shape,
 /// bytes_moved, time_ms, time_source, gb_per_s, pct_of_ceiling,
-/// speedup_vs_candle, max_rel_err.
+/// speedup_vs_candle, max_rel_err, pct_of_roofline, binds.
 pub fn records(machine: &str, r: &KernelsResults) -> Records {
     let header = [
         "machine",
@@ -354,9 +417,12 @@ pub fn records(machine: &str, r: &KernelsResults) -> Records {
         "pct_of_ceiling",
         "speedup_vs_candle",
         "max_rel_err",
+        "pct_of_roofline",
+        "binds",
     ];
     let mut rows = Vec::new();
     for row in &r.rows {
+        let binds = row.roofline().1;
         let start = |implementation: &str| {
             vec![
                 machine.to_string(),
@@ -378,6 +444,8 @@ pub fn records(machine: &str, r: &KernelsResults) -> Records {
             num(Some(100.0)),
             String::new(),
             String::new(),
+            String::new(),
+            binds.clone(),
         ]);
         rows.push(ceiling);
         for v in &row.variants {
@@ -390,6 +458,8 @@ pub fn records(machine: &str, r: &KernelsResults) -> Records {
                 num(m.map(|m| m.pct_of_ceiling)),
                 num(m.and_then(|m| m.speedup_vs_candle)),
                 num(m.map(|m| m.accuracy.max_rel_err)),
+                num(m.map(|m| pct_of_roofline(row, m))),
+                binds.clone(),
             ]);
             rows.push(rec);
         }
@@ -473,5 +543,105 @@ impl super::View for KernelsResults {
                  (docs/kernels.md). In PyTorch's file its op takes the kernel's column.",
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{Bound, ComputeRoof, KernelCeiling, LadderKernel, TimeSource};
+
+    fn row(compute_gb_per_s: Option<f64>) -> KernelRow {
+        let timed = crate::telemetry::timed_at(&[1.0; 3], &[]);
+        KernelRow {
+            op: KernelOp::Softmax,
+            case: DRAM_CASE.into(),
+            precision: Precision::F32,
+            shape: vec![1, 8, 4096],
+            elements: 8 * 4096,
+            bytes_read: 8 * 4096 * 4,
+            bytes_written: 8 * 4096 * 4,
+            bytes_moved: 2 * 8 * 4096 * 4,
+            ceiling: KernelCeiling {
+                call: String::new(),
+                bytes_copied: 8 * 4096 * 4,
+                time_ms: 1.0,
+                time_source: TimeSource::MedianMs,
+                gb_per_s: 30.0,
+                bound: Some(Bound {
+                    kernel: LadderKernel::Copy,
+                    threads: 2,
+                    footprint_bytes: 1 << 30,
+                    level: "DRAM".into(),
+                    gb_per_s: 30.0,
+                    chunked: false,
+                }),
+                side_by_side: true,
+                timed: timed.clone(),
+            },
+            compute: compute_gb_per_s.map(|gb_per_s| ComputeRoof {
+                resource: "exp".into(),
+                shape: vec![1, 64, 4096],
+                footprint_bytes: 2 << 20,
+                level: "L2".into(),
+                threads: 2,
+                calls_per_sample: 1,
+                g_elements_per_s: gb_per_s / 8.0,
+                gb_per_s,
+                timed: timed.clone(),
+            }),
+            variants: Vec::new(),
+        }
+    }
+
+    fn measured(gb_per_s: f64) -> VariantMeasured {
+        VariantMeasured {
+            time_ms: 1.0,
+            time_source: TimeSource::MedianMs,
+            gb_per_s,
+            pct_of_ceiling: 100.0 * gb_per_s / 30.0,
+            speedup_vs_candle: None,
+            speedup_interval: None,
+            accuracy: crate::schema::KernelAccuracy {
+                elements_checked: 0,
+                max_rel_err: 0.0,
+                mean_rel_err: 0.0,
+            },
+            calls_per_sample: 1,
+            threads_held: None,
+            timed: crate::telemetry::timed_at(&[1.0; 3], &[]),
+        }
+    }
+
+    #[test]
+    fn a_row_is_held_to_the_lower_of_memory_and_its_compute_roof() {
+        // The kernel on cached data does 12 GB/s of the row's bytes: under
+        // memory's 30, so compute binds, and 10.8 GB/s is 90% of it.
+        let slow = row(Some(12.0));
+        assert_eq!(slow.roofline(), (12.0, "compute (exp)".to_string()));
+        assert_eq!(roofline_cell(&slow, Some(&measured(10.8))), "90% exp");
+        // A roof over memory's bound: memory binds, named by its level.
+        let fast = row(Some(45.0));
+        assert_eq!(fast.roofline(), (30.0, "memory (DRAM)".to_string()));
+        assert_eq!(roofline_cell(&fast, Some(&measured(27.0))), "90% DRAM");
+        // No roof (a copy, a file before 2.12): the bound alone.
+        assert_eq!(row(None).roofline().0, 30.0);
+        // The target line names what binds a miss; the compute note the roof.
+        let rows = [&slow];
+        let mut missed = slow.clone();
+        missed.variants = vec![crate::schema::KernelVariant {
+            implementation: Implementation::Lab,
+            call: String::new(),
+            status: crate::schema::RowStatus::Ok,
+            error: None,
+            measured: Some(measured(6.0)),
+        }];
+        let line = large_target("the dram case", &[&missed]).unwrap();
+        assert!(line.contains("softmax fp32 50% of compute (exp)"), "{line}");
+        let note = compute_bound("the dram case", &rows).unwrap();
+        assert!(
+            note.contains("exp: 1.50 G elements/s in L2, 40% of the memory bound"),
+            "{note}"
+        );
     }
 }

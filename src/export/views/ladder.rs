@@ -2,13 +2,15 @@
 //! footprint, the level it lives in, calls per sample, time per call, GB/s)
 //! and a chart of GB/s against footprint, one line per kernel and thread
 //! count, as likwid-bench and BabelStream present theirs; and the few words
-//! a row's bound is named by ("copy 2t L3 48.1 GB/s").
+//! a row's bound is named by ("copy 2t L3 48.1 GB/s"), and the notes that
+//! say what its figures past the caches are: the cores' limit or memory's,
+//! each store kind's copy, fixed parts against parts taken as threads finish.
 
 use anyhow::Result;
 
 use crate::export::lines::{log2_lines_svg, Line, SeriesLabelPosition};
 use crate::export::table::Table;
-use crate::schema::{Bound, Ladder};
+use crate::schema::{Bound, Ladder, LadderKernel};
 use crate::units::size;
 
 /// A bound in a table's cell: its kernel, threads ("2t*": parts taken as
@@ -48,7 +50,11 @@ pub fn table(l: &Ladder, device: &str) -> Table {
             levels.push(p.level.clone());
         }
     }
-    let mut header = vec!["kernel".to_string(), "threads".to_string()];
+    let mut header = vec![
+        "kernel".to_string(),
+        "stores".to_string(),
+        "threads".to_string(),
+    ];
     header.extend(levels.iter().map(|l| format!("{l} GB/s")));
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     let mut t = Table::new(
@@ -72,7 +78,11 @@ pub fn table(l: &Ladder, device: &str) -> Table {
         }
     }
     for (kernel, threads) in keys {
-        let mut cells = vec![kernel.name().to_string(), threads.to_string()];
+        let mut cells = vec![
+            kernel.name().to_string(),
+            kernel.stores().to_string(),
+            threads.to_string(),
+        ];
         for level in &levels {
             let cell = standard
                 .iter()
@@ -119,4 +129,161 @@ pub fn chart(title: &str, l: &Ladder) -> Result<String> {
         &lines,
         SeriesLabelPosition::UpperRight,
     )
+}
+
+/// What the ladder's figures past the caches are, in words: whether the
+/// pool's read there is the cores' limit (each core keeps so many misses in
+/// flight: N threads read N times one thread's) or memory's own; the copy
+/// with each store kind against the read; fixed parts against parts taken
+/// as threads finish, for each kernel. None where the points are missing
+/// (a GPU, one thread, a ladder capped inside the caches).
+pub fn notes(l: &Ladder) -> Vec<String> {
+    let Some(memory) = l
+        .points
+        .iter()
+        .filter(|p| p.standard)
+        .map(|p| p.footprint_bytes)
+        .max()
+    else {
+        return Vec::new();
+    };
+    let at = |kernel: LadderKernel, threads: usize, chunked: bool| {
+        l.points
+            .iter()
+            .filter(|p| {
+                (p.kernel, p.threads, p.chunked) == (kernel, threads, chunked)
+                    && p.footprint_bytes >= memory
+                    && p.level == crate::bench::ladder::levels::CPU_MEMORY
+            })
+            .map(|p| p.gb_per_s)
+            .reduce(f64::max)
+    };
+    let n = l.pool_threads;
+    let mut out = Vec::new();
+    if let (Some(one), Some(all)) = (
+        at(LadderKernel::Read, 1, false),
+        at(LadderKernel::Read, n, false),
+    ) {
+        if n > 1 {
+            out.push(cores_or_memory(one, all, n));
+        }
+    }
+    let copies: Vec<String> = [LadderKernel::Copy, LadderKernel::CopyNt]
+        .into_iter()
+        .filter_map(|k| {
+            Some(format!(
+                "{:.1} with {} stores",
+                at(k, n, false)?,
+                k.stores()
+            ))
+        })
+        .collect();
+    if copies.len() == 2 {
+        let read = at(LadderKernel::Read, n, false)
+            .map_or(String::new(), |r| format!(" (the read {r:.1})"));
+        out.push(format!(
+            "past the caches the copy on {n} thread(s) moves {}{read}: an ordinary store reads \
+             its line before writing it (three lines of traffic for the two counted), a \
+             non-temporal one does not, so a copy can outrun the read; an op is held to the \
+             store kind it uses (the norms, softmax and adds ordinary, a memcpy copy either)",
+            copies.join(" and ")
+        ));
+    }
+    let parts: Vec<String> = crate::bench::ladder::kernels_on_cpu()
+        .into_iter()
+        .filter_map(|k| {
+            let (fixed, chunked) = (at(k, n, false)?, at(k, n, true)?);
+            Some(format!(
+                "{} {fixed:.1}/{chunked:.1} ({:+.0}%)",
+                k.name(),
+                100.0 * (chunked / fixed - 1.0)
+            ))
+        })
+        .collect();
+    if !parts.is_empty() && n > 1 {
+        out.push(format!(
+            "past the caches on {n} threads, fixed parts against parts taken as threads finish \
+             (GB/s): {}",
+            parts.join(", ")
+        ));
+    }
+    out
+}
+
+/// The pool's read past the caches against `n` times one thread's: within
+/// 15% of it, the figure is what the cores keep in flight, not memory's limit.
+fn cores_or_memory(one: f64, all: f64, n: usize) -> String {
+    let scaled = n as f64 * one;
+    if all >= 0.85 * scaled {
+        format!(
+            "DRAM here is the cores' limit, not memory's: past the caches {n} threads read \
+             {all:.1} GB/s and one {one:.1} ({scaled:.1} for {n}): each core reads as fast as \
+             the misses it keeps in flight allow, so more cores would read more"
+        )
+    } else {
+        format!(
+            "DRAM here is memory's limit: past the caches {n} threads read {all:.1} GB/s, \
+             under {n} x one thread's {one:.1} ({scaled:.1}): the cores wait on memory itself"
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::LadderPoint;
+
+    fn point(kernel: LadderKernel, threads: usize, chunked: bool, gb_per_s: f64) -> LadderPoint {
+        LadderPoint {
+            kernel,
+            threads,
+            footprint_bytes: 2 << 30,
+            level: "DRAM".into(),
+            standard: !chunked,
+            bytes_moved: 2 << 30,
+            calls_per_sample: 1,
+            time_per_call_ms: 1.0,
+            gb_per_s,
+            chunked,
+            from_fastest_sample: true,
+            timed: crate::telemetry::timed_at(&[1.0; 3], &[]),
+        }
+    }
+
+    #[test]
+    fn notes_name_the_cores_limit_the_store_kinds_and_the_parts() {
+        use LadderKernel::{Copy, CopyNt, Read};
+        let ladder = |two_threads_read: f64| Ladder {
+            caches: Vec::new(),
+            pool_threads: 2,
+            clock_overhead_ms: 0.0,
+            points: vec![
+                point(Read, 1, false, 17.0),
+                point(Read, 2, false, two_threads_read),
+                point(Read, 2, true, 33.0),
+                point(Copy, 2, false, 26.0),
+                point(Copy, 2, true, 25.0),
+                point(CopyNt, 2, false, 46.0),
+                point(CopyNt, 2, true, 45.0),
+            ],
+        };
+        let n = notes(&ladder(33.9));
+        assert!(n[0].starts_with("DRAM here is the cores' limit"), "{n:?}");
+        assert!(n[0].contains("2 threads read 33.9 GB/s and one 17.0 (34.0 for 2)"));
+        assert!(n[1].contains(
+            "26.0 with ordinary stores and 46.0 with non-temporal stores (the read 33.9)"
+        ));
+        assert!(n[2].contains("read 33.9/33.0 (-3%)"), "{n:?}");
+        assert!(
+            n[2].contains("copy 26.0/25.0 (-4%), copy nt 46.0/45.0 (-2%)"),
+            "{n:?}"
+        );
+        // Two threads that read little more than one: memory's own limit.
+        let n = notes(&ladder(20.0));
+        assert!(n[0].starts_with("DRAM here is memory's limit"), "{n:?}");
+        // No point past the caches: nothing to say.
+        let mut inside = ladder(33.9);
+        inside.points.iter_mut().for_each(|p| p.level = "L3".into());
+        assert!(notes(&inside).is_empty());
+    }
 }

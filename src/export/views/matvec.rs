@@ -136,6 +136,11 @@ pub fn records(machine: &str, r: &KernelsResults) -> Vec<Vec<String>> {
             ]
         };
         let c = &row.ceiling;
+        // No compute roof here: the roofline is the bound ("memory (L3)").
+        let binds = format!(
+            "memory ({})",
+            c.bound.as_ref().map_or("copy", |b| b.level.as_str())
+        );
         let mut ceiling = start("ceiling");
         ceiling.extend([
             num(Some(row.bound_ms)),
@@ -144,6 +149,8 @@ pub fn records(machine: &str, r: &KernelsResults) -> Vec<Vec<String>> {
             num(Some(100.0)),
             String::new(),
             String::new(),
+            String::new(),
+            binds.clone(),
         ]);
         out.push(ceiling);
         for v in &row.variants {
@@ -156,6 +163,8 @@ pub fn records(machine: &str, r: &KernelsResults) -> Vec<Vec<String>> {
                 num(m.map(|m| m.pct_of_ceiling)),
                 num(m.and_then(|m| m.speedup_vs_candle)),
                 num(m.map(|m| m.accuracy.max_rel_err)),
+                num(m.map(|m| m.pct_of_ceiling)),
+                binds.clone(),
             ]);
             out.push(rec);
         }

@@ -11,6 +11,9 @@ const MIB: u64 = 1 << 20;
 /// Lines printed under the tables: what the numbers cannot show by themselves.
 pub fn notes(r: &MemoryResults) -> Vec<String> {
     let mut notes = Vec::new();
+    if let Some(l) = &r.ladder {
+        notes.extend(super::ladder::notes(l));
+    }
     if let Some(reason) = &r.transfers.reason {
         notes.push(format!("transfers skipped: {reason}"));
     }

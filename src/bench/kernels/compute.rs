@@ -1,0 +1,160 @@
+//! A `kernels` row's compute roof: the suite's kernel for the row's op,
+//! precision and row width, timed on inputs its threads' private caches hold
+//! ([`Ladder::resident_footprint`]). There memory no longer paces it, so its
+//! rate is what its own work per element allows (the exponentials of a
+//! softmax or SwiGLU, the 16-bit conversions, a norm's two passes) at the
+//! caches' pace: the roof a row past the caches cannot rise above however
+//! fast memory is. With the ladder's bound it makes the row's roofline
+//! ([`crate::schema::KernelRow::roofline`]): a row then reads "memory (DRAM)
+//! 91%" or "compute (exp) 88%". The rate is the fastest sample's, as the
+//! ladder's points are: a roof is what the kernel did do. Measured once per
+//! op, precision and width, before the first row that needs it; the copy
+//! has no arithmetic and no roof.
+
+use std::cell::RefCell;
+
+use anyhow::Result;
+use candle_core::{Device, Tensor};
+
+use super::ops;
+use crate::bench::ladder::{time_calls, Ladder};
+use crate::clock::Plan;
+use crate::precision::Precision;
+use crate::schema::{ComputeRoof, Implementation, KernelOp};
+use crate::telemetry::Telemetry;
+
+/// The work an op adds to moving its bytes, named for the table: the
+/// resource its compute roof measures. None for the copy.
+pub fn resource(op: KernelOp, p: Precision) -> Option<&'static str> {
+    let sixteen = match p {
+        Precision::F16 => Some("f16 conversions"),
+        Precision::Bf16 => Some("bf16 conversions"),
+        _ => None,
+    };
+    match op {
+        KernelOp::Copy => None,
+        KernelOp::Softmax | KernelOp::Swiglu => Some("exp"),
+        KernelOp::RmsNorm | KernelOp::RmsNormMul => sixteen.or(Some("two passes")),
+        KernelOp::Add => sixteen.or(Some("adds")),
+    }
+}
+
+/// What a roof is measured for: an op, a precision and a row width.
+type Key = (KernelOp, Precision, usize);
+
+/// The roofs measured so far in a run, by op, precision and row width.
+#[derive(Default)]
+pub(super) struct Roofs {
+    made: RefCell<Vec<(Key, ComputeRoof)>>,
+}
+
+impl Roofs {
+    /// The roof of `op` at `p` for rows of `width` (the row's shape's last
+    /// dimension), measured the first time it is asked for; `bytes_per_elem`
+    /// turns its rate into the row's bytes per second.
+    pub fn get(
+        &self,
+        (device, telemetry, ladder): (&Device, &Telemetry, &Ladder),
+        plan: Plan,
+        (op, p, width): (KernelOp, Precision, usize),
+        bytes_per_elem: f64,
+    ) -> Result<Option<ComputeRoof>> {
+        let Some(resource) = resource(op, p) else {
+            return Ok(None);
+        };
+        let key = (op, p, width);
+        let found = self
+            .made
+            .borrow()
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, r)| r.clone());
+        let roof = match found {
+            Some(r) => r,
+            None => {
+                let r = measure((device, telemetry, ladder), plan, key, resource)?;
+                self.made.borrow_mut().push((key, r.clone()));
+                r
+            }
+        };
+        Ok(Some(ComputeRoof {
+            gb_per_s: roof.g_elements_per_s * bytes_per_elem,
+            ..roof
+        }))
+    }
+}
+
+/// The cache-resident shape of `op` for rows of `width` moving about
+/// `footprint` bytes in all at `elem` bytes an element (softmax's rows as
+/// one head's).
+pub fn resident_shape(op: KernelOp, width: usize, elem: u64, footprint: u64) -> Vec<usize> {
+    let (read, written) = ops::traffic(op, width as u64, width as u64, elem);
+    let rows = (footprint / (read + written).max(1)).max(1) as usize;
+    match op {
+        KernelOp::Softmax => vec![1, rows, width],
+        _ => vec![rows, width],
+    }
+}
+
+fn measure(
+    (device, telemetry, ladder): (&Device, &Telemetry, &Ladder),
+    plan: Plan,
+    (op, p, width): (KernelOp, Precision, usize),
+    resource: &str,
+) -> Result<ComputeRoof> {
+    let dtype = p.dtype();
+    let elem = dtype.size_in_bytes() as u64;
+    let shape = resident_shape(op, width, elem, ladder.resident_footprint());
+    let n: usize = shape.iter().product();
+    let (read, written) = ops::traffic(op, n as u64, width as u64, elem);
+    let inputs = ops::Inputs::new(op, &shape, dtype, device, &ops::Draws::default())?;
+    let ones = Tensor::ones(width, dtype, device)?;
+    let label = format!("{} {p} compute roof", op.name());
+    let c = time_calls(device, telemetry, plan, &label, ladder.clock_ms(), || {
+        ops::run(op, Implementation::Lab, &inputs, &ones)
+            .map(|_| ())
+            .map_err(Into::into)
+    })?;
+    let threads = ladder.pool_threads();
+    Ok(ComputeRoof {
+        resource: resource.into(),
+        shape,
+        footprint_bytes: read + written,
+        level: ladder.level(read + written, threads),
+        threads,
+        calls_per_sample: c.calls_per_sample,
+        g_elements_per_s: n as f64 / (c.fastest_per_call_ms * 1e-3) / 1e9,
+        gb_per_s: crate::formulas::gb_per_s(read + written, c.fastest_per_call_ms),
+        timed: c.timed,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resident_shape_fills_its_footprint_with_whole_rows() {
+        // A norm's row of 4096 f32 moves 32 KiB: 64 rows in 2 MiB.
+        assert_eq!(
+            resident_shape(KernelOp::RmsNorm, 4096, 4, 2 << 20),
+            [64, 4096]
+        );
+        // SwiGLU reads two rows and writes one: 48 KiB a row of 4096 f32.
+        assert_eq!(
+            resident_shape(KernelOp::Swiglu, 4096, 4, 3 << 20),
+            [64, 4096]
+        );
+        assert_eq!(
+            resident_shape(KernelOp::Softmax, 128, 2, 1 << 20),
+            [1, 2048, 128]
+        );
+        // Never under one row.
+        assert_eq!(resident_shape(KernelOp::Add, 4096, 4, 10), [1, 4096]);
+        assert_eq!(resource(KernelOp::Copy, Precision::F32), None);
+        assert_eq!(
+            resource(KernelOp::RmsNorm, Precision::Bf16),
+            Some("bf16 conversions")
+        );
+    }
+}
