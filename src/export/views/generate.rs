@@ -9,7 +9,7 @@ use anyhow::Result;
 
 mod compact;
 mod tables;
-mod verdicts;
+pub mod verdicts;
 mod vs_candle;
 use tables::{parts_cells, parts_table, speed_cells, speed_table, vs_cells, vs_table};
 pub use vs_candle::kernels_line;
@@ -132,7 +132,7 @@ fn show_one(file: &ResultFile, r: &GenerateResults) -> Shown {
             speed.row([p.clone(), format!("error: {error}")]);
             continue;
         };
-        speed.row(speed_cells(p, x));
+        speed.row(speed_cells(r, p, x));
         if let Some(v) = &x.vs_fp32 {
             vs.row(vs_cells(r, p, x, v));
         }
@@ -145,6 +145,8 @@ fn show_one(file: &ResultFile, r: &GenerateResults) -> Shown {
         notes.push(answer_note(p, &x.answer));
     }
     notes.push(bound_note(r));
+    notes.extend(verdicts::above_bounds(r));
+    notes.extend(verdicts::contended_bounds(r));
     notes.extend(r.notes.iter().cloned());
     notes.extend(caveat(r));
     notes.extend(kernels_line(r, file.device.kind == DeviceKind::Cuda));
