@@ -5,19 +5,53 @@
 //! its bandwidth bound) is listed here when it beats that ceiling by more
 //! than [`BEATEN_PCT`] - 100. A ceiling an op beats is the wrong ceiling (its
 //! threads, footprint or cache level), not a record: `report` says so, in
-//! the README and on standard error.
+//! the README and on standard error. A `generate` row shows two bounds, its
+//! level's and DRAM's, and is held to both.
 
-use crate::schema::{ResultFile, BEATEN_PCT};
+use crate::export::views::generate::verdicts::{self, Which};
+use crate::schema::{Body, ResultFile, BEATEN_PCT};
 
 /// The rows of `file` above [`BEATEN_PCT`] of their bound, each as
 /// "what: N% of its bound" (each body says which of its rows are held
-/// against a ceiling: [`crate::schema::TimedRow::bounded`]).
+/// against a ceiling: [`crate::schema::TimedRow::bounded`]), then a
+/// `generate` row's DRAM bound ([`dram_beaten`]).
 pub fn beaten(file: &ResultFile) -> Vec<String> {
     let rows = file.body.timed_rows().into_iter();
-    rows.filter_map(|r| r.bounded)
+    let mut out: Vec<String> = rows
+        .filter_map(|r| r.bounded)
         .filter(|b| b.pct > BEATEN_PCT)
         .map(|b| format!("{}: {:.0}% of its bound", b.what, b.pct))
-        .collect()
+        .collect();
+    out.extend(dram_beaten(file));
+    out
+}
+
+/// The `generate` rows above [`BEATEN_PCT`] of the DRAM bound they show
+/// beside their level bound (the body's `bounded` is the level bound's
+/// alone), named as the body names its rows ("generate fp32 tg", a further
+/// model's after its key).
+fn dram_beaten(file: &ResultFile) -> Vec<String> {
+    let Body::Generate(g) = &file.body else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, m) in g.models().into_iter().enumerate() {
+        for row in &m.rows {
+            let Some(x) = &row.measured else { continue };
+            let name = match i {
+                0 => row.precision.clone(),
+                _ => format!("{}: {}", m.model.key(), row.precision),
+            };
+            let dram = verdicts::shown(x)
+                .into_iter()
+                .filter(|s| s.0 == Which::Dram);
+            out.extend(
+                dram.filter(|s| s.2 > BEATEN_PCT)
+                    .map(|(_, _, pct)| format!("generate {name} tg: {pct:.0}% of its DRAM bound")),
+            );
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -47,6 +81,40 @@ mod tests {
             b.phases[0].rows[0].precision
         );
         assert_eq!(beaten(&file), [format!("{name}: 130% of its bound")]);
+    }
+
+    #[test]
+    fn a_generate_row_over_its_dram_bound_is_named_though_its_level_bound_holds() {
+        let path = std::path::Path::new("tests/fixtures/generate-candle-cpu.json");
+        let mut file = crate::schema::read(path).unwrap();
+        assert_eq!(
+            beaten(&file),
+            Vec::<String>::new(),
+            "the fixture's rows hold"
+        );
+        let Body::Generate(g) = &mut file.body else {
+            panic!("a generate file")
+        };
+        // fp32 at 15.1 tok/s, 45% of its level bound (33.1); a DRAM bound
+        // of 7.3 tok/s (a contended reading, say) puts it at 207%.
+        let x = g.rows[0].measured.as_mut().unwrap();
+        assert!(x.tg_pct_of_bound.unwrap() < 50.0);
+        x.tg_bound_dram_tokens_per_s = Some(7.3);
+        assert_eq!(beaten(&file), ["generate fp32 tg: 207% of its DRAM bound"]);
+        // A further model's row is named after its model.
+        let Body::Generate(g) = &mut file.body else {
+            panic!("a generate file")
+        };
+        let mut other = g.clone();
+        other.model.file = Some("other.gguf".into());
+        g.more_models = vec![other];
+        assert_eq!(
+            beaten(&file),
+            [
+                "generate fp32 tg: 207% of its DRAM bound",
+                "generate other.gguf: fp32 tg: 207% of its DRAM bound"
+            ]
+        );
     }
 
     /// One matrix-vector row of a `kernels` run (the lab's variant at 93%).

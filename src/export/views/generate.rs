@@ -9,14 +9,17 @@ use anyhow::Result;
 
 mod compact;
 mod tables;
+pub mod verdicts;
+mod vs_candle;
 use tables::{parts_cells, parts_table, speed_cells, speed_table, vs_cells, vs_table};
+pub use vs_candle::kernels_line;
 
 use super::{num, Records, Shown};
 use crate::export::panels::{panels_svg, Panel};
-use crate::schema::{Answer, RatioInterval, Timed, WeightSource};
+use crate::schema::{Answer, WeightSource};
 use crate::schema::{
-    DeviceKind, GenerateMeasured, GenerateResults, GenerateRow, KernelChoice, ModelInfo, ModelPath,
-    ResultFile, TokenOpClass, LAB_SUFFIX,
+    DeviceKind, GenerateMeasured, GenerateResults, GenerateRow, ModelInfo, ModelPath, ResultFile,
+    TokenOpClass,
 };
 use crate::stats::MIN_SAMPLES;
 
@@ -129,7 +132,7 @@ fn show_one(file: &ResultFile, r: &GenerateResults) -> Shown {
             speed.row([p.clone(), format!("error: {error}")]);
             continue;
         };
-        speed.row(speed_cells(p, x));
+        speed.row(speed_cells(r, p, x));
         if let Some(v) = &x.vs_fp32 {
             vs.row(vs_cells(r, p, x, v));
         }
@@ -142,6 +145,8 @@ fn show_one(file: &ResultFile, r: &GenerateResults) -> Shown {
         notes.push(answer_note(p, &x.answer));
     }
     notes.push(bound_note(r));
+    notes.extend(verdicts::above_bounds(r));
+    notes.extend(verdicts::contended_bounds(r));
     notes.extend(r.notes.iter().cloned());
     notes.extend(caveat(r));
     notes.extend(kernels_line(r, file.device.kind == DeviceKind::Cuda));
@@ -293,74 +298,6 @@ pub fn caveat(r: &GenerateResults) -> Vec<String> {
         .collect()
 }
 
-/// The suite's kernels against Candle's for the whole model, from a
-/// `--kernels both` run: per precision, the time of pp and of tg with the
-/// suite's kernels over the time with candle's, measured side by side (their
-/// tests in turn, A B A B), each with its 95% bootstrap interval, and a flag
-/// where a gain is larger than the time of the classes the suite's kernels
-/// replace in candle's token (all but sampling, and on a GPU, where the lab's
-/// rotary embedding is candle-nn's, all but rotary too): noise or a side
-/// effect, not their gain.
-pub fn kernels_line(r: &GenerateResults, on_gpu: bool) -> Option<String> {
-    let per_precision: Vec<String> = r
-        .rows
-        .iter()
-        .filter(|row| row.kernels == KernelChoice::Lab)
-        .filter_map(|lab| {
-            let base = lab.precision.strip_suffix(LAB_SUFFIX)?;
-            let candle = r
-                .rows
-                .iter()
-                .find(|row| row.kernels == KernelChoice::Candle && row.precision == base)?;
-            let (l, c) = (lab.measured.as_ref()?, candle.measured.as_ref()?);
-            let ratio = |a: &Timed, b: &Timed| {
-                let x = a.rate_ms().0 / b.rate_ms().0;
-                // B's time over A's: the interval of lab / candle.
-                match RatioInterval::of(b.samples_ms(), a.samples_ms()) {
-                    Some(i) if i.holds_one() => {
-                        format!("{x:.2}x [{:.2}, {:.2}]: no difference shown", i.lo, i.hi)
-                    }
-                    Some(i) => format!("{x:.2}x [{:.2}, {:.2}]", i.lo, i.hi),
-                    None => format!("{x:.2}x (direction only)"),
-                }
-            };
-            let changed: f64 = c
-                .parts
-                .iter()
-                .filter(|p| match p.class {
-                    TokenOpClass::Sampling => false,
-                    TokenOpClass::Rotary => !on_gpu,
-                    _ => true,
-                })
-                .map(|p| p.ms_per_token)
-                .sum();
-            let gain = (c.tg.rate_ms().0 - l.tg.rate_ms().0) / r.tg_tokens as f64;
-            let flag = if changed > 0.0 && gain > changed {
-                format!(
-                    " (flagged: tg gained {gain:.3} ms a token, more than the {changed:.3} ms \
-                     of what the suite's kernels replace)"
-                )
-            } else {
-                String::new()
-            };
-            Some(format!(
-                "{base} pp {}, tg {}{flag}",
-                ratio(&l.pp, &c.pp),
-                ratio(&l.tg, &c.tg)
-            ))
-        })
-        .collect();
-    (!per_precision.is_empty()).then(|| {
-        format!(
-            "the suite's kernels against Candle's (candle-nn's on the float rows, \
-             candle-transformers' on the quantized), the whole model (time with them over time \
-             without, their tests in turn, A B A B; under 1 is faster; 95% bootstrap intervals): \
-             {}",
-            per_precision.join("; ")
-        )
-    })
-}
-
 /// One record per precision: machine, experiment, precision, path, status,
 /// pp and tg tokens/s, the bound and its fraction, time to first token, the
 /// rates beside the matmul roofline, bytes, speedups, and each op class's ms
@@ -501,7 +438,7 @@ impl super::View for GenerateResults {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{Body, TokenPart};
+    use crate::schema::{Body, KernelChoice, TokenPart, LAB_SUFFIX};
     use serde_json::{json, Value};
 
     /// A measured row at these tokens/s and tg bound, three samples each.
@@ -700,5 +637,34 @@ mod tests {
             rest.split(' ').next().unwrap().parse().unwrap()
         };
         assert_eq!((replaced(false), replaced(true)), (1.5, 1.0));
+    }
+
+    #[test]
+    fn the_kernels_line_says_what_a_quantized_ratio_is_against() {
+        let mut f = file();
+        let Body::Generate(r) = &mut f.body else {
+            panic!("not generate")
+        };
+        // q4_1 again on the suite's kernels, twice as fast at pp and tg.
+        let mut lab = r.rows[0].clone();
+        lab.precision = format!("q4_1 (stored){LAB_SUFFIX}");
+        lab.kernels = KernelChoice::Lab;
+        let m = lab.measured.as_mut().unwrap();
+        let t = |ms: f64| crate::telemetry::timed_at(&[ms; 3], &[]);
+        (m.pp, m.tg) = (t(m.pp.median_ms / 2.0), t(m.tg.median_ms / 2.0));
+        r.rows.push(lab);
+        let line = kernels_line(r, false).unwrap();
+        assert!(
+            line.contains(
+                ": q4_1 (stored) pp 0.50x [0.50, 0.50], tg 0.50x [0.50, 0.50], against \
+                 Candle's scalar Q4_1 product. Candle's Q4_1, Q5_0 and Q5_1 CPU dot products \
+                 are scalar"
+            ),
+            "{line}"
+        );
+        assert!(line.ends_with(verdicts::CANDLE_BASELINES), "{line}");
+        // On a GPU Candle's products are its CUDA kernels: no such words.
+        let gpu = kernels_line(r, true).unwrap();
+        assert!(gpu.ends_with("tg 0.50x [0.50, 0.50]"), "{gpu}");
     }
 }

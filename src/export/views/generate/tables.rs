@@ -3,6 +3,7 @@
 //! interval each ratio has, or "apart"), and where a token's time goes (shares
 //! of the measured token, the remainder shown).
 
+use super::verdicts::{self, Which};
 use super::{opt, what};
 use crate::export::table::Table;
 use crate::export::views;
@@ -44,9 +45,14 @@ pub(super) fn speed_table(file: &ResultFile, r: &GenerateResults) -> Table {
     )
 }
 
-/// A measured row's cells in the speed table.
-pub(super) fn speed_cells(p: &str, x: &GenerateMeasured) -> Vec<String> {
+/// A measured row's cells in the speed table; a bound read from a ladder
+/// point measured on a contended machine is marked " contended".
+pub(super) fn speed_cells(r: &GenerateResults, p: &str, x: &GenerateMeasured) -> Vec<String> {
     let mark = views::mark(x.tg.availability.as_ref());
+    let (level_mark, dram_mark) = (
+        verdicts::mark(r, x, Which::Level),
+        verdicts::mark(r, x, Which::Dram),
+    );
     let level = x
         .tg_bound
         .as_ref()
@@ -56,9 +62,13 @@ pub(super) fn speed_cells(p: &str, x: &GenerateMeasured) -> Vec<String> {
         format!("{:.1}", x.pp_tokens_per_s),
         format!("{:.1}{mark}", x.tg_tokens_per_s),
         views::threads_cell(x.tg.availability.as_ref()),
-        opt(x.tg_bound_tokens_per_s, |v| format!("{v:.0}{level}")),
+        opt(x.tg_bound_tokens_per_s, |v| {
+            format!("{v:.0}{level}{level_mark}")
+        }),
         opt(x.tg_pct_of_bound, |v| format!("{v:.0}%")),
-        opt(x.tg_bound_dram_tokens_per_s, |v| format!("{v:.0}")),
+        opt(x.tg_bound_dram_tokens_per_s, |v| {
+            format!("{v:.0}{dram_mark}")
+        }),
         format!("{:.1}", x.ttft.median_ms),
         format!("{:.1}", x.pp_gflop_per_s),
         x.pp_roofline
