@@ -23,11 +23,12 @@ mod beside;
 pub mod compute;
 pub mod matvec;
 mod ops;
+mod reference;
 
 pub(crate) use beside::fill_speedups;
 
 use anyhow::{Context, Result};
-use candle_core::{DType, Device, Tensor};
+use candle_core::{Device, Tensor};
 
 use crate::bench::ladder::Ladder;
 use crate::clock::Plan;
@@ -35,11 +36,14 @@ use crate::formulas::gb_per_s;
 use crate::memory::fits::Need;
 use crate::precision::Precision;
 use crate::schema::{
-    Implementation, KernelAccuracy, KernelCase, KernelOp, KernelRow, KernelVariant, KernelsResults,
-    RowStatus, VariantMeasured,
+    Implementation, KernelCase, KernelOp, KernelRow, KernelVariant, KernelsResults, RowStatus,
+    VariantMeasured,
 };
 use crate::telemetry::Telemetry;
 pub use ops::{call, implementations, traffic, EPS};
+pub(crate) use reference::host_f64;
+pub use reference::normwise_errors;
+use reference::Reference;
 
 /// What a `kernels` run asks for, from the program's flags.
 #[derive(Clone, Debug)]
@@ -59,8 +63,6 @@ pub struct Config {
 
 /// Columns of the large case's tensors (one MiB of f32 is 64 rows), as `memory`'s.
 pub const LARGE_COLS: usize = 4096;
-/// Rows of each output whose accuracy is checked against f64.
-const ACCURACY_ROWS: usize = 4;
 
 /// The case names `--cases` takes, in the default order.
 pub const CASE_NAMES: [&str; 6] = [
@@ -435,68 +437,6 @@ pub(crate) fn variant(
             }
         }
     }
-}
-
-/// The f64 result of the op over the first [`ACCURACY_ROWS`] rows of its
-/// inputs, computed on the host from the values the device holds.
-struct Reference {
-    rows: usize,
-    width: usize,
-    want: Vec<f64>,
-}
-
-impl Reference {
-    fn new(op: KernelOp, i: &ops::Inputs, width: usize) -> Result<Self> {
-        let rows = (i.x.elem_count() / width.max(1)).min(ACCURACY_ROWS);
-        let first = |t: &Tensor| -> Result<Vec<f64>> {
-            let flat = t.flatten_all()?;
-            let k = (rows * width).min(flat.elem_count());
-            host_f64(&flat.narrow(0, 0, k)?)
-        };
-        let (x, w) = (first(&i.x)?, host_f64(&i.w)?);
-        let y = if matches!(op, KernelOp::Swiglu | KernelOp::Add) {
-            first(&i.y)?
-        } else {
-            Vec::new()
-        };
-        Ok(Self {
-            rows,
-            width,
-            want: ops::reference(op, &x, &y, &w, width),
-        })
-    }
-
-    fn check(&self, out: &Tensor) -> Result<KernelAccuracy> {
-        let got = host_f64(&out.flatten_all()?.narrow(0, 0, self.rows * self.width)?)?;
-        let (max_rel_err, mean_rel_err) = normwise_errors(&got, &self.want);
-        Ok(KernelAccuracy {
-            elements_checked: got.len(),
-            max_rel_err,
-            mean_rel_err,
-        })
-    }
-}
-
-/// max |got - want| / max |want| and mean |got - want| / mean |want|: errors
-/// as a share of the output's size, norm-wise (Higham, "Accuracy and Stability
-/// of Numerical Algorithms", 2002, sec. 1.2), so that a softmax, whose mass
-/// sits in a few entries, is judged as a normal row is. 0 for an all-zero
-/// output computed exactly.
-pub fn normwise_errors(got: &[f64], want: &[f64]) -> (f64, f64) {
-    let largest = want.iter().fold(0.0f64, |m, w| m.max(w.abs()));
-    let size = want.iter().map(|w| w.abs()).sum::<f64>();
-    let diffs: Vec<f64> = got.iter().zip(want).map(|(g, w)| (g - w).abs()).collect();
-    let worst = diffs.iter().copied().fold(0.0, f64::max);
-    let total: f64 = diffs.iter().sum();
-    let ratio = |e: f64, of: f64| if e == 0.0 { 0.0 } else { e / of };
-    (ratio(worst, largest), ratio(total, size))
-}
-
-pub(crate) fn host_f64(t: &Tensor) -> Result<Vec<f64>> {
-    Ok(t.to_dtype(DType::F64)?
-        .to_device(&Device::Cpu)?
-        .flatten_all()?
-        .to_vec1::<f64>()?)
 }
 
 #[cfg(test)]

@@ -20,8 +20,10 @@
 mod beside;
 mod cpu;
 pub mod levels;
+mod work;
 
 pub use beside::{time_calls, time_calls_beside, Called};
+use work::Work;
 
 use std::cell::RefCell;
 
@@ -374,11 +376,6 @@ pub fn kernels(device: &Device) -> Vec<LadderKernel> {
     k
 }
 
-/// The kernels a CPU's ladder has (this build's).
-pub fn kernels_on_cpu() -> Vec<LadderKernel> {
-    kernels(&Device::Cpu)
-}
-
 /// Elements of each of a kernel's arrays for a request of `footprint` bytes:
 /// whole float4s (a GPU thread's 16-byte load), at least 256 per array.
 pub fn elements(kernel: LadderKernel, footprint: u64) -> usize {
@@ -446,84 +443,6 @@ fn caches(device: &Device) -> Result<(Vec<CacheLevel>, &'static str)> {
         return Ok((caches, levels::GPU_MEMORY));
     }
     Ok((levels::cpu_caches(), levels::CPU_MEMORY))
-}
-
-/// A kernel's arrays on the device, ready to be called.
-enum Work {
-    Cpu(cpu::Arrays),
-    /// The suite's CUDA read, copy or triad (`crate::kernels::ladder`).
-    #[cfg(feature = "cuda")]
-    Gpu(crate::kernels::ladder::GpuArrays),
-    /// The driver's copy between two buffers.
-    #[cfg(feature = "cuda")]
-    DeviceCopy(
-        Box<crate::cuda::DeviceBuffer>,
-        Box<crate::cuda::DeviceBuffer>,
-    ),
-}
-
-impl Work {
-    fn new(device: &Device, kernel: LadderKernel, footprint: u64) -> Result<Self> {
-        #[cfg(feature = "cuda")]
-        if let Device::Cuda(dev) = device {
-            use crate::kernels::ladder::{GpuArrays, Pattern};
-            let pattern = match kernel {
-                LadderKernel::Read => Pattern::Read,
-                LadderKernel::Copy => Pattern::Copy,
-                LadderKernel::Triad => Pattern::Triad,
-                LadderKernel::DeviceCopy => {
-                    let half = elements(kernel, footprint) * 4;
-                    return Ok(Self::DeviceCopy(
-                        Box::new(crate::cuda::DeviceBuffer::zeroed(dev, half)?),
-                        Box::new(crate::cuda::DeviceBuffer::zeroed(dev, half)?),
-                    ));
-                }
-                LadderKernel::CopyNt | LadderKernel::TriadNt => {
-                    anyhow::bail!("the ladder's {} is the CPU's only", kernel.name())
-                }
-            };
-            return Ok(Self::Gpu(GpuArrays::new(
-                dev,
-                pattern,
-                elements(kernel, footprint),
-            )?));
-        }
-        let _ = device;
-        Ok(Self::Cpu(cpu::Arrays::new(
-            kernel,
-            elements(kernel, footprint),
-        )))
-    }
-
-    fn call(&mut self, threads: usize, chunked: bool) -> Result<()> {
-        match self {
-            Self::Cpu(a) => {
-                a.call(threads, chunked);
-                std::hint::black_box(a.observed());
-            }
-            #[cfg(feature = "cuda")]
-            Self::Gpu(a) => a.call()?,
-            #[cfg(feature = "cuda")]
-            Self::DeviceCopy(dst, src) => dst.copy_from(src)?,
-        }
-        Ok(())
-    }
-
-    /// Bytes of every array together: also what a call moves (STREAM's
-    /// counting: each element of each stream once).
-    fn footprint(&self) -> u64 {
-        match self {
-            Self::Cpu(a) => a.footprint(),
-            #[cfg(feature = "cuda")]
-            Self::Gpu(a) => a.footprint(),
-            #[cfg(feature = "cuda")]
-            Self::DeviceCopy(dst, src) => (dst.len() + src.len()) as u64,
-        }
-    }
-
-    fn bytes_moved(&self) -> u64 {
-        self.footprint()
-    }
 }
 
 /// The fastest of `at` (the points at a row's footprint) and of every point

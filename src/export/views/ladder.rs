@@ -153,7 +153,7 @@ pub fn notes(l: &Ladder) -> Vec<String> {
             .filter(|p| {
                 (p.kernel, p.threads, p.chunked) == (kernel, threads, chunked)
                     && p.footprint_bytes >= memory
-                    && p.level == crate::bench::ladder::levels::CPU_MEMORY
+                    && !l.caches.iter().any(|c| c.name == p.level)
             })
             .map(|p| p.gb_per_s)
             .reduce(f64::max)
@@ -189,7 +189,7 @@ pub fn notes(l: &Ladder) -> Vec<String> {
             copies.join(" and ")
         ));
     }
-    let parts: Vec<String> = crate::bench::ladder::kernels_on_cpu()
+    let parts: Vec<String> = LadderKernel::CPU
         .into_iter()
         .filter_map(|k| {
             let (fixed, chunked) = (at(k, n, false)?, at(k, n, true)?);
@@ -254,7 +254,11 @@ mod tests {
     fn notes_name_the_cores_limit_the_store_kinds_and_the_parts() {
         use LadderKernel::{Copy, CopyNt, Read};
         let ladder = |two_threads_read: f64| Ladder {
-            caches: Vec::new(),
+            caches: vec![crate::schema::CacheLevel {
+                name: "L3".into(),
+                bytes: 480 << 20,
+                shared_by: 2,
+            }],
             pool_threads: 2,
             clock_overhead_ms: 0.0,
             points: vec![
