@@ -6,8 +6,8 @@
 //! caches' pace: the roof a row past the caches cannot rise above however
 //! fast memory is. With the ladder's bound it makes the row's roofline
 //! ([`crate::schema::KernelRow::roofline`]): a row then reads "memory (DRAM)
-//! 91%" or "compute (exp) 88%". The rate is the fastest sample's, as the
-//! ladder's points are: a roof is what the kernel did do. Measured once per
+//! 91%" or "compute (exp) 88%". The rate is the fastest of ten samples, as
+//! the ladder's points are: a roof is what the kernel did do. Measured once per
 //! op, precision and width, before the first row that needs it; the copy
 //! has no arithmetic and no roof.
 
@@ -55,7 +55,6 @@ impl Roofs {
     pub fn get(
         &self,
         (device, telemetry, ladder): (&Device, &Telemetry, &Ladder),
-        plan: Plan,
         (op, p, width): (KernelOp, Precision, usize),
         bytes_per_elem: f64,
     ) -> Result<Option<ComputeRoof>> {
@@ -72,7 +71,7 @@ impl Roofs {
         let roof = match found {
             Some(r) => r,
             None => {
-                let r = measure((device, telemetry, ladder), plan, key, resource)?;
+                let r = measure((device, telemetry, ladder), key, resource)?;
                 self.made.borrow_mut().push((key, r.clone()));
                 r
             }
@@ -88,20 +87,31 @@ impl Roofs {
 /// `footprint` bytes in all at `elem` bytes an element (softmax's rows as
 /// one head's).
 pub fn resident_shape(op: KernelOp, width: usize, elem: u64, footprint: u64) -> Vec<usize> {
-    let (read, written) = ops::traffic(op, width as u64, width as u64, elem);
-    let rows = (footprint / (read + written).max(1)).max(1) as usize;
+    // A row's streams (a norm's weight is one row for all, not a stream).
+    let (reads, writes) = ops::streams(op);
+    let row_bytes = (reads + writes) * width as u64 * elem;
+    let rows = (footprint / row_bytes.max(1)).max(1) as usize;
     match op {
         KernelOp::Softmax => vec![1, rows, width],
         _ => vec![rows, width],
     }
 }
 
+/// The roof's own plan, whatever the row's: its samples are a quarter of a
+/// millisecond, so ten of them cost nothing, and a roof taken from the
+/// large case's three once read 0.52 G elements/s where the kernel does 9
+/// (one slow moment of a shared VM, three one-call samples).
+const ROOF_PLAN: Plan = Plan {
+    warmup: 2,
+    iters: 10,
+};
+
 fn measure(
     (device, telemetry, ladder): (&Device, &Telemetry, &Ladder),
-    plan: Plan,
     (op, p, width): (KernelOp, Precision, usize),
     resource: &str,
 ) -> Result<ComputeRoof> {
+    let plan = ROOF_PLAN;
     let dtype = p.dtype();
     let elem = dtype.size_in_bytes() as u64;
     let shape = resident_shape(op, width, elem, ladder.resident_footprint());

@@ -339,7 +339,6 @@ fn measure_row(
     // The compute roof first: its small inputs come and go before the row's.
     let compute = roofs.get(
         (device, telemetry, ladder),
-        plan,
         (op, p, width),
         bytes_moved as f64 / n.max(1) as f64,
     )?;
