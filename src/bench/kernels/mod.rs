@@ -529,7 +529,10 @@ mod tests {
                 }
             }
             // Every op with arithmetic has its compute roof at its width.
-            assert_eq!(row.compute.is_none(), row.op == KernelOp::Copy);
+            assert_eq!(
+                row.compute.is_none(),
+                compute::resource(row.op, row.precision).is_none()
+            );
             if let Some(c) = &row.compute {
                 assert_eq!(c.shape.last(), row.shape.last());
                 assert!(c.g_elements_per_s > 0.0 && c.threads == ladder_threads(device));
