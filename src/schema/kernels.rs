@@ -244,6 +244,30 @@ pub struct ComputeRoof {
     pub timed: Timed,
 }
 
+#[cfg(test)]
+impl VariantMeasured {
+    /// A measurement for views' tests: `gb_per_s` at `pct_of_ceiling`, one
+    /// call a sample, exact, three 1 ms samples.
+    pub fn for_tests(gb_per_s: f64, pct_of_ceiling: f64) -> Self {
+        Self {
+            time_ms: 1.0,
+            time_source: TimeSource::MedianMs,
+            gb_per_s,
+            pct_of_ceiling,
+            speedup_vs_candle: None,
+            speedup_interval: None,
+            accuracy: KernelAccuracy {
+                elements_checked: 0,
+                max_rel_err: 0.0,
+                mean_rel_err: 0.0,
+            },
+            calls_per_sample: 1,
+            threads_held: None,
+            timed: crate::telemetry::timed_at(&[1.0; 3], &[]),
+        }
+    }
+}
+
 impl KernelRow {
     /// The row's roofline in its own bytes per second: the lower of the
     /// ladder's bound and the compute roof, and which binds ("memory

@@ -188,8 +188,9 @@ impl Ladder<'_> {
         Ok((best.bound(), best, called))
     }
 
-    /// The point a beside-the-row timing `c` of `kernel` on `work` reads.
-    fn point_from(
+    /// The point a timing `c` of `kernel` on `work` reads (not one of the
+    /// ladder's standard footprints until the caller says so).
+    pub(super) fn point_from(
         &self,
         work: &Work,
         kernel: LadderKernel,

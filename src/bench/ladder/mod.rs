@@ -344,21 +344,9 @@ impl<'a> Ladder<'a> {
             self.clock_ms,
             || work.call(threads, chunked),
         )?;
-        let bytes = work.bytes_moved();
-        Ok(LadderPoint {
-            kernel,
-            threads,
-            footprint_bytes: work.footprint(),
-            level: self.level(work.footprint(), threads),
-            standard,
-            bytes_moved: bytes,
-            calls_per_sample: c.calls_per_sample,
-            time_per_call_ms: c.fastest_per_call_ms,
-            gb_per_s: crate::formulas::gb_per_s(bytes, c.fastest_per_call_ms),
-            chunked,
-            from_fastest_sample: true,
-            timed: c.timed,
-        })
+        let mut p = self.point_from(work, kernel, (threads, chunked), c);
+        p.standard = standard;
+        Ok(p)
     }
 }
 

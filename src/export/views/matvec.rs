@@ -238,24 +238,13 @@ pub(super) fn slower_note<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{KernelAccuracy, RatioInterval, TimeSource};
+    use crate::schema::RatioInterval;
 
     fn lab(speedup: f64, lo: f64, hi: f64) -> VariantMeasured {
         VariantMeasured {
-            time_ms: 1.0,
-            time_source: TimeSource::MedianMs,
-            gb_per_s: 1.0,
-            pct_of_ceiling: 50.0,
             speedup_vs_candle: Some(speedup),
             speedup_interval: Some(RatioInterval { lo, hi }),
-            accuracy: KernelAccuracy {
-                elements_checked: 1,
-                max_rel_err: 0.0,
-                mean_rel_err: 0.0,
-            },
-            calls_per_sample: 1,
-            threads_held: None,
-            timed: crate::telemetry::timed_at(&[1.0; 3], &[]),
+            ..VariantMeasured::for_tests(1.0, 50.0)
         }
     }
 

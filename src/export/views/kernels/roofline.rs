@@ -149,22 +149,7 @@ mod tests {
     }
 
     fn measured(gb_per_s: f64) -> VariantMeasured {
-        VariantMeasured {
-            time_ms: 1.0,
-            time_source: TimeSource::MedianMs,
-            gb_per_s,
-            pct_of_ceiling: 100.0 * gb_per_s / 30.0,
-            speedup_vs_candle: None,
-            speedup_interval: None,
-            accuracy: crate::schema::KernelAccuracy {
-                elements_checked: 0,
-                max_rel_err: 0.0,
-                mean_rel_err: 0.0,
-            },
-            calls_per_sample: 1,
-            threads_held: None,
-            timed: crate::telemetry::timed_at(&[1.0; 3], &[]),
-        }
+        VariantMeasured::for_tests(gb_per_s, 100.0 * gb_per_s / 30.0)
     }
 
     #[test]
