@@ -209,27 +209,26 @@ pub struct KernelRow {
     /// bytes_read + bytes_written.
     pub bytes_moved: u64,
     pub ceiling: KernelCeiling,
-    /// The row's compute roof (2.12): what the suite's kernel does on data
-    /// its threads' caches hold; with the ceiling, the row's roofline is the
-    /// lower of the two. None for the copy (no arithmetic) and before 2.12.
+    /// The row's compute roof ([`ComputeRoof`], 2.12; none for the copy and
+    /// the f32 add): the roofline is the lower of it and the ceiling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute: Option<ComputeRoof>,
     pub variants: Vec<KernelVariant>,
 }
 
-/// The rate the suite's kernel for a row's op, precision and row width
-/// reaches with its inputs and output in the cores' private caches (2.12):
-/// memory then no longer paces it, so what does is its own work per element
-/// (the exponentials, the 16-bit conversions, the sums) at the caches'
-/// pace. Measured in the same run (its fastest sample, as a bound is), on
-/// the pool's threads.
+/// The rate the faster of the suite's kernel and Candle's op reaches on rows
+/// of a row's op, precision and width held in the cores' private caches
+/// (2.12): what paces it there is its own work per element, not memory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ComputeRoof {
     /// The work the op adds to moving its bytes ("exp", "f16 conversions").
     pub resource: String,
-    /// The cache-resident input's shape (the row's width, rows to fill it).
+    /// Whose kernel set the roof (the suite's where a file lacks it).
+    #[serde(default = "suites_own")]
+    pub implementation: Implementation,
+    /// The cache-resident input's shape.
     pub shape: Vec<usize>,
-    /// Bytes one call moves there (its inputs read once, output written once).
+    /// Bytes one call moves there.
     pub footprint_bytes: u64,
     /// Where that footprint lives at these threads ("L2").
     pub level: String,
@@ -237,41 +236,20 @@ pub struct ComputeRoof {
     pub calls_per_sample: u64,
     /// Output elements per second, 10^9, from the fastest sample.
     pub g_elements_per_s: f64,
-    /// The same rate in the row's own bytes per element, 10^9 bytes per
-    /// second: comparable with the ceiling's GB/s.
+    /// The same rate in the row's own bytes, 10^9 a second (as the ceiling).
     pub gb_per_s: f64,
     #[serde(flatten)]
     pub timed: Timed,
 }
 
-#[cfg(test)]
-impl VariantMeasured {
-    /// A measurement for views' tests: `gb_per_s` at `pct_of_ceiling`, one
-    /// call a sample, exact, three 1 ms samples.
-    pub fn for_tests(gb_per_s: f64, pct_of_ceiling: f64) -> Self {
-        Self {
-            time_ms: 1.0,
-            time_source: TimeSource::MedianMs,
-            gb_per_s,
-            pct_of_ceiling,
-            speedup_vs_candle: None,
-            speedup_interval: None,
-            accuracy: KernelAccuracy {
-                elements_checked: 0,
-                max_rel_err: 0.0,
-                mean_rel_err: 0.0,
-            },
-            calls_per_sample: 1,
-            threads_held: None,
-            timed: crate::telemetry::timed_at(&[1.0; 3], &[]),
-        }
-    }
+/// A roof's implementation where a file does not say: the suite's kernel.
+fn suites_own() -> Implementation {
+    Implementation::Lab
 }
 
 impl KernelRow {
-    /// The row's roofline in its own bytes per second: the lower of the
-    /// ladder's bound and the compute roof, and which binds ("memory
-    /// (DRAM)" or "compute (exp)").
+    /// The row's roofline in its own GB/s, the lower of the ladder's bound
+    /// and the compute roof, and what binds ("memory (DRAM)", "compute (exp)").
     pub fn roofline(&self) -> (f64, String) {
         let memory = || {
             let level = self
@@ -432,7 +410,14 @@ impl super::rows::Rows for KernelsResults {
             let mut ceiling = TimedRow::section(format!("{name} ceiling"), &row.ceiling.timed);
             ceiling.pairs = row.pairs();
             out.push(ceiling);
-            out.extend(row.variants.iter().map(|v| variant_row(&name, v)));
+            let roof = row.roofline().0;
+            out.extend(row.variants.iter().map(|v| {
+                let pct = v
+                    .measured
+                    .as_ref()
+                    .map(|m| m.pct_of_ceiling.max(100.0 * m.gb_per_s / roof));
+                variant_row(&name, v, pct)
+            }));
         }
         for row in &self.matvec {
             let name = format!(
@@ -443,18 +428,22 @@ impl super::rows::Rows for KernelsResults {
                 format!("{name} ceiling"),
                 &row.ceiling.timed,
             ));
-            out.extend(row.variants.iter().map(|v| variant_row(&name, v)));
+            out.extend(
+                row.variants
+                    .iter()
+                    .map(|v| variant_row(&name, v, v.measured.as_ref().map(|m| m.pct_of_ceiling))),
+            );
         }
         out
     }
 }
 
-/// One implementation of the row `name`, held against the row's ceiling.
-fn variant_row<'a>(name: &str, v: &'a KernelVariant) -> TimedRow<'a> {
+/// One implementation of the row `name`, held against the row's bound at
+/// `pct` (its share of the ceiling, or of the roofline where that is lower).
+fn variant_row<'a>(name: &str, v: &'a KernelVariant, pct: Option<f64>) -> TimedRow<'a> {
     let name = format!("{name} {}", v.implementation.name());
     let measured = v.measured.as_ref();
     let timed = measured.map(|m| Timing::new(name.clone(), Clock::of(&m.timed)));
-    let pct = measured.map(|m| m.pct_of_ceiling);
     let what = format!("kernels {name}");
     TimedRow::ran(
         name,

@@ -65,7 +65,9 @@ impl super::rows::Rows for MemoryResults {
 /// One copy or operation, its bytes, and the rates they give.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BandwidthRow {
-    /// "copy", "add", "affine", "transpose", "cast", "sum", or the ceiling's "memcpy" / "cuMemcpyDtoD".
+    /// "copy", "add", "affine", "transpose", "cast", "sum", or the ceiling's
+    /// "ladder copy" / "ladder copy nt" (the ladder's point; older files
+    /// "memcpy" / "cuMemcpyDtoD").
     pub op: String,
     /// What ran, e.g. "a.t().contiguous()".
     pub call: String,

@@ -394,10 +394,17 @@ pub fn need(device: &Device, max_footprint: Option<u64>) -> Result<Need> {
             )
         }
     };
+    // A copy row's bound is read with both store kinds at once (their
+    // arrays side by side) where the CPU has non-temporal stores.
+    let sets = if device.is_cpu() && cpu::HAS_STREAMING_STORES {
+        2
+    } else {
+        1
+    };
     Ok(Need {
         what,
         host_bytes: 0,
-        device_bytes: f,
+        device_bytes: sets * f,
     })
 }
 

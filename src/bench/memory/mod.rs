@@ -1,7 +1,8 @@
 //! The `memory` experiment's measurement core: how close Candle's memory-bound
-//! operations come to the device's bandwidth. First the ceiling, a plain copy
-//! between two preallocated buffers (`memcpy` on the CPU, `cuMemcpyDtoD` on a
-//! GPU); then Candle's contiguous copy, add, multiply-add (`affine`), strided
+//! operations come to the device's bandwidth. First the ceiling, the
+//! bandwidth ladder's copy between preallocated arrays at the tensors'
+//! traffic (on the CPU the faster of its two store kinds, on a GPU the
+//! suite's CUDA copy); then Candle's contiguous copy, add, multiply-add (`affine`), strided
 //! copy (transpose then `.contiguous()`), casts and sum on large tensors, per
 //! dtype; host <-> device transfers on a GPU; a request larger than memory; and
 //! the points of a roofline.

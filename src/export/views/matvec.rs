@@ -244,7 +244,7 @@ mod tests {
         VariantMeasured {
             speedup_vs_candle: Some(speedup),
             speedup_interval: Some(RatioInterval { lo, hi }),
-            ..VariantMeasured::for_tests(1.0, 50.0)
+            ..crate::export::views::tests::measured_for_tests(1.0, 50.0)
         }
     }
 

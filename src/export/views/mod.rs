@@ -250,6 +250,30 @@ pub fn section(file: &ResultFile) -> Section {
 
 #[cfg(test)]
 mod tests {
+    /// A kernels variant's measurement for the views' tests: `gb_per_s` at
+    /// `pct_of_ceiling`, one call a sample, exact, three 1 ms samples.
+    pub(crate) fn measured_for_tests(
+        gb_per_s: f64,
+        pct_of_ceiling: f64,
+    ) -> crate::schema::VariantMeasured {
+        crate::schema::VariantMeasured {
+            time_ms: 1.0,
+            time_source: crate::schema::TimeSource::MedianMs,
+            gb_per_s,
+            pct_of_ceiling,
+            speedup_vs_candle: None,
+            speedup_interval: None,
+            accuracy: crate::schema::KernelAccuracy {
+                elements_checked: 0,
+                max_rel_err: 0.0,
+                mean_rel_err: 0.0,
+            },
+            calls_per_sample: 1,
+            threads_held: None,
+            timed: crate::telemetry::timed_at(&[1.0; 3], &[]),
+        }
+    }
+
     use super::*;
     use crate::schema::Kind;
 

@@ -135,6 +135,7 @@ mod tests {
             },
             compute: compute_gb_per_s.map(|gb_per_s| ComputeRoof {
                 resource: "exp".into(),
+                implementation: Implementation::Lab,
                 shape: vec![1, 64, 4096],
                 footprint_bytes: 2 << 20,
                 level: "L2".into(),
@@ -149,7 +150,7 @@ mod tests {
     }
 
     fn measured(gb_per_s: f64) -> VariantMeasured {
-        VariantMeasured::for_tests(gb_per_s, 100.0 * gb_per_s / 30.0)
+        crate::export::views::tests::measured_for_tests(gb_per_s, 100.0 * gb_per_s / 30.0)
     }
 
     #[test]
