@@ -247,27 +247,6 @@ fn suites_own() -> Implementation {
     Implementation::Lab
 }
 
-impl KernelRow {
-    /// The row's roofline in its own GB/s, the lower of the ladder's bound
-    /// and the compute roof, and what binds ("memory (DRAM)", "compute (exp)").
-    pub fn roofline(&self) -> (f64, String) {
-        let memory = || {
-            let level = self
-                .ceiling
-                .bound
-                .as_ref()
-                .map_or("copy", |b| b.level.as_str());
-            (self.ceiling.gb_per_s, format!("memory ({level})"))
-        };
-        match &self.compute {
-            Some(c) if c.gb_per_s < self.ceiling.gb_per_s => {
-                (c.gb_per_s, format!("compute ({})", c.resource))
-            }
-            _ => memory(),
-        }
-    }
-}
-
 /// A plain copy between two preallocated buffers that moves the row's bytes
 /// (bytes_moved / 2 read, as many written), measured in the same run: what
 /// this device can move at this size (the cache's speed where it fits).

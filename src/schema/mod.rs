@@ -28,6 +28,7 @@ mod memory;
 mod model;
 mod overhead;
 mod precision;
+mod roofline;
 mod rows;
 mod sampling;
 mod scaling;

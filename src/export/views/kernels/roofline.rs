@@ -115,7 +115,7 @@ mod tests {
             elements: 8 * 4096,
             bytes_read: 8 * 4096 * 4,
             bytes_written: 8 * 4096 * 4,
-            bytes_moved: 2 * 8 * 4096 * 4,
+            bytes_moved: 1 << 30,
             ceiling: KernelCeiling {
                 call: String::new(),
                 bytes_copied: 8 * 4096 * 4,
