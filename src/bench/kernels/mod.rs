@@ -217,7 +217,7 @@ fn precisions_of<'a>(cfg: &'a Config, case: &KernelCase) -> impl Iterator<Item =
 
 /// What must fit, per case: the largest op's inputs and the composed form's
 /// f32 intermediates (up to eight tensor-sized buffers at once) and the
-/// ceiling's two buffers, beside the case's draws (two per op size and
+/// ceiling's buffers (a copy row's two store kinds: four, beside two tensors), beside the case's draws (two per op size and
 /// precision, kept while the case runs); on the host too for the f64 check
 /// of a few rows.
 pub fn needs(cfg: &Config, device: &Device) -> Result<Vec<Need>> {

@@ -394,17 +394,13 @@ pub fn need(device: &Device, max_footprint: Option<u64>) -> Result<Need> {
             )
         }
     };
-    // A copy row's bound is read with both store kinds at once (their
-    // arrays side by side) where the CPU has non-temporal stores.
-    let sets = if device.is_cpu() && cpu::HAS_STREAMING_STORES {
-        2
-    } else {
-        1
-    };
+    // One kernel's arrays at a time: the ladder measures its points in
+    // turn. (A `kernels` copy row holds both store kinds' arrays beside its
+    // own tensors: its case's need counts them, `bench::kernels::needs`.)
     Ok(Need {
         what,
         host_bytes: 0,
-        device_bytes: sets * f,
+        device_bytes: f,
     })
 }
 
