@@ -54,17 +54,24 @@ pub(super) struct Roofs {
 
 impl Roofs {
     /// The roof of `op` at `p` for rows of `width` (the row's shape's last
-    /// dimension), measured the first time it is asked for; `bytes_per_elem`
-    /// turns its rate into the row's bytes per second.
+    /// dimension), measured the first time it is asked for, for a row of
+    /// `row_bytes` (none under the roof's footprint); `bytes_per_elem` turns
+    /// its rate into the row's bytes per second.
     pub fn get(
         &self,
         (device, telemetry, ladder): (&Device, &Telemetry, &Ladder),
         (op, p, width): (KernelOp, Precision, usize),
-        bytes_per_elem: f64,
+        (row_bytes, bytes_per_elem): (u64, f64),
     ) -> Result<Option<ComputeRoof>> {
         let Some(resource) = resource(op, p) else {
             return Ok(None);
         };
+        // A row that moves fewer bytes than the roof's footprint sits in a
+        // nearer cache, which the roof does not bound (`binding_roof`): not
+        // measured for it (Candle's 16-bit ops take milliseconds a roof).
+        if row_bytes < ladder.resident_footprint() {
+            return Ok(None);
+        }
         let key = (op, p, width);
         let found = self
             .made

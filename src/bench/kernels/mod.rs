@@ -342,7 +342,7 @@ fn measure_row(
         .get(
             (device, telemetry, ladder),
             (op, p, width),
-            bytes_moved as f64 / n.max(1) as f64,
+            (bytes_moved, bytes_moved as f64 / n.max(1) as f64),
         )
         .unwrap_or_else(|e| {
             let why = crate::error::error_line(&e);
@@ -507,7 +507,12 @@ mod tests {
 
     fn kernels_run(device: &Device) {
         let cfg = tiny();
-        let r = run(device, &cfg, &Telemetry::open(device)).unwrap();
+        let telemetry = Telemetry::open(device);
+        let r = run(device, &cfg, &telemetry).unwrap();
+        // The roof's footprint on this device, as the run's ladder has it.
+        let resident = Ladder::new(device, &telemetry, cfg.ladder_max)
+            .unwrap()
+            .resident_footprint();
         // Two cases at two precisions, and the dram case at fp32.
         assert_eq!(r.rows.len(), 6 * (2 * 2 + 1));
         let dram: Vec<_> = r.rows.iter().filter(|x| x.case == DRAM).collect();
@@ -535,11 +540,11 @@ mod tests {
                     assert_eq!(b.kernel, ordinary);
                 }
             }
-            // Every op with arithmetic has its compute roof at its width.
-            assert_eq!(
-                row.compute.is_none(),
-                compute::resource(row.op, row.precision).is_none()
-            );
+            // Every op with arithmetic, on a row that moves at least the
+            // roof's footprint, has its compute roof at its width.
+            let wants =
+                compute::resource(row.op, row.precision).is_some() && row.bytes_moved >= resident;
+            assert_eq!(row.compute.is_some(), wants, "{:?} {}", row.op, row.case);
             if let Some(c) = &row.compute {
                 assert_eq!(c.shape.last(), row.shape.last());
                 assert!(c.g_elements_per_s > 0.0 && c.threads == ladder_threads(device));
