@@ -416,13 +416,13 @@ fn program_on(device: &str) {
             &["lab", "candle", "composed"]
         };
         assert_eq!(names, want, "{r}");
-        // Every op but the copy and the f32 add has a compute roof: the
-        // suite's kernel at the row's width on cache-resident rows, its rate
-        // in the row's bytes.
+        // A compute roof (never for the copy and the f32 add; the unit test
+        // holds which rows have one): the faster kernel at the row's width
+        // on cache-resident rows, its rate in the row's bytes.
         let compute = &r["compute"];
         if r["op"] == "copy" || (r["op"] == "add" && r["precision"] == "fp32") {
             assert!(compute.is_null(), "{r}");
-        } else {
+        } else if !compute.is_null() {
             let shape = compute["shape"].as_array().unwrap();
             assert_eq!(shape.last(), r["shape"].as_array().unwrap().last(), "{r}");
             let per_elem = r["bytes_moved"].as_f64().unwrap() / r["elements"].as_f64().unwrap();
