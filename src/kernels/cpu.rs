@@ -30,6 +30,9 @@ use std::mem::MaybeUninit;
 use candle_core::{CpuStorage, WithDType};
 use half::{bf16, f16};
 
+#[cfg(target_arch = "x86_64")]
+pub(super) mod x86;
+
 /// Elements handled per step: 1 KiB of f32, well inside L1.
 pub(super) const BLOCK: usize = 256;
 /// Outputs from this size on are advised onto huge pages: above glibc's

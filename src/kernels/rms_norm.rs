@@ -20,6 +20,9 @@ use candle_core::{bail, CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape,
 use half::{bf16, f16};
 
 use super::cpu::{output, simd_kernel, split, Elem, BLOCK};
+
+#[cfg(target_arch = "x86_64")]
+mod x86;
 use super::{check_dtype, contiguous, rows_of, span, unsupported};
 
 /// Independent partial sums per row: 16 f32 lanes (two AVX registers).
@@ -80,9 +83,9 @@ impl CustomOp1 for RmsNorm {
         let (a, b) = span("rms_norm", l)?;
         let width = l.dims().last().copied().unwrap_or(1);
         let out = match s {
-            CpuStorage::F32(x) => rows::<f32>(&x[a..b], None, width, self.eps),
-            CpuStorage::F16(x) => rows::<f16>(&x[a..b], None, width, self.eps),
-            CpuStorage::BF16(x) => rows::<bf16>(&x[a..b], None, width, self.eps),
+            CpuStorage::F32(x) => rows(&x[a..b], None, width, self.eps, rows_into::<f32>),
+            CpuStorage::F16(x) => rows(&x[a..b], None, width, self.eps, sixteen::<f16>()),
+            CpuStorage::BF16(x) => rows(&x[a..b], None, width, self.eps, sixteen::<bf16>()),
             other => return unsupported("rms_norm", other.dtype()),
         };
         Ok((out, l.shape().clone()))
@@ -128,13 +131,13 @@ impl CustomOp2 for RmsNormMul {
         let width = l1.dims().last().copied().unwrap_or(1);
         let out = match (s1, s2) {
             (CpuStorage::F32(x), CpuStorage::F32(w)) => {
-                rows::<f32>(&x[a..b], Some(&w[c..d]), width, self.eps)
+                rows(&x[a..b], Some(&w[c..d]), width, self.eps, rows_into::<f32>)
             }
             (CpuStorage::F16(x), CpuStorage::F16(w)) => {
-                rows::<f16>(&x[a..b], Some(&w[c..d]), width, self.eps)
+                rows(&x[a..b], Some(&w[c..d]), width, self.eps, sixteen::<f16>())
             }
             (CpuStorage::BF16(x), CpuStorage::BF16(w)) => {
-                rows::<bf16>(&x[a..b], Some(&w[c..d]), width, self.eps)
+                rows(&x[a..b], Some(&w[c..d]), width, self.eps, sixteen::<bf16>())
             }
             (x, w) => bail!(
                 "lab rms_norm_mul: input in {} and weight in {} (f32, f16 or bf16, both the same)",
@@ -164,13 +167,35 @@ impl CustomOp2 for RmsNormMul {
     }
 }
 
-/// Every row of `x` (rows of `width`) normalized, and scaled by `w` if given.
-fn rows<E: Elem>(x: &[E], w: Option<&[E]>, width: usize, eps: f32) -> CpuStorage {
+/// A kernel over whole rows: `x`'s rows (of `width`) normalized into `y`,
+/// scaled by the weight if given.
+type Rows<E> = fn(x: &[E], w: Option<&[E]>, y: &mut [MaybeUninit<E>], width: usize, eps: f32);
+
+/// Every row of `x` (rows of `width`) normalized by `kernel`, and scaled by
+/// `w` if given.
+fn rows<E: Elem>(x: &[E], w: Option<&[E]>, width: usize, eps: f32, kernel: Rows<E>) -> CpuStorage {
     output(x.len(), |dst| {
         split(dst, width, MIN_TASK, |first, chunk| {
-            rows_into(&x[first..first + chunk.len()], w, chunk, width, eps);
+            kernel(&x[first..first + chunk.len()], w, chunk, width, eps);
         })
     })
+}
+
+/// The rows kernel for a 16-bit type: AVX-512's (`rms_norm/x86.rs`:
+/// conversions in registers) where this CPU has it, else the portable one.
+#[cfg(target_arch = "x86_64")]
+fn sixteen<E: crate::kernels::cpu::x86::Half16>() -> Rows<E> {
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: this CPU has AVX-512F, which x86::rows needs.
+        |x, w, y, width, eps| unsafe { x86::rows(x, w, y, width, eps) }
+    } else {
+        rows_into::<E>
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn sixteen<E: Elem>() -> Rows<E> {
+    rows_into::<E>
 }
 
 simd_kernel! {
@@ -228,5 +253,56 @@ fn row<E: Elem>(x: &[E], w: Option<&[E]>, y: &mut [MaybeUninit<E>], eps: f32) {
             }
         }
         E::narrow(o, dst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows normalized by `kernel` (the weight, if any, of `width` values).
+    fn run<E: Elem>(kernel: Rows<E>, x: &[E], w: Option<&[E]>, width: usize) -> Vec<f64> {
+        let mut y = vec![MaybeUninit::uninit(); x.len()];
+        kernel(x, w, &mut y, width, 1e-5);
+        // SAFETY: a rows kernel writes every element of its rows.
+        y.iter()
+            .map(|v| unsafe { v.assume_init() }.to_f64())
+            .collect()
+    }
+
+    /// The rows kernel this CPU picks for a 16-bit type (AVX-512's where it
+    /// has it) and the portable one agree to within a unit or two of the
+    /// type's last place (their f32 sums add in different orders), at odd
+    /// widths, with and without a weight: the integration tests reach only
+    /// the one picked.
+    fn both_agree<E: Elem>(to: fn(f32) -> E, ulp: f64, picked: Rows<E>) {
+        for width in [1, 15, 16, 17, 63, 64, 65, 576, 1000, 4099] {
+            let rows = 3;
+            let mut s = 0x2545_f491u32;
+            let mut draw = || {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s as f32 / u32::MAX as f32 - 0.5) * 6.0
+            };
+            let x: Vec<E> = (0..rows * width).map(|_| to(draw())).collect();
+            let w: Vec<E> = (0..width).map(|_| to(draw())).collect();
+            for w in [None, Some(&w[..])] {
+                let (a, b) = (run(picked, &x, w, width), run(rows_into::<E>, &x, w, width));
+                for (i, (a, b)) in a.iter().zip(&b).enumerate() {
+                    let tol = 2.0 * ulp * a.abs().max(b.abs()) + 1e-6;
+                    assert!(
+                        (a - b).abs() <= tol,
+                        "width {width} at {i}: {a} against {b}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_picked_16_bit_rows_agree_with_the_portable_ones() {
+        both_agree::<f16>(f16::from_f32, 2f64.powi(-10), sixteen::<f16>());
+        both_agree::<bf16>(bf16::from_f32, 2f64.powi(-7), sixteen::<bf16>());
     }
 }

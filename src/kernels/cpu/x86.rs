@@ -1,0 +1,131 @@
+//! The 16-bit element types sixteen at a time in one AVX-512 register of
+//! f32 ([`Half16`]): the loads and stores the kernels' AVX-512 rows convert
+//! through, in registers. The portable kernels widen a block into an f32
+//! buffer and narrow through a second one, three stores and three loads a
+//! vector where the math needs one of each; these are one load and a
+//! conversion (f16: `vcvtph2ps`; bf16: a widening move and a shift) and a
+//! conversion and one store (f16: `vcvtps2ph`, round to nearest, ties to
+//! even; bf16: the same rounding as [`super::bf16_round`], in integers).
+
+use std::arch::x86_64::*;
+
+use half::{bf16, f16};
+
+use super::Elem;
+
+/// A 16-bit type the AVX-512 rows load and store as f32.
+pub(in crate::kernels) trait Half16: Elem {
+    /// The 16 values at `p` as f32.
+    ///
+    /// # Safety
+    /// This CPU has AVX-512F; `p` points at 16 readable values.
+    unsafe fn load16(p: *const Self) -> __m512;
+
+    /// `v` rounded to this type (to nearest, ties to even; NaN stays NaN)
+    /// into the 16 values at `p`.
+    ///
+    /// # Safety
+    /// This CPU has AVX-512F; `p` points at 16 writable values.
+    unsafe fn store16(v: __m512, p: *mut Self);
+}
+
+impl Half16 for f16 {
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load16(p: *const f16) -> __m512 {
+        // SAFETY: the caller's: 16 values (32 bytes) at p, unaligned.
+        unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(p.cast())) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn store16(v: __m512, p: *mut f16) {
+        let h = _mm512_cvtps_ph::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
+        // SAFETY: the caller's: 16 values (32 bytes) at p, unaligned.
+        unsafe { _mm256_storeu_si256(p.cast(), h) }
+    }
+}
+
+impl Half16 for bf16 {
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load16(p: *const bf16) -> __m512 {
+        // SAFETY: the caller's: 16 values (32 bytes) at p, unaligned.
+        let h = unsafe { _mm256_loadu_si256(p.cast()) };
+        // bf16 is the top half of an f32: widening is a shift.
+        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn store16(v: __m512, p: *mut bf16) {
+        // As `bf16_round`: add just under half a unit of the last kept bit
+        // plus that bit, keep the top half; NaN keeps its top bits, quieted.
+        let b = _mm512_castps_si512(v);
+        let top = _mm512_srli_epi32::<16>(b);
+        let odd = _mm512_and_si512(top, _mm512_set1_epi32(1));
+        let bias = _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd);
+        let rounded = _mm512_srli_epi32::<16>(_mm512_add_epi32(b, bias));
+        let quiet = _mm512_or_si512(top, _mm512_set1_epi32(0x40));
+        let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+        let h = _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rounded, quiet));
+        // SAFETY: the caller's: 16 values (32 bytes) at p, unaligned.
+        unsafe { _mm256_storeu_si256(p.cast(), h) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every f16 and bf16 in and out of a register gives the bits `half`
+    /// gives, and f32 values rounded to them (ties, subnormals, NaN) too.
+    #[test]
+    fn conversions_match_half_bit_for_bit() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            return;
+        }
+        fn check<E: Half16>(from_bits: fn(u16) -> E, bits: fn(E) -> u16, from_f32: fn(f32) -> E) {
+            for start in (0..=u16::MAX as u32).step_by(16) {
+                let src: Vec<E> = (start..start + 16).map(|h| from_bits(h as u16)).collect();
+                let mut back = [from_bits(0); 16];
+                let mut wide = [0f32; 16];
+                // SAFETY: AVX-512F checked above; 16 values each.
+                unsafe {
+                    let v = E::load16(src.as_ptr());
+                    _mm512_storeu_ps(wide.as_mut_ptr(), v);
+                    E::store16(v, back.as_mut_ptr());
+                }
+                for ((&s, &w), &b) in src.iter().zip(&wide).zip(&back) {
+                    let want = s.to_f64() as f32;
+                    assert!(w.to_bits() == want.to_bits() || (w.is_nan() && want.is_nan()));
+                    assert!(bits(b) == bits(s) || (w.is_nan() && b.to_f64().is_nan()));
+                }
+            }
+            let mut x = 1.0f32;
+            let mut probes = vec![f32::NAN, -0.0, 1e-40, 65520.0, 5.96e-8, f32::MAX];
+            probes.extend((0..4000).map(|i| {
+                x = (x * 1.000_37 + 0.013).rem_euclid(1e5) - 3e4;
+                if i % 3 == 0 {
+                    x * 1e-7
+                } else {
+                    x
+                }
+            }));
+            for c in probes.chunks_exact(16) {
+                let mut out = [from_bits(0); 16];
+                // SAFETY: AVX-512F checked above; 16 values each.
+                unsafe { E::store16(_mm512_loadu_ps(c.as_ptr()), out.as_mut_ptr()) };
+                for (&v, &o) in c.iter().zip(&out) {
+                    let want = from_f32(v);
+                    assert!(
+                        bits(o) == bits(want) || (v.is_nan() && o.to_f64().is_nan()),
+                        "{v:e}"
+                    );
+                }
+            }
+        }
+        check::<f16>(f16::from_bits, f16::to_bits, f16::from_f32);
+        check::<bf16>(bf16::from_bits, bf16::to_bits, bf16::from_f32);
+    }
+}
