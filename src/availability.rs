@@ -83,6 +83,8 @@ pub struct Snapshot {
     /// Tasks runnable machine-wide right now, the one reading this included.
     pub procs_running: Option<u64>,
     pub load_1m: Option<f64>,
+    /// The suite's kernels' work counters ([`crate::kernels::work`]).
+    pub work: crate::kernels::work::Totals,
 }
 
 impl Snapshot {
@@ -99,6 +101,7 @@ impl Snapshot {
             logical_cpus: stat.logical_cpus,
             procs_running: stat.procs_running,
             load_1m: read("/proc/loadavg").and_then(|t| parse_loadavg(&t)),
+            work: crate::kernels::work::Totals::read(),
         }
     }
 }
@@ -217,6 +220,10 @@ pub fn between(before: &Snapshot, after: &Snapshot, threads: usize, kind: RowKin
         threads,
         threads_held,
         held_fraction: threads_held.map(|h| h / could_run as f64),
+        threads_at_work: match kind {
+            RowKind::Cpu => after.work.since(&before.work).threads_at_work(),
+            RowKind::Gpu => None,
+        },
         logical_cpus,
         others_cpu_pct,
         steal_pct: window.map(|d| pct(d.steal as f64, &d)),
@@ -432,6 +439,7 @@ mod tests {
             logical_cpus: Some(cpus),
             procs_running: Some(run),
             load_1m: Some(load),
+            work: Default::default(),
         };
         (
             snap(at, 12.0, start, 1, 0.5),
@@ -584,6 +592,7 @@ mod tests {
             logical_cpus: None,
             procs_running: None,
             load_1m: None,
+            work: Default::default(),
         };
         let a = between(
             &blind(at),

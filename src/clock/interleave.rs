@@ -17,6 +17,7 @@ use super::events::EventClock;
 use super::{Clock, Held, Samples, WallClock};
 use crate::availability::{Snapshot, ThreadClocks};
 use crate::device::sync;
+use crate::kernels::work::Totals;
 use crate::schema::{Plan, StopRule};
 
 /// One work of a comparison: called once per sample.
@@ -71,17 +72,18 @@ pub fn interleaved_on<C: Clock + ?Sized>(
     for _ in 0..plan.iters {
         for ((w, s), h) in works.iter_mut().zip(out.iter_mut()).zip(held.iter_mut()) {
             sync(device)?;
-            let (cpu0, h0) = (ThreadClocks::read(), Instant::now());
+            let (cpu0, h0, w0) = (ThreadClocks::read(), Instant::now(), Totals::read());
             events.start()?;
             let t0 = clock.now();
             w()?;
             events.stop()?;
             sync(device)?;
             let wall = clock.now().saturating_sub(t0);
-            let (cpu1, h1) = (ThreadClocks::read(), Instant::now());
+            let (cpu1, h1, w1) = (ThreadClocks::read(), Instant::now(), Totals::read());
             *h = h.zip(cpu0.zip(cpu1)).map(|(h, (c0, c1))| Held {
                 cpu_s: h.cpu_s + c1.since(&c0) as f64 * 1e-9,
                 wall_s: h.wall_s + (h1 - h0).as_secs_f64(),
+                work: h.work.plus(&w1.since(&w0)),
             });
             s.wall_ms.push(wall.as_secs_f64() * 1e3);
             s.gpu_ms.extend(events.elapsed_ms()?);

@@ -64,6 +64,8 @@ pub struct Samples {
 pub struct Held {
     pub cpu_s: f64,
     pub wall_s: f64,
+    /// The suite's kernels' work counters over the same samples.
+    pub work: crate::kernels::work::Totals,
 }
 
 impl Samples {
@@ -78,7 +80,10 @@ impl Samples {
         let (before, after) = self.window.as_ref()?;
         let window = between(before, after, threads, kind);
         Some(match self.held {
-            Some(h) => held_over_own_samples(window, h.cpu_s, h.wall_s),
+            Some(h) => Availability {
+                threads_at_work: h.work.threads_at_work(),
+                ..held_over_own_samples(window, h.cpu_s, h.wall_s)
+            },
             None => window,
         })
     }

@@ -386,19 +386,26 @@ pub(super) fn split<E: Send>(
     let chunks = n.div_ceil(chunk);
     // The pool's closure must be Sync: the buffer travels as an address.
     let base = dst.as_mut_ptr() as usize;
-    pool.execute_chunked(chunks, |range| {
-        for c in range {
-            let first = c * chunk;
-            let len = chunk.min(n - first);
-            // SAFETY: `execute_chunked` hands out each index of 0..chunks
-            // exactly once, so the ranges [first, first + len) are disjoint
-            // and inside `dst`, which is borrowed mutably until it returns,
-            // after every chunk is done.
-            let part = unsafe {
-                std::slice::from_raw_parts_mut((base as *mut MaybeUninit<E>).add(first), len)
-            };
-            task(first, part);
-        }
+    super::work::dispatch(|| {
+        pool.execute_chunked(chunks, |range| {
+            super::work::task(|| {
+                for c in range {
+                    let first = c * chunk;
+                    let len = chunk.min(n - first);
+                    // SAFETY: `execute_chunked` hands out each index of 0..chunks
+                    // exactly once, so the ranges [first, first + len) are disjoint
+                    // and inside `dst`, which is borrowed mutably until it returns,
+                    // after every chunk is done.
+                    let part = unsafe {
+                        std::slice::from_raw_parts_mut(
+                            (base as *mut MaybeUninit<E>).add(first),
+                            len,
+                        )
+                    };
+                    task(first, part);
+                }
+            })
+        })
     });
 }
 

@@ -54,6 +54,7 @@ mod rope;
 mod rows;
 mod softmax;
 mod swiglu;
+pub mod work;
 
 use candle_core::{bail, DType, Layout, Result, Tensor};
 

@@ -47,7 +47,9 @@ pub(super) fn share(
         task(0..units);
         return;
     }
-    candle_core::utils::barrier_pool().execute_chunked(units, task);
+    super::work::dispatch(|| {
+        candle_core::utils::barrier_pool().execute_chunked(units, |r| super::work::task(|| task(r)))
+    });
 }
 
 /// The output buffer, written through a raw pointer by the threads of

@@ -82,6 +82,14 @@ pub struct Availability {
     /// `threads_held` over the threads that could run at once (`threads`, or
     /// `logical_cpus` when fewer).
     pub held_fraction: Option<f64>,
+    /// Of `threads_held`, the threads at work: the calling thread outside
+    /// the suite's kernels' hand-offs to the pool plus every thread's tasks
+    /// in them, over the same time (`kernels::work`; 2.13). Candle's pool
+    /// spins before it parks, so a thread held may be waiting. Null where the
+    /// row handed no work of the suite's kernels to the pool (Candle's own
+    /// ops are not seen), and on a GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads_at_work: Option<f64>,
     pub logical_cpus: Option<usize>,
     /// The machine's busy CPU time (user, nice, system, irq, softirq; not
     /// iowait or steal) minus this process's, as a percentage of all logical

@@ -111,8 +111,9 @@ pub use sweep::{SweepPoint, SweepResults};
 /// 2.11 `scaling`'s tg points split by op class (`step_parts`); 2.12 the
 /// ladder's copy and triad with each store kind (`copy_nt` and `triad_nt`
 /// beside the ordinary `copy`, now the suite's own loop, and `triad`), and
-/// `kernels` rows' compute roofline (`compute`).
-pub const SCHEMA_VERSION: &str = "2.12";
+/// `kernels` rows' compute roofline (`compute`); 2.13 a row's threads at
+/// work beside its threads held (`threads_at_work`).
+pub const SCHEMA_VERSION: &str = "2.13";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
 

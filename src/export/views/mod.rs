@@ -87,7 +87,10 @@ pub fn mark(a: Option<&Availability>) -> &'static str {
 }
 
 /// A CPU row's threads held in a table cell: "1.9 of 2", with " idle" when it
-/// held under 75% of them ([`Availability::idle_threads`]); "-" unknown.
+/// held under 75% of them ([`Availability::idle_threads`]), and ", 1.4 at
+/// work" where the threads at work are known (the suite's kernels: Candle's
+/// pool spins before it parks, so a thread held may be waiting); "-"
+/// unknown.
 pub fn threads_cell(a: Option<&Availability>) -> String {
     let Some(a) = a else { return "-".into() };
     match (a.threads_held, a.row_kind) {
@@ -97,7 +100,10 @@ pub fn threads_cell(a: Option<&Availability>) -> String {
             } else {
                 ""
             };
-            format!("{h:.1} of {}{idle}", a.threads)
+            let work = a
+                .threads_at_work
+                .map_or(String::new(), |w| format!(", {w:.1} at work"));
+            format!("{h:.1} of {}{idle}{work}", a.threads)
         }
         _ => "-".into(),
     }
@@ -276,6 +282,29 @@ mod tests {
 
     use super::*;
     use crate::schema::Kind;
+
+    #[test]
+    fn a_threads_cell_says_the_threads_at_work_where_they_are_known() {
+        let held = |at_work: Option<f64>| {
+            let mut a = serde_json::json!({
+                "row_kind": "cpu", "wall_s": 1.0, "process_cpu_s": 2.0, "threads": 2,
+                "threads_held": 2.0, "held_fraction": 1.0, "logical_cpus": 2,
+                "others_cpu_pct": 0.0, "steal_pct": 0.0, "procs_running_before": 3,
+                "procs_running_after": 3, "load_1m_before": 2.0, "load_1m_after": 2.0,
+                "judged": true, "contended": false, "reasons": [],
+            });
+            if let Some(w) = at_work {
+                a["threads_at_work"] = w.into();
+            }
+            serde_json::from_value::<Availability>(a).unwrap()
+        };
+        assert_eq!(threads_cell(Some(&held(None))), "2.0 of 2");
+        assert_eq!(
+            threads_cell(Some(&held(Some(1.43)))),
+            "2.0 of 2, 1.4 at work"
+        );
+        assert_eq!(threads_cell(None), "-");
+    }
 
     #[test]
     fn every_experiment_with_rows_has_records_and_only_those() {
