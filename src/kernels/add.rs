@@ -15,6 +15,9 @@ use candle_core::{Result, Tensor};
 use super::binary::Binary;
 use super::cpu::{simd_kernel, Elem};
 
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
 /// a + b element-wise, computed in f32; `a` and `b` have one shape and one
 /// dtype (no broadcasting).
 pub fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -28,15 +31,77 @@ static OP: Binary = Binary {
     // ops share their work too) both threads add.
     min_task: 32 << 10,
     f32: into::<f32>,
-    f16: into::<half::f16>,
-    bf16: into::<half::bf16>,
+    f16: sixteen::<half::f16>,
+    bf16: sixteen::<half::bf16>,
     #[cfg(feature = "cuda")]
     module: &super::launch::ADD,
 };
+
+/// a + b at 16 bits: AVX-512's (`add/x86.rs`: conversions in registers)
+/// where this CPU has it, else the portable kernel.
+#[cfg(target_arch = "x86_64")]
+fn sixteen<E: crate::kernels::cpu::x86::Half16>(a: &[E], b: &[E], z: &mut [MaybeUninit<E>]) {
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: this CPU has AVX-512F, which x86::add needs.
+        unsafe { x86::add(a, b, z) }
+    } else {
+        into(a, b, z)
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn sixteen<E: Elem>(a: &[E], b: &[E], z: &mut [MaybeUninit<E>]) {
+    into(a, b, z)
+}
 
 simd_kernel! {
     /// a + b into `z`, in f32.
     fn into<E: Elem>(a: &[E], b: &[E], z: &mut [MaybeUninit<E>]) {
         E::map2(a, b, z, |x, y| x + y);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::{bf16, f16};
+
+    /// The 16-bit add this CPU picks (AVX-512's where it has it) gives the
+    /// portable kernel's bits, at lengths around a register and odd ones:
+    /// both add in f32 and round once. The integration tests reach only the
+    /// one picked.
+    #[cfg(target_arch = "x86_64")]
+    use crate::kernels::cpu::x86::Half16 as Sixteen;
+    #[cfg(not(target_arch = "x86_64"))]
+    use Elem as Sixteen;
+
+    fn same_bits<E: Sixteen>(to: fn(f32) -> E) {
+        for n in [1, 15, 16, 17, 33, 255, 256, 1000, 4099] {
+            let a: Vec<E> = (0..n)
+                .map(|i| to((i as f32 * 0.37).sin() * 300.0))
+                .collect();
+            let b: Vec<E> = (0..n).map(|i| to((i as f32 * 0.11).cos() * 0.01)).collect();
+            let (mut x, mut y) = (
+                vec![MaybeUninit::uninit(); n],
+                vec![MaybeUninit::uninit(); n],
+            );
+            sixteen(&a, &b, &mut x);
+            into(&a, &b, &mut y);
+            for (i, (x, y)) in x.iter().zip(&y).enumerate() {
+                // SAFETY: both kernels write every element.
+                let (x, y) = unsafe { (x.assume_init(), y.assume_init()) };
+                assert_eq!(
+                    x.to_f64().to_bits(),
+                    y.to_f64().to_bits(),
+                    "length {n} at {i}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_picked_16_bit_add_gives_the_portable_bits() {
+        same_bits::<f16>(f16::from_f32);
+        same_bits::<bf16>(bf16::from_f32);
     }
 }
