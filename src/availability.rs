@@ -220,10 +220,13 @@ pub fn between(before: &Snapshot, after: &Snapshot, threads: usize, kind: RowKin
         threads,
         threads_held,
         held_fraction: threads_held.map(|h| h / could_run as f64),
+        // Never more than held: wall time counts a thread the OS took
+        // mid-task as at work.
         threads_at_work: match kind {
             RowKind::Cpu => after.work.since(&before.work).threads_at_work(),
             RowKind::Gpu => None,
-        },
+        }
+        .map(|w| threads_held.map_or(w, |h| w.min(h))),
         logical_cpus,
         others_cpu_pct,
         steal_pct: window.map(|d| pct(d.steal as f64, &d)),

@@ -79,13 +79,17 @@ impl Samples {
         };
         let (before, after) = self.window.as_ref()?;
         let window = between(before, after, threads, kind);
-        Some(match self.held {
+        let mut a = match self.held {
             Some(h) => Availability {
-                threads_at_work: h.work.threads_at_work(),
+                threads_at_work: h.work.threads_at_work().filter(|_| kind == RowKind::Cpu),
                 ..held_over_own_samples(window, h.cpu_s, h.wall_s)
             },
             None => window,
-        })
+        };
+        // Wall time counts a thread the OS took mid-task as at work: never
+        // more than held.
+        a.threads_at_work = a.threads_at_work.zip(a.threads_held).map(|(w, h)| w.min(h));
+        Some(a)
     }
 }
 

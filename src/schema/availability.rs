@@ -84,8 +84,9 @@ pub struct Availability {
     pub held_fraction: Option<f64>,
     /// Of `threads_held`, the threads at work: the calling thread outside
     /// the suite's kernels' hand-offs to the pool plus every thread's tasks
-    /// in them, over the same time (`kernels::work`; 2.13). Candle's pool
-    /// spins before it parks, so a thread held may be waiting. Null where the
+    /// in them, over the same time (`kernels::work`; 2.13), at most
+    /// `threads_held`. Candle's pool spins before it parks, so a thread held
+    /// may be waiting. Null where the
     /// row handed no work of the suite's kernels to the pool (Candle's own
     /// ops are not seen), and on a GPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]

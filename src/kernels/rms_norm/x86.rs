@@ -27,6 +27,7 @@ pub(super) unsafe fn rows<E: Half16>(
     width: usize,
     eps: f32,
 ) {
+    assert!(x.len() == y.len() && w.is_none_or(|w| w.len() == width));
     for (x, y) in x.chunks_exact(width).zip(y.chunks_exact_mut(width)) {
         // SAFETY: AVX-512F (the caller's); x and y a row each, w a row or none.
         unsafe { row(x, w, y, eps) };
@@ -85,9 +86,25 @@ unsafe fn row<E: Half16>(x: &[E], w: Option<&[E]>, y: &mut [MaybeUninit<E>], eps
             }
         }
     }
-    for j in whole..n {
-        let wj = w.map_or(1.0, |w| w[j].to_f64() as f32);
-        let o = x[j].to_f64() as f32 * inv * wj;
-        y[j].write(E::from_f64(f64::from(o)));
+    if whole < n {
+        // The tail through a register too, so that it rounds as the rest
+        // (half's f64 conversion to bf16 rounds on the top 32 bits only).
+        let pad = |v: &[E]| {
+            let mut full = [E::from_f64(0.0); V];
+            full[..v.len()].copy_from_slice(v);
+            full
+        };
+        let mut out = [E::from_f64(0.0); V];
+        // SAFETY: each buffer holds 16 values.
+        unsafe {
+            let mut o = _mm512_mul_ps(E::load16(pad(&x[whole..]).as_ptr()), scale);
+            if let Some(w) = w {
+                o = _mm512_mul_ps(o, E::load16(pad(&w[whole..]).as_ptr()));
+            }
+            E::store16(o, out.as_mut_ptr());
+        }
+        for (y, &o) in y[whole..].iter_mut().zip(&out) {
+            y.write(o);
+        }
     }
 }
