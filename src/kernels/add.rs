@@ -40,7 +40,7 @@ static OP: Binary = Binary {
 /// a + b at 16 bits: AVX-512's (`add/x86.rs`: conversions in registers)
 /// where this CPU has it, else the portable kernel.
 #[cfg(target_arch = "x86_64")]
-fn sixteen<E: crate::kernels::cpu::x86::Half16>(a: &[E], b: &[E], z: &mut [MaybeUninit<E>]) {
+fn sixteen<E: crate::kernels::cpu::x86::Lanes16>(a: &[E], b: &[E], z: &mut [MaybeUninit<E>]) {
     if std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: this CPU has AVX-512F, which x86::add needs.
         unsafe { x86::add(a, b, z) }
@@ -71,7 +71,7 @@ mod tests {
     /// both add in f32 and round once. The integration tests reach only the
     /// one picked.
     #[cfg(target_arch = "x86_64")]
-    use crate::kernels::cpu::x86::Half16 as Sixteen;
+    use crate::kernels::cpu::x86::Lanes16 as Sixteen;
     #[cfg(not(target_arch = "x86_64"))]
     use Elem as Sixteen;
 

@@ -11,6 +11,9 @@
 //! fraction bits, and n in the low bits), which needs no SSE4.1 `roundps`
 //! and no float-to-int conversion (Rust's saturates, which does not vectorize).
 
+#[cfg(target_arch = "x86_64")]
+pub(super) mod x86;
+
 const LOG2E: f32 = std::f32::consts::LOG2_E;
 /// ln 2 = LN2_HI + LN2_LO, LN2_HI exact in 9 bits (Cephes' C1, C2).
 const LN2_HI: f32 = 0.693_359_4;
@@ -24,6 +27,16 @@ const LN2_LO: f32 = -2.121_944_4e-4;
 /// are -inf).
 const HI: f32 = 88.376_26;
 const LO: f32 = -87.33;
+/// Cephes' `expf` polynomial's coefficients, highest power first: exp(r) =
+/// 1 + r + r^2 (P0 r^5 + ... + P5).
+const P: [f32; 6] = [
+    1.987_569_1e-4,
+    1.398_199_9e-3,
+    8.333_452e-3,
+    4.166_579_6e-2,
+    1.666_666_5e-1,
+    0.5,
+];
 /// Adding and subtracting this rounds a float below 2^22 to an integer.
 const ROUND: f32 = 12_582_912.0;
 
@@ -40,10 +53,7 @@ pub(super) fn exp(x: f32) -> f32 {
     let ni = t.to_bits().wrapping_sub(ROUND.to_bits()) as i32;
     let r = c - n * LN2_HI - n * LN2_LO;
     let r2 = r * r;
-    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
-        + 1.666_666_5e-1)
-        * r
-        + 0.5;
+    let p = ((((P[0] * r + P[1]) * r + P[2]) * r + P[3]) * r + P[4]) * r + P[5];
     let er = p * r2 + r + 1.0;
     // 2^n, n in -126..=127 after the clamp.
     let scale = f32::from_bits((ni.wrapping_add(127) as u32) << 23);

@@ -184,7 +184,7 @@ fn rows<E: Elem>(x: &[E], w: Option<&[E]>, width: usize, eps: f32, kernel: Rows<
 /// The rows kernel for a 16-bit type: AVX-512's (`rms_norm/x86.rs`:
 /// conversions in registers) where this CPU has it, else the portable one.
 #[cfg(target_arch = "x86_64")]
-fn sixteen<E: crate::kernels::cpu::x86::Half16>() -> Rows<E> {
+fn sixteen<E: crate::kernels::cpu::x86::Lanes16>() -> Rows<E> {
     if std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: this CPU has AVX-512F, which x86::rows needs.
         |x, w, y, width, eps| unsafe { x86::rows(x, w, y, width, eps) }

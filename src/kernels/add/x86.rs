@@ -1,5 +1,5 @@
 //! a + b at 16 bits with AVX-512: sixteen values of each input converted in
-//! a register ([`Half16`]), added, and rounded back on the way out. The
+//! a register ([`Lanes16`]), added, and rounded back on the way out. The
 //! portable kernel (in `add.rs`) widens both inputs through f32 buffers and
 //! narrows through a third, whose extra stores and loads held bf16 at 8.4 G
 //! elements/s on the Xeon VM's two cores with its data in L2: compute-bound
@@ -8,7 +8,7 @@
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 
-use crate::kernels::cpu::x86::Half16;
+use crate::kernels::cpu::x86::Lanes16;
 
 /// a + b into `z` (all three the same length), whole registers of sixteen;
 /// the tail of under sixteen the portable kernel's.
@@ -16,7 +16,7 @@ use crate::kernels::cpu::x86::Half16;
 /// # Safety
 /// This CPU has AVX-512F.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn add<E: Half16>(a: &[E], b: &[E], z: &mut [MaybeUninit<E>]) {
+pub(super) unsafe fn add<E: Lanes16>(a: &[E], b: &[E], z: &mut [MaybeUninit<E>]) {
     assert!(a.len() == z.len() && b.len() == z.len());
     let whole = z.len() / 16 * 16;
     let (pa, pb, pz) = (a.as_ptr(), b.as_ptr(), z.as_mut_ptr().cast::<E>());

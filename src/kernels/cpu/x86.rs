@@ -1,6 +1,6 @@
-//! The 16-bit element types sixteen at a time in one AVX-512 register of
-//! f32 ([`Half16`]): the loads and stores the kernels' AVX-512 rows convert
-//! through, in registers. The portable kernels widen a block into an f32
+//! The element types sixteen at a time in one AVX-512 register of f32
+//! ([`Lanes16`]): the loads and stores the kernels' AVX-512 rows convert
+//! through, in registers (f32's a plain load and store). The portable kernels widen a block into an f32
 //! buffer and narrow through a second one, three stores and three loads a
 //! vector where the math needs one of each; these are one load and a
 //! conversion (f16: `vcvtph2ps`; bf16: a widening move and a shift) and a
@@ -13,8 +13,8 @@ use half::{bf16, f16};
 
 use super::Elem;
 
-/// A 16-bit type the AVX-512 rows load and store as f32.
-pub(in crate::kernels) trait Half16: Elem {
+/// A type the AVX-512 rows load and store as f32, sixteen values a register.
+pub(in crate::kernels) trait Lanes16: Elem {
     /// The 16 values at `p` as f32.
     ///
     /// # Safety
@@ -29,7 +29,23 @@ pub(in crate::kernels) trait Half16: Elem {
     unsafe fn store16(v: __m512, p: *mut Self);
 }
 
-impl Half16 for f16 {
+impl Lanes16 for f32 {
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load16(p: *const f32) -> __m512 {
+        // SAFETY: the caller's: 16 values at p, unaligned.
+        unsafe { _mm512_loadu_ps(p) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn store16(v: __m512, p: *mut f32) {
+        // SAFETY: the caller's: 16 values at p, unaligned.
+        unsafe { _mm512_storeu_ps(p, v) }
+    }
+}
+
+impl Lanes16 for f16 {
     #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn load16(p: *const f16) -> __m512 {
@@ -46,7 +62,7 @@ impl Half16 for f16 {
     }
 }
 
-impl Half16 for bf16 {
+impl Lanes16 for bf16 {
     #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn load16(p: *const bf16) -> __m512 {
@@ -85,7 +101,7 @@ mod tests {
         if !std::arch::is_x86_feature_detected!("avx512f") {
             return;
         }
-        fn check<E: Half16>(from_bits: fn(u16) -> E, bits: fn(E) -> u16, from_f32: fn(f32) -> E) {
+        fn check<E: Lanes16>(from_bits: fn(u16) -> E, bits: fn(E) -> u16, from_f32: fn(f32) -> E) {
             for start in (0..=u16::MAX as u32).step_by(16) {
                 let src: Vec<E> = (start..start + 16).map(|h| from_bits(h as u16)).collect();
                 let mut back = [from_bits(0); 16];
