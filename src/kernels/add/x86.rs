@@ -11,7 +11,8 @@ use std::mem::MaybeUninit;
 use crate::kernels::cpu::x86::Lanes16;
 
 /// a + b into `z` (all three the same length), whole registers of sixteen;
-/// the tail of under sixteen the portable kernel's.
+/// the tail of under sixteen the portable kernel's (the same bits: both
+/// add in f32 and round once).
 ///
 /// # Safety
 /// This CPU has AVX-512F.

@@ -11,8 +11,7 @@ use std::mem::MaybeUninit;
 use crate::kernels::cpu::x86::Lanes16;
 use crate::kernels::exp::x86::exp16;
 
-/// silu(gate) * up into `y` (all three the same length), whole registers
-/// of sixteen; the tail of under sixteen the portable kernel's.
+/// silu(gate) * up into `y` (all three the same length), sixteen at a time.
 ///
 /// # Safety
 /// This CPU has AVX-512F.
@@ -21,15 +20,47 @@ pub(super) unsafe fn swiglu<E: Lanes16>(gate: &[E], up: &[E], y: &mut [MaybeUnin
     assert!(gate.len() == y.len() && up.len() == y.len());
     let whole = y.len() / 16 * 16;
     let (pg, pu, py) = (gate.as_ptr(), up.as_ptr(), y.as_mut_ptr().cast::<E>());
-    let one = _mm512_set1_ps(1.0);
     for i in (0..whole).step_by(16) {
         // SAFETY: i + 16 <= whole <= the length of each (asserted).
         unsafe {
-            let (g, u) = (E::load16(pg.add(i)), E::load16(pu.add(i)));
-            let e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
-            let silu = _mm512_div_ps(g, _mm512_add_ps(one, e));
-            E::store16(_mm512_mul_ps(silu, u), py.add(i));
+            E::store16(
+                silu_mul(E::load16(pg.add(i)), E::load16(pu.add(i))),
+                py.add(i),
+            )
+        };
+    }
+    if whole < y.len() {
+        // The tail through a register too: every element's exponential is
+        // [`exp16`]'s, wherever a row or a thread's share cuts the run (the
+        // portable exp differs from it by an ulp or two).
+        let pad = |v: &[E]| {
+            let mut full = [E::from_f64(0.0); 16];
+            full[..v.len()].copy_from_slice(v);
+            full
+        };
+        let (g, u, mut out) = (
+            pad(&gate[whole..]),
+            pad(&up[whole..]),
+            [E::from_f64(0.0); 16],
+        );
+        // SAFETY: each buffer holds 16 values.
+        unsafe {
+            E::store16(
+                silu_mul(E::load16(g.as_ptr()), E::load16(u.as_ptr())),
+                out.as_mut_ptr(),
+            )
+        };
+        for (y, &o) in y[whole..].iter_mut().zip(&out) {
+            y.write(o);
         }
     }
-    super::into(&gate[whole..], &up[whole..], &mut y[whole..]);
+}
+
+/// gate / (1 + exp(-gate)) * up.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn silu_mul(g: __m512, u: __m512) -> __m512 {
+    // SAFETY: AVX-512F, this function's own.
+    let e = unsafe { exp16(_mm512_sub_ps(_mm512_setzero_ps(), g)) };
+    _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0), e)), u)
 }
