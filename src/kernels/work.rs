@@ -14,13 +14,14 @@
 //! counts their work as the calling thread's alone, and a window with no
 //! hand-off of the suite's says nothing (`None`).
 //!
-//! What counting costs: two counter reads and a store a task, about 20 ns.
-//! A SmolLM2 decode token on the Xeon VM makes about 280 hand-offs and
-//! 3,700 tasks (Candle's pool hands out up to eight ranges a thread): 75 us
-//! of its two threads' time, about 40 us of a 4.5 ms token's, under 1% and
-//! inside the run's noise, paid alike by every row on the suite's kernels
-//! (counted from these counters, `generate --kernels lab` at 16 and 48
-//! tokens).
+//! What counting costs: two counter reads and a store a task (a few tens
+//! of nanoseconds, by rdtsc's cost: not timed apart). A SmolLM2 decode token
+//! on the Xeon VM makes about 280 hand-offs and 3,700 tasks (Candle's pool
+//! hands out up to eight ranges a thread; counted from these counters,
+//! `generate --kernels lab` at 16 and 48 tokens). Measured whole, four
+//! interleaved A B rounds of `generate --kernels lab` on SmolLM2 q4_1
+//! (pp64, tg32, 5 runs) read tg 236-248 tok/s before the counters and
+//! 216-280 with them: no cost the run's noise shows.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 

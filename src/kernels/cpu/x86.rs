@@ -8,6 +8,7 @@
 //! even; bf16: the same rounding as [`super::bf16_round`], in integers).
 
 use std::arch::x86_64::*;
+use std::mem::MaybeUninit;
 
 use half::{bf16, f16};
 
@@ -27,6 +28,34 @@ pub(in crate::kernels) trait Lanes16: Elem {
     /// # Safety
     /// This CPU has AVX-512F; `p` points at 16 writable values.
     unsafe fn store16(v: __m512, p: *mut Self);
+
+    /// The first `src.len()` (at most 16) values of `src` as f32, the other
+    /// lanes `fill`: a row's tail through a register, so that it rounds (and
+    /// takes its exponential) as the rest of the row.
+    ///
+    /// # Safety
+    /// This CPU has AVX-512F.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load_part(src: &[Self], fill: Self) -> __m512 {
+        let mut full = [fill; 16];
+        full[..src.len()].copy_from_slice(src);
+        // SAFETY: AVX-512F (the caller's); `full` holds 16 values.
+        unsafe { Self::load16(full.as_ptr()) }
+    }
+
+    /// The first `dst.len()` (at most 16) lanes of `v` rounded into `dst`.
+    ///
+    /// # Safety
+    /// This CPU has AVX-512F.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn store_part(v: __m512, dst: &mut [MaybeUninit<Self>]) {
+        let mut full = [MaybeUninit::<Self>::uninit(); 16];
+        // SAFETY: AVX-512F (the caller's); `full` holds 16 values.
+        unsafe { Self::store16(v, full.as_mut_ptr().cast()) };
+        dst.copy_from_slice(&full[..dst.len()]);
+    }
 }
 
 impl Lanes16 for f32 {

@@ -96,22 +96,14 @@ unsafe fn row<E: Lanes16>(x: &[E], w: Option<&[E]>, y: &mut [MaybeUninit<E>], ep
     if whole < n {
         // The tail through a register too, so that it rounds as the rest
         // (half's f64 conversion to bf16 rounds on the top 32 bits only).
-        let pad = |v: &[E]| {
-            let mut full = [E::from_f64(0.0); V];
-            full[..v.len()].copy_from_slice(v);
-            full
-        };
-        let mut out = [E::from_f64(0.0); V];
-        // SAFETY: each buffer holds 16 values.
+        let zero = E::from_f64(0.0);
+        // SAFETY: AVX-512F (the caller's).
         unsafe {
-            let mut o = _mm512_mul_ps(E::load16(pad(&x[whole..]).as_ptr()), scale);
+            let mut o = _mm512_mul_ps(E::load_part(&x[whole..], zero), scale);
             if let Some(w) = w {
-                o = _mm512_mul_ps(o, E::load16(pad(&w[whole..]).as_ptr()));
+                o = _mm512_mul_ps(o, E::load_part(&w[whole..], zero));
             }
-            E::store16(o, out.as_mut_ptr());
-        }
-        for (y, &o) in y[whole..].iter_mut().zip(&out) {
-            y.write(o);
+            E::store_part(o, &mut y[whole..]);
         }
     }
 }

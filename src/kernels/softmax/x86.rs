@@ -31,13 +31,6 @@ pub(super) unsafe fn rows<E: Lanes16>(x: &[E], y: &mut [MaybeUninit<E>], width: 
     }
 }
 
-/// `v` padded with `fill` to a register's sixteen values: a row's tail.
-fn pad<E: Lanes16>(v: &[E], fill: E) -> [E; V] {
-    let mut full = [fill; V];
-    full[..v.len()].copy_from_slice(v);
-    full
-}
-
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn row<E: Lanes16>(x: &[E], y: &mut [MaybeUninit<E>], e: &mut [f32]) {
@@ -45,11 +38,11 @@ unsafe fn row<E: Lanes16>(x: &[E], y: &mut [MaybeUninit<E>], e: &mut [f32]) {
     let whole = n / V * V;
     let p = x.as_ptr();
     // The tail padded with -inf: no effect on the max, exp 0 in the sum.
-    let tail = pad(&x[whole..], E::from_f64(f64::NEG_INFINITY));
+    // SAFETY: AVX-512F (the caller's).
+    let tail = unsafe { E::load_part(&x[whole..], E::from_f64(f64::NEG_INFINITY)) };
     let mut m = [_mm512_set1_ps(f32::NEG_INFINITY); 4];
     let mut i = 0;
-    // SAFETY (every load below): i + 16 <= whole <= n values of x; the
-    // tail's 16 in `tail`.
+    // SAFETY (every load below): i + 16 <= whole <= n values of x.
     while i + 4 * V <= whole {
         for (k, m) in m.iter_mut().enumerate() {
             _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(i + k * V + n).cast());
@@ -61,7 +54,7 @@ unsafe fn row<E: Lanes16>(x: &[E], y: &mut [MaybeUninit<E>], e: &mut [f32]) {
         m[0] = _mm512_max_ps(m[0], unsafe { E::load16(p.add(i)) });
         i += V;
     }
-    m[1] = _mm512_max_ps(m[1], unsafe { E::load16(tail.as_ptr()) });
+    m[1] = _mm512_max_ps(m[1], tail);
     let max = _mm512_reduce_max_ps(_mm512_max_ps(
         _mm512_max_ps(m[0], m[1]),
         _mm512_max_ps(m[2], m[3]),
@@ -83,7 +76,7 @@ unsafe fn row<E: Lanes16>(x: &[E], y: &mut [MaybeUninit<E>], e: &mut [f32]) {
         acc = _mm512_add_ps(acc, t);
     }
     if whole < n {
-        let t = unsafe { exp16(_mm512_sub_ps(E::load16(tail.as_ptr()), vm)) };
+        let t = unsafe { exp16(_mm512_sub_ps(tail, vm)) };
         unsafe { _mm512_storeu_ps(e.as_mut_ptr().add(whole), t) };
         acc = _mm512_add_ps(acc, t);
     }
@@ -101,14 +94,10 @@ unsafe fn row<E: Lanes16>(x: &[E], y: &mut [MaybeUninit<E>], e: &mut [f32]) {
         };
     }
     if whole < n {
-        let mut out = [E::from_f64(0.0); V];
-        // SAFETY: e holds 16 values from `whole`; `out` 16.
+        // SAFETY: e holds 16 values from `whole`.
         unsafe {
             let o = _mm512_mul_ps(_mm512_loadu_ps(e.as_ptr().add(whole)), inv);
-            E::store16(o, out.as_mut_ptr());
-        }
-        for (y, &o) in y[whole..].iter_mut().zip(&out) {
-            y.write(o);
+            E::store_part(o, &mut y[whole..]);
         }
     }
 }

@@ -33,25 +33,14 @@ pub(super) unsafe fn swiglu<E: Lanes16>(gate: &[E], up: &[E], y: &mut [MaybeUnin
         // The tail through a register too: every element's exponential is
         // [`exp16`]'s, wherever a row or a thread's share cuts the run (the
         // portable exp differs from it by an ulp or two).
-        let pad = |v: &[E]| {
-            let mut full = [E::from_f64(0.0); 16];
-            full[..v.len()].copy_from_slice(v);
-            full
-        };
-        let (g, u, mut out) = (
-            pad(&gate[whole..]),
-            pad(&up[whole..]),
-            [E::from_f64(0.0); 16],
-        );
-        // SAFETY: each buffer holds 16 values.
+        let zero = E::from_f64(0.0);
+        // SAFETY: AVX-512F (the caller's).
         unsafe {
-            E::store16(
-                silu_mul(E::load16(g.as_ptr()), E::load16(u.as_ptr())),
-                out.as_mut_ptr(),
-            )
-        };
-        for (y, &o) in y[whole..].iter_mut().zip(&out) {
-            y.write(o);
+            let (g, u) = (
+                E::load_part(&gate[whole..], zero),
+                E::load_part(&up[whole..], zero),
+            );
+            E::store_part(silu_mul(g, u), &mut y[whole..]);
         }
     }
 }
