@@ -51,8 +51,8 @@ impl Inputs {
 /// Standard-normal draws by element count and dtype, made once a run: every
 /// op of a case takes its inputs from the same two draws (reshaped), so that
 /// a case past the caches draws its hundreds of millions of values once, not
-/// once per op (Candle's CPU `randn` runs on one thread: seconds a tensor
-/// there).
+/// once per op, and on every core ([`normal`]: Candle's CPU `randn` runs on
+/// one thread, seconds a tensor there).
 #[derive(Default)]
 pub(super) struct Draws {
     made: std::cell::RefCell<Vec<(usize, DType, Tensor, Tensor)>>,
@@ -70,14 +70,40 @@ impl Draws {
         if let Some(pair) = found {
             return Ok(pair);
         }
-        let draw =
-            || -> Result<Tensor> { Ok(Tensor::randn(0.0f32, 1.0, n, device)?.to_dtype(dtype)?) };
-        let (x, y) = (draw()?, draw()?);
+        let seed = self.made.borrow().len() as u64 * 2;
+        // A GPU draws its own (Candle's CUDA `randn` is fast); the host's
+        // on every core.
+        let draw = |seed: u64| -> Result<Tensor> {
+            let x = if device.is_cpu() {
+                Tensor::from_vec(normal(n, seed), n, device)?
+            } else {
+                Tensor::randn(0.0f32, 1.0, n, device)?
+            };
+            Ok(x.to_dtype(dtype)?)
+        };
+        let (x, y) = (draw(seed)?, draw(seed + 1)?);
         self.made
             .borrow_mut()
             .push((n, dtype, x.clone(), y.clone()));
         Ok((x, y))
     }
+}
+
+/// `n` standard-normal f32s, drawn in parts of 64 Ki on every core, each
+/// part from its own small generator seeded by `seed` and its index: the
+/// same values whatever the threads.
+fn normal(n: usize, seed: u64) -> Vec<f32> {
+    use rand::{rngs::SmallRng, Rng, SeedableRng};
+    use rayon::prelude::*;
+    const PART: usize = 1 << 16;
+    let mut v = vec![0f32; n];
+    v.par_chunks_mut(PART).enumerate().for_each(|(i, part)| {
+        let mut rng = SmallRng::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i as u64);
+        for x in part {
+            *x = rng.sample(rand_distr::StandardNormal);
+        }
+    });
+    v
 }
 
 /// Bytes read and written by the op over `n` output elements of `elem`
@@ -274,5 +300,25 @@ mod tests {
                 assert!(max < 1e-5, "{} {}: {max}", op.name(), imp.name());
             }
         }
+    }
+
+    #[test]
+    fn normal_draws_are_standard_normal_and_the_seeds_own() {
+        let n = 3 * (1 << 16) + 123;
+        let a = normal(n, 4);
+        assert_eq!(a, normal(n, 4), "the same values again");
+        assert_ne!(a, normal(n, 5));
+        let mean = a.iter().map(|&x| f64::from(x)).sum::<f64>() / n as f64;
+        let var = a
+            .iter()
+            .map(|&x| (f64::from(x) - mean).powi(2))
+            .sum::<f64>()
+            / n as f64;
+        assert!(
+            mean.abs() < 0.01 && (var - 1.0).abs() < 0.02,
+            "{mean} {var}"
+        );
+        // Parts drawn apart are not copies of each other.
+        assert_ne!(a[..1 << 16], a[1 << 16..2 << 16]);
     }
 }

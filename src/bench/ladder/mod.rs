@@ -56,6 +56,10 @@ pub fn plan(on_cuda: bool) -> Plan {
 /// the measurement.
 pub const SAMPLE_MS: f64 = 0.25;
 
+/// How a point is taken: (threads, parts taken as threads finish, one of the
+/// ladder's own footprints).
+type Way = (usize, bool, bool);
+
 /// Calls per sample for work that takes `one_call_ms`: enough that a sample
 /// lasts `sample_ms`, at most a million.
 pub fn calls_per_sample(one_call_ms: f64, sample_ms: f64) -> u64 {
@@ -158,7 +162,7 @@ impl<'a> Ladder<'a> {
         threads: usize,
         footprint: u64,
     ) -> Result<LadderPoint> {
-        let mut v = self.points_at(kernel, &[(threads, false)], footprint, false)?;
+        let mut v = self.points_at(kernel, &[(threads, false, false)], footprint)?;
         Ok(v.remove(0))
     }
 
@@ -179,7 +183,8 @@ impl<'a> Ladder<'a> {
         } else {
             (vec![1], vec![(1, false)])
         };
-        let at = self.points_at(kernel, &ways, footprint, false)?;
+        let ways: Vec<Way> = ways.into_iter().map(|(t, c)| (t, c, false)).collect();
+        let at = self.points_at(kernel, &ways, footprint)?;
         let memory = self.memory_footprint();
         let best = envelope(&at, &self.points.borrow(), kernel, &counts, memory)
             .context("no ladder point")?;
@@ -218,23 +223,32 @@ impl<'a> Ladder<'a> {
     }
 
     /// Every kernel at a footprint in each level and in memory, on one
-    /// thread and on the pool's: the whole ladder (`memory`'s table).
+    /// thread and on the pool's: the whole ladder (`memory`'s table). The
+    /// points of one footprint are measured on one set of arrays (past the
+    /// caches, arrays of 2 GB made once, not once a point).
     pub fn measure_all(&self) -> Result<()> {
         let mut threads = vec![1];
         if self.pool_threads > 1 {
             threads.push(self.pool_threads);
         }
         for kernel in kernels(self.device) {
+            let mut at: Vec<(u64, Vec<Way>)> = Vec::new();
+            let mut add = |f: u64, way: Way| match at.iter_mut().find(|(g, _)| *g == f) {
+                Some((_, ways)) => ways.push(way),
+                None => at.push((f, vec![way])),
+            };
             for &t in &threads {
                 for f in self.standard_footprints(t) {
-                    self.points_at(kernel, &[(t, false)], f, true)?;
+                    add(f, (t, false, true));
                 }
             }
             // Past the caches, parts taken as threads finish beside the
             // fixed ones (the notes compare them; not a standard point).
             if self.pool_threads > 1 && self.device.is_cpu() {
-                let memory = self.memory_footprint();
-                self.points_at(kernel, &[(self.pool_threads, true)], memory, false)?;
+                add(self.memory_footprint(), (self.pool_threads, true, false));
+            }
+            for (f, ways) in at {
+                self.points_at(kernel, &ways, f)?;
             }
         }
         Ok(())
@@ -252,14 +266,13 @@ impl<'a> Ladder<'a> {
     }
 
     /// The points of `kernel` at (about) `footprint` bytes on each of
-    /// `threads`, those not measured yet measured now on one set of arrays;
-    /// `standard`: one of the ladder's own footprints (a level's).
+    /// `ways`, those not measured yet measured now on one set of arrays; a
+    /// way's `standard`: one of the ladder's own footprints (a level's).
     fn points_at(
         &self,
         kernel: LadderKernel,
-        ways: &[(usize, bool)],
+        ways: &[Way],
         footprint: u64,
-        standard: bool,
     ) -> Result<Vec<LadderPoint>> {
         let footprint = fitted(
             kernel,
@@ -273,25 +286,25 @@ impl<'a> Ladder<'a> {
                     && p.chunked == chunked
             })
         };
-        let ways: Vec<(usize, bool)> = ways
+        let ways: Vec<Way> = ways
             .iter()
-            .map(|&(t, c)| (t.clamp(1, self.pool_threads), c))
+            .map(|&(t, c, standard)| (t.clamp(1, self.pool_threads), c, standard))
             .collect();
-        let missing: Vec<(usize, bool)> = ways
+        let missing: Vec<Way> = ways
             .iter()
             .copied()
-            .filter(|w| find(*w).is_none())
+            .filter(|&(t, c, _)| find((t, c)).is_none())
             .collect();
         if !missing.is_empty() {
             let mut work = Work::new(self.device, kernel, footprint)?;
-            for w in missing {
-                let p = self.measure(&mut work, kernel, w, standard)?;
+            for (t, c, standard) in missing {
+                let p = self.measure(&mut work, kernel, (t, c), standard)?;
                 self.points.borrow_mut().push(p);
             }
         }
         let mut out = Vec::with_capacity(ways.len());
-        for w in ways {
-            let i = find(w).context("a ladder point just measured")?;
+        for (t, c, standard) in ways {
+            let i = find((t, c)).context("a ladder point just measured")?;
             let points = &mut self.points.borrow_mut();
             points[i].standard |= standard;
             out.push(points[i].clone());

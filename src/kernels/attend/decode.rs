@@ -132,12 +132,12 @@ fn group<E: Elem>(
     #[cfg(target_arch = "x86_64")]
     let fast = super::x86::group::<E>(d);
     #[cfg(not(target_arch = "x86_64"))]
-    let fast: Option<((), ())> = None;
+    let fast: Option<((), (), ())> = None;
     match fast {
         // SAFETY: `x86::group` returns kernels only where this CPU runs them
         // and E is f32 with a head_dim they take; the slices are as they say.
         #[cfg(target_arch = "x86_64")]
-        Some((dots, _)) => unsafe { dots(as_f32(qs), as_f32(keys), scale, scores) },
+        Some((dots, _, _)) => unsafe { dots(as_f32(qs), as_f32(keys), scale, scores) },
         _ => {
             for (q, s) in qs.chunks_exact(d).zip(scores.chunks_exact_mut(m)) {
                 dots(q, keys, scale, s);
@@ -148,14 +148,19 @@ fn group<E: Elem>(
         .chunks_exact_mut(m)
         .zip(parts.chunks_exact_mut(HEAD + d))
     {
-        let (max, sum) = softmax_parts(s);
+        let (max, sum) = match fast {
+            // SAFETY: as the scores' above.
+            #[cfg(target_arch = "x86_64")]
+            Some((_, softmax, _)) => unsafe { softmax(s) },
+            _ => softmax_parts(s),
+        };
         part[..HEAD].copy_from_slice(&[max, sum]);
         part[HEAD..].fill(0.0);
     }
     match fast {
         // SAFETY: as the scores' above.
         #[cfg(target_arch = "x86_64")]
-        Some((_, weigh)) => unsafe { weigh(as_f32(values), scores, parts) },
+        Some((_, _, weigh)) => unsafe { weigh(as_f32(values), scores, parts) },
         _ => {
             for (s, part) in scores.chunks_exact(m).zip(parts.chunks_exact_mut(HEAD + d)) {
                 weigh(values, s, &mut part[HEAD..]);
@@ -309,6 +314,40 @@ mod tests {
                 c.is_multiple_of(16) && (MIN_KEYS..=MAX_KEYS).contains(&c),
                 "{n} {g} {t}: {c}"
             );
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx512_softmax_parts_are_the_portable_ones() {
+        let Some((_, fast, _)) = super::super::x86::group::<f32>(64) else {
+            return;
+        };
+        // Whole blocks of sixteen and tails; a NaN score (passed over by the
+        // max, NaN in the sum) and -inf scores (exponentials of 0).
+        for n in [1, 5, 16, 17, 31, 64, 72, 257] {
+            for edge in [None, Some(f32::NAN), Some(f32::NEG_INFINITY)] {
+                let mut s: Vec<f32> = (0..n).map(|j| ((j * 7 % 11) as f32 - 5.0) * 0.9).collect();
+                if let Some(e) = edge {
+                    s[n / 2] = e;
+                }
+                let (mut a, mut b) = (s.clone(), s.clone());
+                let (max, sum) = softmax_parts(&mut a);
+                // SAFETY: `group` gave the kernels: this CPU runs them.
+                let (fmax, fsum) = unsafe { fast(&mut b) };
+                assert_eq!(max, fmax, "{n} {edge:?}");
+                assert_eq!(sum.is_nan(), fsum.is_nan(), "{n} {edge:?}");
+                if !sum.is_nan() {
+                    assert!(
+                        (sum - fsum).abs() <= 1e-6 * sum,
+                        "{n} {edge:?}: {sum} {fsum}"
+                    );
+                }
+                for (j, (x, y)) in a.iter().zip(&b).enumerate() {
+                    let same = x == y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= 3e-7 * x;
+                    assert!(same, "{n} {edge:?} [{j}]: {x} {y}");
+                }
+            }
         }
     }
 

@@ -3,19 +3,23 @@
 //! registers, sixteen keys' dot products summed across their lanes together
 //! in one shuffle tree ([`lane_sums`]: 45 shuffles and adds for sixteen
 //! keys, where one `reduce_add` a key is about nine), the weighted value
-//! rows summed in registers, two keys in flight where a row is four
-//! registers. Software prefetch of the next blocks (to L1, or
-//! non-temporal) was tried: within noise, and non-temporal 2-3x slower.
+//! rows summed in registers, up to four keys in flight ([`in_flight`]),
+//! and each head's exponentials sixteen at a time ([`softmax_parts`]).
+//! Software prefetch of the next blocks (to L1, or non-temporal) was tried:
+//! within noise, and non-temporal 2-3x slower.
 
 use std::arch::x86_64::*;
 
 use super::super::cpu::Elem;
+use super::super::exp::x86::exp16;
 
-/// A group's scores over a chunk, (qs, keys, scale, scores), and its
-/// weighted values, (values, probabilities, parts); see [`dots_avx512`] and
-/// [`weigh_avx512`].
+/// A group's scores over a chunk, (qs, keys, scale, scores); a head's
+/// scores turned into their exponentials, (scores) -> (max, sum); and its
+/// weighted values, (values, probabilities, parts); see [`dots_avx512`],
+/// [`softmax_parts`] and [`weigh_avx512`].
 pub(super) type Group = (
     unsafe fn(&[f32], &[f32], f32, &mut [f32]),
+    unsafe fn(&mut [f32]) -> (f32, f32),
     unsafe fn(&[f32], &[f32], &mut [f32]),
 );
 
@@ -29,12 +33,12 @@ pub(super) fn group<E: Elem>(d: usize) -> Option<Group> {
     // tiny test shapes; 64: SmolLM2, Llama 3.2 1B; 80, 96: Phi; 128: Llama
     // 3 8B, Qwen; 256: Gemma 3); another width takes the generic path.
     match d {
-        32 => Some((dots_avx512::<2>, weigh_avx512::<2>)),
-        64 => Some((dots_avx512::<4>, weigh_avx512::<4>)),
-        80 => Some((dots_avx512::<5>, weigh_avx512::<5>)),
-        96 => Some((dots_avx512::<6>, weigh_avx512::<6>)),
-        128 => Some((dots_avx512::<8>, weigh_avx512::<8>)),
-        256 => Some((dots_avx512::<16>, weigh_avx512::<16>)),
+        32 => Some((dots_avx512::<2>, softmax_parts, weigh_avx512::<2>)),
+        64 => Some((dots_avx512::<4>, softmax_parts, weigh_avx512::<4>)),
+        80 => Some((dots_avx512::<5>, softmax_parts, weigh_avx512::<5>)),
+        96 => Some((dots_avx512::<6>, softmax_parts, weigh_avx512::<6>)),
+        128 => Some((dots_avx512::<8>, softmax_parts, weigh_avx512::<8>)),
+        256 => Some((dots_avx512::<16>, softmax_parts, weigh_avx512::<16>)),
         _ => None,
     }
 }
@@ -94,78 +98,147 @@ unsafe fn weigh_avx512<const NV: usize>(values: &[f32], p: &[f32], parts: &mut [
     }
 }
 
+// No closures in these kernels (`std::array::from_fn(|c| ...)`, `let f =
+// |..| ...`), as in `quant`'s: with them the compiler kept a block's sixteen
+// sums and the query in arrays on the stack, thirty 64-byte stores and
+// reloads a block, and SmolLM2's decode attention at a batch of 16 ran at
+// about 4 cycles a multiply-add.
+
 /// q . k_j x scale for the (up to [`KEYS`]) key rows of `keys` into
 /// `scores`: a whole block's sixteen sums across lanes in one
 /// [`lane_sums`], a short one's a reduce each.
 ///
 /// # Safety
 /// This CPU has AVX-512F; q holds 16 x NV, keys `scores.len()` rows of it.
+#[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn dots<const NV: usize>(q: &[f32], keys: &[f32], scale: f32, scores: &mut [f32]) {
     let (d, n) = (16 * NV, scores.len());
     assert!(q.len() == d && keys.len() == n * d && n <= KEYS);
-    // SAFETY (each load): c < NV and j < n: inside q and keys (asserted).
-    let qv: [__m512; NV] =
-        std::array::from_fn(|c| unsafe { _mm512_loadu_ps(q.as_ptr().add(16 * c)) });
-    let dot = |j: usize| {
-        let key = |c: usize| unsafe { _mm512_loadu_ps(keys.as_ptr().add(j * d + 16 * c)) };
-        let mut a = _mm512_mul_ps(qv[0], key(0));
-        for (c, &qc) in qv.iter().enumerate().skip(1) {
-            a = _mm512_fmadd_ps(qc, key(c), a);
-        }
-        a
-    };
+    let (qp, kp) = (q.as_ptr(), keys.as_ptr());
+    // SAFETY (every load): c < NV and j < n: inside q and keys (asserted).
+    let mut qv = [_mm512_setzero_ps(); NV];
+    for (c, v) in qv.iter_mut().enumerate() {
+        *v = unsafe { _mm512_loadu_ps(qp.add(16 * c)) };
+    }
     if n == KEYS {
-        let lanes: [__m512; KEYS] = std::array::from_fn(dot);
+        let mut lanes = [_mm512_setzero_ps(); KEYS];
+        for (j, l) in lanes.iter_mut().enumerate() {
+            let row = unsafe { kp.add(j * d) };
+            let mut a = _mm512_mul_ps(qv[0], unsafe { _mm512_loadu_ps(row) });
+            for (c, &qc) in qv.iter().enumerate().skip(1) {
+                a = _mm512_fmadd_ps(qc, unsafe { _mm512_loadu_ps(row.add(16 * c)) }, a);
+            }
+            *l = a;
+        }
         let s = _mm512_mul_ps(lane_sums(&lanes), _mm512_set1_ps(scale));
         // SAFETY: scores holds KEYS = 16 f32s.
         unsafe { _mm512_storeu_ps(scores.as_mut_ptr(), s) };
     } else {
         for (j, s) in scores.iter_mut().enumerate() {
-            *s = _mm512_reduce_add_ps(dot(j)) * scale;
+            let row = unsafe { kp.add(j * d) };
+            let mut a = _mm512_mul_ps(qv[0], unsafe { _mm512_loadu_ps(row) });
+            for (c, &qc) in qv.iter().enumerate().skip(1) {
+                a = _mm512_fmadd_ps(qc, unsafe { _mm512_loadu_ps(row.add(16 * c)) }, a);
+            }
+            *s = _mm512_reduce_add_ps(a) * scale;
         }
     }
 }
 
+/// A head's scores overwritten by e^(score - max), sixteen at a time (the
+/// tail masked), with [`exp16`]: returns (max, the exponentials' sum), as
+/// the portable `softmax_parts` does (a NaN score is passed over by the
+/// max, as `f32::max` passes it over).
+///
+/// # Safety
+/// This CPU has AVX-512F.
+#[target_feature(enable = "avx512f")]
+unsafe fn softmax_parts(scores: &mut [f32]) -> (f32, f32) {
+    let (n, p) = (scores.len(), scores.as_mut_ptr());
+    let whole = n - n % 16;
+    let tail: __mmask16 = ((1u32 << (n % 16)) - 1) as __mmask16;
+    // SAFETY (every load and store): i + 16 <= whole <= n, and the tail's
+    // lanes past n are masked off.
+    let mut mx = _mm512_set1_ps(f32::NEG_INFINITY);
+    for i in (0..whole).step_by(16) {
+        // `max(v, mx)` is mx where v is NaN.
+        mx = _mm512_max_ps(unsafe { _mm512_loadu_ps(p.add(i)) }, mx);
+    }
+    if tail != 0 {
+        let v = unsafe { _mm512_maskz_loadu_ps(tail, p.add(whole)) };
+        mx = _mm512_mask_max_ps(mx, tail, v, mx);
+    }
+    let max = _mm512_reduce_max_ps(mx);
+    let m = _mm512_set1_ps(max);
+    let mut sum = _mm512_setzero_ps();
+    for i in (0..whole).step_by(16) {
+        let e = unsafe { exp16(_mm512_sub_ps(_mm512_loadu_ps(p.add(i)), m)) };
+        unsafe { _mm512_storeu_ps(p.add(i), e) };
+        sum = _mm512_add_ps(sum, e);
+    }
+    if tail != 0 {
+        let e = unsafe { exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, p.add(whole)), m)) };
+        unsafe { _mm512_mask_storeu_ps(p.add(whole), tail, e) };
+        sum = _mm512_mask_add_ps(sum, tail, sum, e);
+    }
+    (max, _mm512_reduce_add_ps(sum))
+}
+
+/// Value rows in flight in [`weigh`] for a row of NV registers: enough
+/// independent chains of multiply-adds (16 accumulators where a row is one
+/// to four registers) to keep both FMA ports busy through their latency.
+const fn in_flight(nv: usize) -> usize {
+    match nv {
+        0..=4 => 4,
+        5..=7 => 2,
+        _ => 1,
+    }
+}
+
 /// `acc` += the value rows (16 x NV each) weighted by `p`: each row's NV
-/// registers added into NV accumulators, two rows in flight (two sets)
-/// where NV is under 8, so that the adds are not one chain a key.
+/// registers added into NV accumulators, [`in_flight`] rows at a time (as
+/// many sets of accumulators), so that the adds are not one chain a key.
 ///
 /// # Safety
 /// This CPU has AVX-512F; `values` holds `p.len()` rows, `acc` 16 x NV.
+#[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn weigh<const NV: usize>(values: &[f32], p: &[f32], acc: &mut [f32]) {
     let (d, n) = (16 * NV, p.len());
     assert!(values.len() >= n * d && acc.len() == d);
-    let sets = if NV < 8 { 2 } else { 1 };
-    let mut a = [[_mm512_setzero_ps(); NV]; 2];
-    // SAFETY: c < NV: inside acc (asserted).
-    a[0] = std::array::from_fn(|c| unsafe { _mm512_loadu_ps(acc.as_ptr().add(16 * c)) });
-    let row = |j: usize, c: usize| {
-        // SAFETY: j < n, c < NV: inside `values` (asserted).
-        unsafe { _mm512_loadu_ps(values.as_ptr().add(j * d + 16 * c)) }
-    };
+    let sets = in_flight(NV);
+    let (vp, ap) = (values.as_ptr(), acc.as_mut_ptr());
+    let mut a = [[_mm512_setzero_ps(); NV]; 4];
+    // SAFETY (every load and store): c < NV: inside acc; j < n: a row of
+    // `values` (asserted).
+    for (c, v) in a[0].iter_mut().enumerate() {
+        *v = unsafe { _mm512_loadu_ps(ap.add(16 * c)) };
+    }
     let mut j = 0;
     while j + sets <= n {
         for (s, a) in a.iter_mut().enumerate().take(sets) {
             let pj = _mm512_set1_ps(p[j + s]);
+            let row = unsafe { vp.add((j + s) * d) };
             for (c, a) in a.iter_mut().enumerate() {
-                *a = _mm512_fmadd_ps(pj, row(j + s, c), *a);
+                *a = _mm512_fmadd_ps(pj, unsafe { _mm512_loadu_ps(row.add(16 * c)) }, *a);
             }
         }
         j += sets;
     }
     for (j, &pj) in p.iter().enumerate().skip(j) {
         let pj = _mm512_set1_ps(pj);
+        let row = unsafe { vp.add(j * d) };
         for (c, a) in a[0].iter_mut().enumerate() {
-            *a = _mm512_fmadd_ps(pj, row(j, c), *a);
+            *a = _mm512_fmadd_ps(pj, unsafe { _mm512_loadu_ps(row.add(16 * c)) }, *a);
         }
     }
-    let [a0, a1] = a;
-    for (c, (x, y)) in a0.into_iter().zip(a1).enumerate() {
-        let total = _mm512_add_ps(x, y);
-        // SAFETY: 16 x c + 16 <= d = acc.len().
-        unsafe { _mm512_storeu_ps(acc.as_mut_ptr().add(16 * c), total) };
+    for c in 0..NV {
+        let mut total = a[0][c];
+        for set in a.iter().take(sets).skip(1) {
+            total = _mm512_add_ps(total, set[c]);
+        }
+        unsafe { _mm512_storeu_ps(ap.add(16 * c), total) };
     }
 }
 
