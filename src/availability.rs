@@ -227,6 +227,10 @@ pub fn between(before: &Snapshot, after: &Snapshot, threads: usize, kind: RowKin
             RowKind::Gpu => None,
         }
         .map(|w| threads_held.map_or(w, |h| w.min(h))),
+        hand_offs: match kind {
+            RowKind::Cpu => after.work.since(&before.work).hand_offs(),
+            RowKind::Gpu => None,
+        },
         logical_cpus,
         others_cpu_pct,
         steal_pct: window.map(|d| pct(d.steal as f64, &d)),

@@ -241,6 +241,22 @@ fn tiny_shape(device: &str) {
         assert_eq!(r["status"], "ok", "{r}");
         assert!(r["measured"]["answer"]["text"].is_null());
         assert!(r["measured"]["tg_bound_tokens_per_s"].as_f64().unwrap() > 0.0);
+        // The host's floor: the token's ops (its parts' calls) x one op's
+        // cost, measured in this run.
+        let ops = r["measured"]["ops_per_token"].as_u64().unwrap();
+        let parts: u64 = r["measured"]["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["calls"].as_u64().unwrap())
+            .sum();
+        assert_eq!(ops, parts, "{r}");
+        let floor = r["measured"]["host_floor_ms"].as_f64().unwrap();
+        let op_us = g["op_cost"]["per_call_us"].as_f64().unwrap();
+        assert!(
+            (floor - ops as f64 * op_us * 1e-3).abs() <= 1e-9 * floor.max(1.0),
+            "{r}"
+        );
         // Each later row against the fp32 model of its own kernels, timed
         // in turn with it: the ratios side by side, with their intervals.
         let (m, fp32) = (

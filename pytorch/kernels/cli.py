@@ -28,7 +28,7 @@ from kernels.setup import CPU_PLAN, GPU_PLAN, kernel_dtypes, pairing
 
 # The schema version written: the Rust side's (src/schema/mod.rs SCHEMA_VERSION; a test
 # holds the two equal).
-KERNELS_SCHEMA_VERSION = "2.13"
+KERNELS_SCHEMA_VERSION = "2.14"
 
 
 def names_of(allowed: list[str], what: str):

@@ -274,6 +274,41 @@ fn launch(
     Ok(rows)
 }
 
+/// An operation's fixed cost on `device` as `generate` holds a decode step
+/// to it (issue 48's host floor): this experiment's queued one-element add,
+/// `calls` back to back a sample, one synchronization at the end, so that a
+/// call costs what the host pays to issue one op (Candle's dispatch and an
+/// allocation, and on a GPU a launch), not a wait.
+pub fn op_cost(
+    device: &Device,
+    telemetry: &Telemetry,
+    plan: Plan,
+    calls: usize,
+) -> Result<LaunchRow> {
+    let clock = crate::clock::clock_overhead(device)?;
+    let one = Tensor::new(&[1f32], device)?;
+    let t = telemetry.time(
+        device,
+        plan,
+        "an op's fixed cost: add, 1 element, queued",
+        || {
+            let mut last = None;
+            for _ in 0..calls {
+                last = Some((&one + &one)?);
+            }
+            Ok(last)
+        },
+    )?;
+    Ok(launch_row(
+        "add, 1 element",
+        "a + b",
+        LaunchMode::Queued,
+        calls,
+        t,
+        &clock,
+    ))
+}
+
 /// The synchronized and the queued row of one small operation.
 fn launch_rows(
     device: &Device,

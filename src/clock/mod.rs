@@ -82,6 +82,7 @@ impl Samples {
         let mut a = match self.held {
             Some(h) => Availability {
                 threads_at_work: h.work.threads_at_work().filter(|_| kind == RowKind::Cpu),
+                hand_offs: h.work.hand_offs().filter(|_| kind == RowKind::Cpu),
                 ..held_over_own_samples(window, h.cpu_s, h.wall_s)
             },
             None => window,

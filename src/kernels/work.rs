@@ -15,10 +15,11 @@
 //! hand-off of the suite's says nothing (`None`).
 //!
 //! What counting costs: two counter reads and a store a task (a few tens
-//! of nanoseconds, by rdtsc's cost: not timed apart). A SmolLM2 decode token
-//! on the Xeon VM makes about 280 hand-offs and 3,700 tasks (Candle's pool
-//! hands out up to eight ranges a thread; counted from these counters,
-//! `generate --kernels lab` at 16 and 48 tokens). Measured whole, four
+//! of nanoseconds, by rdtsc's cost: not timed apart). A SmolLM2 q4_1 decode
+//! token on the Xeon VM makes 121 hand-offs, one per matrix product (its
+//! other ops stay on the calling thread at one token; `generate`'s
+//! `hand_offs_per_token`, from these counters), each up to eight ranges a
+//! thread (Candle's pool's tasks). Measured whole, four
 //! interleaved A B rounds of `generate --kernels lab` on SmolLM2 q4_1
 //! (pp64, tg32, 5 runs) read tg 236-248 tok/s before the counters and
 //! 216-280 with them: no cost the run's noise shows.
@@ -152,6 +153,11 @@ impl Totals {
         }
     }
 
+    /// For a window: the hand-offs to the pool in it; `None` for none.
+    pub fn hand_offs(&self) -> Option<u64> {
+        (self.dispatches > 0).then_some(self.dispatches)
+    }
+
     /// For a window ([`Totals::since`], or several [`Totals::plus`]-ed): the
     /// threads at work on average, the calling thread outside hand-offs plus
     /// every thread's tasks over the window's length; `None` for a window
@@ -184,6 +190,8 @@ mod tests {
         assert_eq!(Totals { dispatches: 0, ..w }.threads_at_work(), None);
         assert_eq!(Totals { at: 0, ..w }.threads_at_work(), None);
         assert_eq!(w.plus(&w).threads_at_work(), w.threads_at_work());
+        assert_eq!((w.hand_offs(), w.plus(&w).hand_offs()), (Some(3), Some(6)));
+        assert_eq!(Totals { dispatches: 0, ..w }.hand_offs(), None);
     }
 
     #[test]

@@ -91,6 +91,12 @@ pub struct Availability {
     /// ops are not seen), and on a GPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads_at_work: Option<f64>,
+    /// The suite's kernels' hand-offs to the pool over the same time (2.14):
+    /// the CPU's count of what a GPU launches, each a wake of the pool's
+    /// threads and a wait for the last. Null where there were none (Candle's
+    /// own parallel ops are not seen), and on a GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hand_offs: Option<u64>,
     pub logical_cpus: Option<usize>,
     /// The machine's busy CPU time (user, nice, system, irq, softirq; not
     /// iowait or steal) minus this process's, as a percentage of all logical

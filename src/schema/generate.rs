@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::model::{ModelInfo, WeightSource};
 use super::rows::{Clock, Pairing, TimedRow, Timing};
-use super::{Bound, KernelChoice, Ladder, RatioInterval, RowStatus, Timed};
+use super::{Bound, KernelChoice, Ladder, LaunchRow, RatioInterval, RowStatus, Timed};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GenerateResults {
@@ -43,6 +43,11 @@ pub struct GenerateResults {
     /// The bandwidth ladder's points the rows were held against (2.4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ladder: Option<Ladder>,
+    /// What one op costs the host on this device, measured in this run as
+    /// `overhead`'s queued one-element add (2.14): the unit of each row's
+    /// `host_floor_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op_cost: Option<LaunchRow>,
     /// Whose kernels the rows ran with (`--kernels`; absent before
     /// 2.3's generate had it: candle's). `both`: each row, then the same
     /// precision again with the suite's, its own row.
@@ -201,8 +206,25 @@ pub struct GenerateMeasured {
     /// What the spans cost: the spanned token's time less the clean one's (2.4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parts_overhead_ms: Option<f64>,
+    /// Ops a generated token issues (2.14): the calls of its parts, counted
+    /// in the decode steps for the suite's decoder, as candle-transformers'
+    /// model makes them (`parts::token_parts`) for its rows; on a GPU each
+    /// op one kernel launch or more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops_per_token: Option<usize>,
+    /// The host's floor under a token (2.14): `ops_per_token` x the run's
+    /// cost of one op (`op_cost`), the least a token takes however fast the
+    /// device; where it exceeds the bandwidth's, `held_back_by` names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_floor_ms: Option<f64>,
+    /// The suite's kernels' hand-offs to the CPU pool a generated token
+    /// (2.14): tg's samples' (`Availability::hand_offs`) over their tokens;
+    /// null where there were none (Candle's kernels), and on a GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hand_offs_per_token: Option<f64>,
     /// Where the row reaches under half its bound: the op class that holds it
-    /// back, and why (null otherwise).
+    /// back, and why (null otherwise); first, where the host floor is over
+    /// the time reading the weights at the bound takes, the ops.
     pub held_back_by: Option<String>,
     pub vs_fp32: Option<VsFp32>,
     /// The fp32 model's pp and tg tests timed in turn with this row's (2.5):

@@ -112,8 +112,10 @@ pub use sweep::{SweepPoint, SweepResults};
 /// ladder's copy and triad with each store kind (`copy_nt` and `triad_nt`
 /// beside the ordinary `copy`, now the suite's own loop, and `triad`), and
 /// `kernels` rows' compute roofline (`compute`); 2.13 a row's threads at
-/// work beside its threads held (`threads_at_work`).
-pub const SCHEMA_VERSION: &str = "2.13";
+/// work beside its threads held (`threads_at_work`); 2.14 `generate`'s host
+/// floor: one op's cost measured in the run (`op_cost`), and per row the ops
+/// a token issues and the floor they set (`ops_per_token`, `host_floor_ms`).
+pub const SCHEMA_VERSION: &str = "2.14";
 /// The major version this build reads (and 1, upgraded).
 const MAJOR: u64 = 2;
 

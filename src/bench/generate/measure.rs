@@ -158,8 +158,7 @@ pub(super) fn finish(
     let d = weights.config().clone();
     let _mode = GemmMode::set(s.precision);
     let weight_bytes_per_token = s.weight_bytes_per_token;
-    let n = cfg.tg_tokens;
-    let tg_ms = tg.rate_ms().0 / n as f64;
+    let tg_ms = tg.rate_ms().0 / cfg.tg_tokens as f64;
     let split = split(
         (device, cfg, &d),
         (s.lm, gguf),
@@ -172,10 +171,7 @@ pub(super) fn finish(
 
     let (pp_tps, pp_min, pp_max) = rates(&pp, cfg.pp_tokens);
     let (tg_tps, tg_min, tg_max) = rates(&tg, cfg.tg_tokens);
-    let flops = pp_flops(&d, cfg.pp_tokens as u64);
-    let pp_gflop = flops / (pp.rate_ms().0 * 1e-3) / 1e9;
-    let mm_gflop =
-        pp_matmul_flops(&d, cfg.pp_tokens as u64) / (matmuls_pp.rate_ms().0 * 1e-3) / 1e9;
+    let (flops, pp_gflop, mm_gflop) = pp_rates(&d, cfg.pp_tokens, &pp, matmuls_pp);
     let tg_bound = bounds.tg(weight_bytes_per_token)?;
     let pct = 100.0 * tg_tps / tg_bound.tokens_per_s;
     // pp reads the weights once (the least it can move): its intensity.
@@ -185,12 +181,13 @@ pub(super) fn finish(
         &tg_bound.bound,
         (pp_gflop, mm_gflop),
     )?;
+    let h = host(parts, bounds.op_cost().per_call_us, &tg, cfg.tg_tokens);
     let held_back_by = held_back(
         pct,
         (&tg, &split.matmuls_tg),
         parts,
         (tg_ms, weight_bytes_per_token),
-        &tg_bound.bound,
+        (&tg_bound.bound, h.ops.zip(h.floor_ms), device.is_cuda()),
     );
     Ok(GenerateMeasured {
         answer: s.answer,
@@ -222,10 +219,46 @@ pub(super) fn finish(
         parts_in_pass: split.overhead.is_some(),
         parts_remainder_ms: Some(split.remainder),
         parts_overhead_ms: split.overhead,
+        ops_per_token: h.ops,
+        host_floor_ms: h.floor_ms,
+        hand_offs_per_token: h.hand_offs,
         held_back_by,
         vs_fp32: None,
         fp32_beside: None,
     })
+}
+
+/// What a token asks of the host: its ops (its parts' calls), the floor
+/// they set, and the suite's kernels' hand-offs to the CPU pool.
+struct Host {
+    ops: Option<usize>,
+    floor_ms: Option<f64>,
+    hand_offs: Option<f64>,
+}
+
+/// A row's [`Host`], at `op_us` an op, the hand-offs over tg's samples of
+/// `tokens`.
+fn host(parts: &[crate::schema::TokenPart], op_us: f64, tg: &Timed, tokens: usize) -> Host {
+    let ops = (!parts.is_empty()).then(|| parts.iter().map(|p| p.calls).sum::<usize>());
+    let generated = (tg.samples_ms().len() * tokens).max(1) as f64;
+    let hand_offs = tg.availability.as_ref().and_then(|a| a.hand_offs);
+    Host {
+        ops,
+        floor_ms: ops.map(|n| n as f64 * op_us * 1e-3),
+        hand_offs: hand_offs.map(|h| h as f64 / generated),
+    }
+}
+
+/// pp's FLOPs over `tokens`, its GFLOP/s, and its matmuls' alone.
+fn pp_rates(d: &ModelConfig, tokens: usize, pp: &Timed, matmuls_pp: &Timed) -> (f64, f64, f64) {
+    let flops = pp_flops(d, tokens as u64);
+    let pp_gflop = flops / (pp.rate_ms().0 * 1e-3) / 1e9;
+    let mm_flops = pp_matmul_flops(d, tokens as u64);
+    (
+        flops,
+        pp_gflop,
+        mm_flops / (matmuls_pp.rate_ms().0 * 1e-3) / 1e9,
+    )
 }
 
 /// The matmuls alone at pp and at tg, and where a token's time goes: its
@@ -310,13 +343,14 @@ fn mats_of(lm: Loaded, gguf: Option<&Gguf>, device: &Device) -> Result<Mats> {
 /// What holds a row back, said where it reaches under half its bound or
 /// leaves threads idle: the idle threads (and why, when the matmuls alone
 /// leave them idle too), then the part that costs most against its own
-/// bound ([`parts::held_back_by`]).
+/// bound ([`parts::held_back_by`]; the ops first where their host floor,
+/// `ops`, is over the bandwidth's).
 fn held_back(
     pct: f64,
     (tg, matmuls_tg): (&Timed, &Timed),
     parts: &[crate::schema::TokenPart],
     (tg_ms, bytes_per_token): (f64, u64),
-    bound: &crate::schema::Bound,
+    (bound, ops, on_gpu): (&crate::schema::Bound, Option<(usize, f64)>, bool),
 ) -> Option<String> {
     let idle = tg.availability.as_ref().and_then(|a| a.idle_threads());
     (pct < 50.0 || idle.is_some()).then(|| {
@@ -325,6 +359,11 @@ fn held_back(
             .as_ref()
             .and_then(|a| a.idle_threads());
         let why = parts::held_back_by(parts, tg_ms, bytes_per_token, bound);
+        let why = match ops.and_then(|o| parts::op_bound(o, tg_ms, bytes_per_token, bound, on_gpu))
+        {
+            Some(floor) => format!("{floor}; {why}"),
+            None => why,
+        };
         match (idle, matmuls_idle) {
             (Some(t), Some(_)) => {
                 format!("{t}: the matmuls at one token run single-threaded; {why}")

@@ -405,10 +405,36 @@ pub fn in_pass(
     })
 }
 
-/// What holds a row back, against each class's own bound: the matmuls when
-/// their time per token is over twice what reading the weights at the
-/// ladder's read (`bound`) takes, else the class with the most time besides
-/// them; shares are of the measured token (`token_ms`).
+/// The host's floor as a verdict, where it is over the bandwidth's: `ops`
+/// (a token's ops, their floor in ms) against the time reading the weights
+/// at the ladder's read (`bound`) takes; `None` where the bandwidth's floor
+/// is the higher. "launch-bound" on a GPU, where each op is one kernel
+/// launch or more; "op-bound" on the CPU.
+pub fn op_bound(
+    (ops, floor_ms): (usize, f64),
+    token_ms: f64,
+    bytes_per_token: u64,
+    bound: &Bound,
+    on_gpu: bool,
+) -> Option<String> {
+    let bound_ms = bytes_per_token as f64 / (bound.gb_per_s * 1e9) * 1e3;
+    (floor_ms > bound_ms).then(|| {
+        format!(
+            "{}: {ops} ops x {:.2} us = {floor_ms:.2} of the token's {token_ms:.2} ms (the \
+             weights at the bound: {bound_ms:.2} ms)",
+            if on_gpu { "launch-bound" } else { "op-bound" },
+            1e3 * floor_ms / ops.max(1) as f64,
+        )
+    })
+}
+
+/// What holds a row back, against each class's own bound: the class whose
+/// time is furthest over it, the matmuls' bound the time reading the
+/// weights at the ladder's read (`bound`) takes, every other class's none
+/// (its time all over); shares are of the measured token (`token_ms`).
+/// Before, the matmuls were named only past twice their bound, so a row
+/// whose matmuls held 85% of its token at 56% of the ladder's read was said
+/// to be held by an element-wise 4%.
 pub fn held_back_by(
     parts: &[TokenPart],
     token_ms: f64,
@@ -417,24 +443,84 @@ pub fn held_back_by(
 ) -> String {
     let share = |p: &TokenPart| 100.0 * p.ms_per_token / token_ms;
     let bound_ms = bytes_per_token as f64 / (bound.gb_per_s * 1e9) * 1e3;
-    if let Some(mm) = parts.iter().find(|p| p.class == TokenOpClass::Matmuls) {
-        if mm.ms_per_token > 2.0 * bound_ms {
-            return format!(
-                "matmuls ({:.0}% of the token): they read the weights at {:.0}% of the ladder's \
-                 read ({} {} threads)",
-                share(mm),
-                100.0 * bound_ms / mm.ms_per_token,
-                bound.level,
-                bound.threads
-            );
-        }
-    }
-    match parts
-        .iter()
-        .filter(|p| p.class != TokenOpClass::Matmuls)
-        .max_by(|a, b| a.ms_per_token.total_cmp(&b.ms_per_token))
-    {
+    let over = |p: &TokenPart| match p.class {
+        TokenOpClass::Matmuls => p.ms_per_token - bound_ms,
+        _ => p.ms_per_token,
+    };
+    match parts.iter().max_by(|a, b| over(a).total_cmp(&over(b))) {
+        Some(mm) if mm.class == TokenOpClass::Matmuls => format!(
+            "matmuls ({:.0}% of the token): they read the weights at {:.0}% of the ladder's \
+             read ({} {} threads)",
+            share(mm),
+            100.0 * bound_ms / mm.ms_per_token,
+            bound.level,
+            bound.threads
+        ),
         Some(p) => format!("{} ({:.0}% of the token)", p.class.name(), share(p)),
         None => "nothing timed".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bound(gb_per_s: f64) -> Bound {
+        Bound {
+            kernel: crate::schema::LadderKernel::Read,
+            threads: 2,
+            footprint_bytes: 1 << 30,
+            level: "DRAM".into(),
+            gb_per_s,
+            chunked: false,
+        }
+    }
+
+    fn part(class: TokenOpClass, ms: f64) -> TokenPart {
+        TokenPart {
+            class,
+            calls: 1,
+            ms_per_token: ms,
+            timed: crate::telemetry::timed_at(&[ms], &[]),
+        }
+    }
+
+    #[test]
+    fn the_class_furthest_over_its_own_bound_holds_a_row_back() {
+        // 100 MB at 50 GB/s: the matmuls' bound is 2 ms.
+        let b = bound(50.0);
+        let why = |mm: f64, ew: f64| {
+            let parts = [
+                part(TokenOpClass::Matmuls, mm),
+                part(TokenOpClass::Elementwise, ew),
+            ];
+            held_back_by(&parts, mm + ew, 100_000_000, &b)
+        };
+        // Matmuls of 2.7 ms, 0.7 over their bound, beside 0.14 ms of
+        // element-wise ops: the matmuls, at 74% of the ladder's read.
+        let w = why(2.7, 0.14);
+        assert!(
+            w.starts_with("matmuls (95% of the token): they read the weights at 74%"),
+            "{w}"
+        );
+        // At their bound, the element-wise ops are what is over.
+        assert_eq!(why(2.05, 0.3), "element-wise (13% of the token)");
+        assert_eq!(held_back_by(&[], 1.0, 1, &b), "nothing timed");
+    }
+
+    #[test]
+    fn the_ops_bind_where_their_floor_is_over_the_bandwidths() {
+        // 100 MB a token at 50 GB/s: 2 ms. 454 ops at 8.7 us: 3.95 ms.
+        let b = bound(50.0);
+        let why = op_bound((454, 3.95), 4.1, 100_000_000, &b, true).unwrap();
+        assert!(
+            why.starts_with("launch-bound: 454 ops x 8.70 us = 3.95 of the token's 4.10 ms"),
+            "{why}"
+        );
+        assert!(why.contains("2.00 ms"), "{why}");
+        let cpu = op_bound((454, 3.95), 4.1, 100_000_000, &b, false).unwrap();
+        assert!(cpu.starts_with("op-bound:"), "{cpu}");
+        // At 0.9 us an op the floor (0.41 ms) is under the bandwidth's.
+        assert_eq!(op_bound((454, 0.41), 4.4, 100_000_000, &b, false), None);
     }
 }

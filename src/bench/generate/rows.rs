@@ -146,11 +146,13 @@ fn run_model(
             let done = (rows.len(), planned.len());
             let mut partial = results(device, source, cfg, dram()?, &rows, Some(done));
             partial.ladder = Some(bounds.ladder());
+            partial.op_cost = Some(bounds.op_cost().clone());
             on_row(&partial)?;
         }
     }
     let mut done = results(device, source, cfg, dram()?, &rows, None);
     done.ladder = Some(bounds.ladder());
+    done.op_cost = Some(bounds.op_cost().clone());
     Ok(done)
 }
 
@@ -320,8 +322,8 @@ fn results(
     }
     if device.is_cuda() {
         notes.push(
-            "kernel launches per token: not counted (Candle exposes no launch counter, and \
-             CUDA's profiling API is not linked)"
+            "kernel launches per token: not counted apart from the ops (each op one launch or \
+             more: Candle exposes no launch counter, and CUDA's profiling API is not linked)"
                 .into(),
         );
     }
@@ -336,6 +338,7 @@ fn results(
         copy_gb_per_s: Some(copy_gb_per_s),
         copy_bytes,
         ladder: None,
+        op_cost: None,
         kernels: cfg.kernels,
         rows,
         notes,

@@ -22,16 +22,21 @@ use crate::model::layer::Kernels;
 use crate::model::quantize::{main_type, row_types};
 use crate::model::weights::Weights;
 use crate::precision::Precision;
-use crate::schema::{Bound, LadderKernel, PpRoofline};
+use crate::schema::{Bound, LadderKernel, LaunchRow, PpRoofline};
 use crate::telemetry::Telemetry;
 
-/// One run's bounds: its ladder and the GEMM peaks measured.
+/// One run's bounds: its ladder, the GEMM peaks measured, and what one op
+/// costs the host (the floor a token's op count sets).
 pub struct Bounds<'a> {
     ladder: Ladder<'a>,
     device: &'a Device,
     telemetry: &'a Telemetry,
     peaks: RefCell<Vec<(Peak, f64)>>,
+    op_cost: LaunchRow,
 }
+
+/// Ops a sample of [`Bounds`]' op cost issues back to back.
+const OP_COST_CALLS: usize = 500;
 
 /// What a row's compute peak is measured on ([`Bounds::pp_roofline`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -89,11 +94,17 @@ impl<'a> Bounds<'a> {
         max_footprint: Option<u64>,
     ) -> Result<Self> {
         let ladder = Ladder::new(device, telemetry, max_footprint)?;
+        let plan = Plan {
+            warmup: 1,
+            iters: 5,
+        };
+        let op_cost = crate::bench::overhead::op_cost(device, telemetry, plan, OP_COST_CALLS)?;
         let bounds = Self {
             ladder,
             device,
             telemetry,
             peaks: RefCell::new(Vec::new()),
+            op_cost,
         };
         bounds.dram()?;
         Ok(bounds)
@@ -111,6 +122,12 @@ impl<'a> Bounds<'a> {
     /// The ladder so far, for the result file.
     pub fn ladder(&self) -> crate::schema::Ladder {
         self.ladder.snapshot()
+    }
+
+    /// What one op costs the host on this device: a queued one-element add
+    /// ([`crate::bench::overhead::op_cost`]), measured once a run.
+    pub fn op_cost(&self) -> &LaunchRow {
+        &self.op_cost
     }
 
     /// Generation's bound for `bytes_per_token` of weights read a token.

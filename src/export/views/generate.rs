@@ -246,8 +246,22 @@ fn first_note(r: &GenerateResults) -> Option<String> {
     }
 }
 
-/// What the bounds are and how pp and tg were run.
+/// What the bounds are and how pp and tg were run; the host floor's unit
+/// where the run measured it.
 fn bound_note(r: &GenerateResults) -> String {
+    let floor = r.op_cost.as_ref().map_or(String::new(), |c| {
+        format!(
+            "; host floor: a token's ops x one op's cost, {:.2} us here (a queued one-element \
+             add, {} a sample, as `overhead` times it), named as what binds a row where it is \
+             over the time the weights take at the bound",
+            c.per_call_us, c.calls_per_sample
+        )
+    });
+    bound_text(r) + &floor
+}
+
+/// [`bound_note`]'s bounds and runs.
+fn bound_text(r: &GenerateResults) -> String {
     match &r.ladder {
         Some(_) => format!(
             "tg bound: the bandwidth ladder's read at the weights' own footprint, with up to the \

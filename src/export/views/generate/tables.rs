@@ -134,7 +134,15 @@ pub(super) fn vs_cells(
 pub(super) fn parts_table() -> Table {
     let mut header = vec!["precision"];
     header.extend(TokenOpClass::ALL.iter().map(|c| c.name()));
-    header.extend(["outside the parts", "token ms", "timed", "held back by"]);
+    header.extend([
+        "outside the parts",
+        "token ms",
+        "ops/token",
+        "host floor ms",
+        "hand-offs/token",
+        "timed",
+        "held back by",
+    ]);
     Table::new(
         "where a generated token's time goes: ms per token (share of the token), each class \
          timed inside the decode steps (spans, tg runs of their own) or, for candle's quantized \
@@ -165,6 +173,11 @@ pub(super) fn parts_cells(p: &str, x: &GenerateMeasured) -> Option<Vec<String>> 
     let rest = token - sum_ms;
     cells.push(format!("{rest:.2} ({:.0}%)", 100.0 * rest / token));
     cells.push(format!("{token:.2}"));
+    cells.push(opt(x.ops_per_token.map(|n| n as f64), |n| {
+        format!("{n:.0}")
+    }));
+    cells.push(opt(x.host_floor_ms, |f| format!("{f:.2}")));
+    cells.push(opt(x.hand_offs_per_token, |h| format!("{h:.0}")));
     cells.push(match (x.parts_in_pass, x.parts_overhead_ms) {
         (true, Some(o)) => format!("in the pass (spans +{o:.2} ms)"),
         _ => "alone".into(),
