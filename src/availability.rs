@@ -227,10 +227,10 @@ pub fn between(before: &Snapshot, after: &Snapshot, threads: usize, kind: RowKin
             RowKind::Gpu => None,
         }
         .map(|w| threads_held.map_or(w, |h| w.min(h))),
-        hand_offs: match kind {
-            RowKind::Cpu => after.work.since(&before.work).hand_offs(),
-            RowKind::Gpu => None,
-        },
+        // A count, unlike the ratio above, is only a work's own over its own
+        // samples (the caller of [`held_over_own_samples`] sets it): a window holds
+        // every work timed in turn in it.
+        hand_offs: None,
         logical_cpus,
         others_cpu_pct,
         steal_pct: window.map(|d| pct(d.steal as f64, &d)),

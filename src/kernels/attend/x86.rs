@@ -186,8 +186,9 @@ unsafe fn softmax_parts(scores: &mut [f32]) -> (f32, f32) {
 }
 
 /// Value rows in flight in [`weigh`] for a row of NV registers: enough
-/// independent chains of multiply-adds (16 accumulators where a row is one
-/// to four registers) to keep both FMA ports busy through their latency.
+/// independent chains of multiply-adds (up to 16 accumulators: four rows
+/// where a row is one to four registers) to keep both FMA ports busy
+/// through their latency.
 const fn in_flight(nv: usize) -> usize {
     match nv {
         0..=4 => 4,
