@@ -285,28 +285,52 @@ pub fn op_cost(
     plan: Plan,
     calls: usize,
 ) -> Result<LaunchRow> {
-    let clock = crate::clock::clock_overhead(device)?;
     let one = Tensor::new(&[1f32], device)?;
-    let t = telemetry.time(
+    let queued = Queued { plan, calls };
+    queued.row(
         device,
-        plan,
-        "an op's fixed cost: add, 1 element, queued",
-        || {
+        telemetry,
+        &crate::clock::clock_overhead(device)?,
+        ("add, 1 element", "a + b"),
+        || Ok((&one + &one)?),
+    )
+}
+
+/// `calls` of one small op back to back a sample under `plan`, one
+/// synchronization at the end: the rate at which calls can be issued.
+struct Queued {
+    plan: Plan,
+    calls: usize,
+}
+
+impl Queued {
+    /// The queued row of `op` (its name and the call it makes).
+    fn row(
+        &self,
+        device: &Device,
+        telemetry: &Telemetry,
+        clock: &ClockOverhead,
+        (op, call): (&str, &str),
+        mut work: impl FnMut() -> Result<Tensor>,
+    ) -> Result<LaunchRow> {
+        // Each call's output is dropped when the next replaces it: freeing is
+        // part of a call's cost, as in a real loop.
+        let t = telemetry.time(device, self.plan, &format!("{op} queued"), || {
             let mut last = None;
-            for _ in 0..calls {
-                last = Some((&one + &one)?);
+            for _ in 0..self.calls {
+                last = Some(work()?);
             }
             Ok(last)
-        },
-    )?;
-    Ok(launch_row(
-        "add, 1 element",
-        "a + b",
-        LaunchMode::Queued,
-        calls,
-        t,
-        &clock,
-    ))
+        })?;
+        Ok(launch_row(
+            op,
+            call,
+            LaunchMode::Queued,
+            self.calls,
+            t,
+            clock,
+        ))
+    }
 }
 
 /// The synchronized and the queued row of one small operation.
@@ -325,19 +349,12 @@ fn launch_rows(
     };
     let t = telemetry.time(device, synchronized, &format!("{op} sync"), &mut work)?;
     let sync_row = launch_row(op, call, LaunchMode::Synchronized, 1, t, clock);
-    // Each call's output is dropped when the next replaces it: freeing is part
-    // of a call's cost, as in a real loop.
-    let t = telemetry.time(device, cfg.plan, &format!("{op} queued"), || {
-        let mut last = None;
-        for _ in 0..cfg.calls {
-            last = Some(work()?);
-        }
-        Ok(last)
-    })?;
-    Ok(vec![
-        sync_row,
-        launch_row(op, call, LaunchMode::Queued, cfg.calls, t, clock),
-    ])
+    let queued = Queued {
+        plan: cfg.plan,
+        calls: cfg.calls,
+    };
+    let queued_row = queued.row(device, telemetry, clock, (op, call), work)?;
+    Ok(vec![sync_row, queued_row])
 }
 
 /// One launch row: a sample's median over the calls it made, as measured and

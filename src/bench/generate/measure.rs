@@ -181,7 +181,7 @@ pub(super) fn finish(
         &tg_bound.bound,
         (pp_gflop, mm_gflop),
     )?;
-    let h = host(parts, bounds.op_cost().per_call_us, &tg, cfg.tg_tokens);
+    let h = host(parts, bounds.op_cost()?.per_call_us, &tg, cfg.tg_tokens);
     let held_back_by = held_back(
         pct,
         (&tg, &split.matmuls_tg),

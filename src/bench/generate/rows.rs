@@ -146,13 +146,13 @@ fn run_model(
             let done = (rows.len(), planned.len());
             let mut partial = results(device, source, cfg, dram()?, &rows, Some(done));
             partial.ladder = Some(bounds.ladder());
-            partial.op_cost = Some(bounds.op_cost().clone());
+            partial.op_cost = bounds.op_cost().ok().cloned();
             on_row(&partial)?;
         }
     }
     let mut done = results(device, source, cfg, dram()?, &rows, None);
     done.ladder = Some(bounds.ladder());
-    done.op_cost = Some(bounds.op_cost().clone());
+    done.op_cost = bounds.op_cost().ok().cloned();
     Ok(done)
 }
 

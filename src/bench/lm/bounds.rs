@@ -25,14 +25,15 @@ use crate::precision::Precision;
 use crate::schema::{Bound, LadderKernel, LaunchRow, PpRoofline};
 use crate::telemetry::Telemetry;
 
-/// One run's bounds: its ladder, the GEMM peaks measured, and what one op
-/// costs the host (the floor a token's op count sets).
+/// One run's bounds: its ladder, the GEMM peaks and what one op costs the
+/// host (the floor a token's op count sets), the last two measured the
+/// first time a row asks (so `scaling`, which asks for no op cost, pays none).
 pub struct Bounds<'a> {
     ladder: Ladder<'a>,
     device: &'a Device,
     telemetry: &'a Telemetry,
     peaks: RefCell<Vec<(Peak, f64)>>,
-    op_cost: LaunchRow,
+    op_cost: std::cell::OnceCell<LaunchRow>,
 }
 
 /// Ops a sample of [`Bounds`]' op cost issues back to back.
@@ -94,17 +95,12 @@ impl<'a> Bounds<'a> {
         max_footprint: Option<u64>,
     ) -> Result<Self> {
         let ladder = Ladder::new(device, telemetry, max_footprint)?;
-        let plan = Plan {
-            warmup: 1,
-            iters: 5,
-        };
-        let op_cost = crate::bench::overhead::op_cost(device, telemetry, plan, OP_COST_CALLS)?;
         let bounds = Self {
             ladder,
             device,
             telemetry,
             peaks: RefCell::new(Vec::new()),
-            op_cost,
+            op_cost: std::cell::OnceCell::new(),
         };
         bounds.dram()?;
         Ok(bounds)
@@ -125,9 +121,18 @@ impl<'a> Bounds<'a> {
     }
 
     /// What one op costs the host on this device: a queued one-element add
-    /// ([`crate::bench::overhead::op_cost`]), measured once a run.
-    pub fn op_cost(&self) -> &LaunchRow {
-        &self.op_cost
+    /// ([`crate::bench::overhead::op_cost`]), measured the first time a row
+    /// asks, once a run.
+    pub fn op_cost(&self) -> Result<&LaunchRow> {
+        if let Some(c) = self.op_cost.get() {
+            return Ok(c);
+        }
+        let plan = Plan {
+            warmup: 1,
+            iters: 5,
+        };
+        let c = crate::bench::overhead::op_cost(self.device, self.telemetry, plan, OP_COST_CALLS)?;
+        Ok(self.op_cost.get_or_init(|| c))
     }
 
     /// Generation's bound for `bytes_per_token` of weights read a token.
