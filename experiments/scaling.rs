@@ -9,7 +9,7 @@
 //! docs/generate.md says how to read it.
 
 use anyhow::Result;
-use candle_core::Device;
+use candle_core::{DType, Device};
 use candle_lab::bench::generate::{setup, DtypeArg, RowKind};
 use candle_lab::bench::scaling::{self, Axes};
 use candle_lab::cli::{LadderFlags, RunCounts};
@@ -34,6 +34,7 @@ impl std::fmt::Debug for Run {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "{}", self.0.prepared.found())?;
         writeln!(f, "{:?}", self.0.axes)?;
+        writeln!(f, "KV caches: {:?} (None: each row's own)", self.0.kv)?;
         self.0.prepared.config.fmt(f)
     }
 }
@@ -95,9 +96,38 @@ struct Flags {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=65536))]
     pp_tokens: Option<u64>,
 
+    /// Precisions of the KV cache, comma-separated, each row run at each:
+    /// row (the row's own: its activations', f32 for a quantized row),
+    /// fp32, fp16, bf16 (default: row). A 16-bit cache under f32
+    /// activations halves the bytes a deep step reads and a sequence keeps,
+    /// as llama.cpp's default f16 cache; candle-transformers' quantized
+    /// model keeps its own (f32).
+    #[arg(long, value_delimiter = ',')]
+    kv_cache: Vec<KvArg>,
+
     /// Seed of random weights and of the batch's made-up prompts.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+}
+
+/// A KV cache's precision as `--kv-cache` takes it.
+#[derive(Clone, Copy, Debug, PartialEq, clap::ValueEnum)]
+enum KvArg {
+    Row,
+    Fp32,
+    Fp16,
+    Bf16,
+}
+
+impl KvArg {
+    fn dtype(self) -> Option<DType> {
+        match self {
+            Self::Row => None,
+            Self::Fp32 => Some(DType::F32),
+            Self::Fp16 => Some(DType::F16),
+            Self::Bf16 => Some(DType::BF16),
+        }
+    }
 }
 
 impl Experiment for Scaling {
@@ -149,11 +179,14 @@ impl Experiment for Scaling {
         "--warmup",
         "1",
     ];
-    /// `just results`: SmolLM2 as stored (Q4_1) on the suite's kernels, the
+    /// `just results`: SmolLM2 as stored (Q4_1) on the suite's kernels, with
+    /// its own f32 KV cache and with an f16 one (llama.cpp's default), the
     /// target's depth (2048) and a batch to 16.
     const RESULTS: &'static [&'static str] = &[
         "--model",
         "smollm2",
+        "--kv-cache",
+        "row,fp16",
         "--depth",
         "0,2048",
         "--pp-lengths",
@@ -191,7 +224,11 @@ impl Experiment for Scaling {
         };
         let context = prepared.source.config().context;
         axes.check(&prepared.config, context)?;
-        Ok(Run(scaling::Run { prepared, axes }))
+        let kv = match f.kv_cache.is_empty() {
+            true => vec![None],
+            false => f.kv_cache.iter().map(|k| k.dtype()).collect(),
+        };
+        Ok(Run(scaling::Run { prepared, axes, kv }))
     }
 
     fn needs(r: &Run, _: &Device) -> Result<Vec<Need>> {

@@ -131,3 +131,54 @@ fn axes_a_model_cannot_hold_are_refused_in_one_line() {
     args.extend(["--shape", "tiny", "--pp-lengths", "0"]);
     refused("scaling", &args, "--pp-lengths 0");
 }
+
+/// `--kv-cache row,fp16`: each row of the suite's decoder runs with its own
+/// cache and with an f16 one, named so, its bytes and bounds at 2 bytes a
+/// value, its batch and depth checks holding; candle-transformers'
+/// quantized model, whose cache is its own, runs its own only; a float
+/// row whose own cache is f16 runs once.
+#[test]
+fn a_sixteen_bit_kv_cache_is_a_row_of_its_own() {
+    let mut args = SMALL.to_vec();
+    args.extend(["--shape", "tiny", "--dtypes", "stored,fp16"]);
+    args.extend(["--kv-cache", "row,fp16"]);
+    let (json, _) = run_result("scaling", &args);
+    let s = &json["scaling"];
+    let rows = s["rows"].as_array().unwrap();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["precision"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "q4_1",
+            "q4_1 (lab kernels)",
+            "q4_1, fp16 KV (lab kernels)",
+            "fp16",
+            "fp16 (lab kernels)"
+        ]
+    );
+    let kv = s["kv_cache"].as_array().unwrap();
+    let bytes = |p: &str| {
+        let e = kv.iter().find(|k| k["precision"] == p).unwrap();
+        e["bytes_per_token"].as_u64().unwrap()
+    };
+    for row in rows {
+        let what = row["precision"].as_str().unwrap();
+        assert_eq!(row["status"], "ok", "{what}: {}", row["error"]);
+        let m = &row["measured"];
+        let want = match what.starts_with("q4_1") && !what.contains("fp16 KV") {
+            true => "fp32",
+            false => "fp16",
+        };
+        assert_eq!(m["kv_precision"], want, "{what}");
+        assert_eq!(
+            m["kv_bytes_per_token"].as_u64(),
+            Some(bytes(want)),
+            "{what}"
+        );
+        assert_eq!(m["batch_matches_alone"], true, "{what}");
+        assert_eq!(m["depth_matches_scratch"], true, "{what}");
+    }
+}

@@ -24,7 +24,9 @@
 //! transposed ([`prompt`]), where one row at a time paid a sum across lanes
 //! per key: SmolLM2's q4_1 pp256 went from 986 to 1294 tok/s (one run of
 //! each build, 3 samples), pp64 4-7% (two A B pairs), pp16 within its noise.
-//! Computed in f32 for f32, f16 and bf16 (widened on load, rounded once).
+//! Computed in f32 for f32, f16 and bf16 (widened on load, rounded once);
+//! under f32 queries the keys and values may be f16 or bf16 (a 16-bit KV
+//! cache, as llama.cpp's default f16 one: half the bytes a step reads).
 //! A decode step (t = 1) is split over the keys ([`decode`]): a unit is one
 //! key/value head's chunk of keys for every query head that reads it, its
 //! parts merged per head after, with AVX-512 code for f32 heads of 32 to
@@ -39,7 +41,7 @@ mod x86;
 
 use std::borrow::Cow;
 
-use candle_core::{bail, CpuStorage, CustomOp3, Layout, Result, Shape, Tensor};
+use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor};
 
 use super::cpu::{output, Elem, BLOCK};
 use super::rows::{share, Out, Threads};
@@ -73,8 +75,15 @@ pub fn cached_attention(q: &Tensor, keys: &Tensor, values: &Tensor) -> Result<Te
              (at most {BLOCK}), {n} keys: needs whole groups, a head_dim that fits, a key"
         );
     }
-    if keys.dtype() != q.dtype() || values.dtype() != q.dtype() {
-        bail!("lab attention: q, keys and values must be one dtype");
+    let kv = keys.dtype();
+    let sixteen_under_f32 = q.dtype() == DType::F32 && matches!(kv, DType::F16 | DType::BF16);
+    if values.dtype() != kv || (kv != q.dtype() && !sixteen_under_f32) {
+        bail!(
+            "lab attention: keys and values of one dtype, q's or (under f32 queries) f16 or \
+             bf16; got q {:?}, keys {kv:?}, values {:?}",
+            q.dtype(),
+            values.dtype()
+        );
     }
     check_dtype("attention", q.dtype())?;
     if !q.device().is_cpu() {
@@ -98,6 +107,17 @@ fn rows(x: &Tensor, d: usize) -> Result<Cow<'_, Tensor>> {
     let s = x.stride();
     as_is_or_copied(x, s[3] == 1 && s[2] == d)
 }
+
+/// A key/value element: one of the kernels' elements, which the AVX-512
+/// kernels load sixteen at a time widened to f32 ([`x86`]).
+#[cfg(target_arch = "x86_64")]
+trait Kv: Elem + super::cpu::x86::Lanes16 {}
+#[cfg(target_arch = "x86_64")]
+impl<T: Elem + super::cpu::x86::Lanes16> Kv for T {}
+#[cfg(not(target_arch = "x86_64"))]
+trait Kv: Elem {}
+#[cfg(not(target_arch = "x86_64"))]
+impl<T: Elem> Kv for T {}
 
 struct Attend {
     b: usize,
@@ -136,7 +156,12 @@ impl Attend {
         (bh / self.heads) * self.kv_heads + (bh % self.heads) / groups
     }
 
-    fn run<E: Elem>(&self, q: &[E], k: (&[E], &Layout), v: (&[E], &Layout)) -> Result<CpuStorage> {
+    fn run<E: Elem, K: Kv>(
+        &self,
+        q: &[E],
+        k: (&[K], &Layout),
+        v: (&[K], &Layout),
+    ) -> Result<CpuStorage> {
         let (ks, vs) = (self.starts(k.1, k.0.len())?, self.starts(v.1, v.0.len())?);
         if self.t > 1 {
             return Ok(self.prompt(q, k.0, &ks, v.0, &vs));
@@ -148,7 +173,14 @@ impl Attend {
 impl Attend {
     /// A prompt chunk ([`prompt`]): each kv head's keys transposed once,
     /// then a unit is [`prompt::QROWS`] query rows of one head.
-    fn prompt<E: Elem>(&self, q: &[E], k: &[E], ks: &[usize], v: &[E], vs: &[usize]) -> CpuStorage {
+    fn prompt<E: Elem, K: Elem>(
+        &self,
+        q: &[E],
+        k: &[K],
+        ks: &[usize],
+        v: &[K],
+        vs: &[usize],
+    ) -> CpuStorage {
         let (n, d, t) = (self.n, self.d, self.t);
         let np = prompt::padded(n);
         let (mut kt, mut vf) = (vec![0f32; ks.len() * d * np], vec![0f32; ks.len() * n * d]);
@@ -239,7 +271,17 @@ impl CustomOp3 for Attend {
             (CpuStorage::BF16(q), CpuStorage::BF16(k), CpuStorage::BF16(v)) => {
                 self.run(&q[a..z], (k, l2), (v, l3))?
             }
-            _ => bail!("lab attention: q, keys and values must be one dtype of f32, f16, bf16"),
+            // A 16-bit cache under f32 queries.
+            (CpuStorage::F32(q), CpuStorage::F16(k), CpuStorage::F16(v)) => {
+                self.run(&q[a..z], (k, l2), (v, l3))?
+            }
+            (CpuStorage::F32(q), CpuStorage::BF16(k), CpuStorage::BF16(v)) => {
+                self.run(&q[a..z], (k, l2), (v, l3))?
+            }
+            _ => bail!(
+                "lab attention: q of f32, f16 or bf16, keys and values of its dtype (or 16 bits \
+                 under f32)"
+            ),
         };
         Ok((out, Shape::from((self.b, self.t, self.heads, self.d))))
     }
@@ -313,11 +355,20 @@ mod tests {
             (1, 9, 3, 37, 37, 64, 40),
             (2, 2, 2, 5, 19, 20, 24),
         ] {
-            for (dtype, tol) in [(DType::F32, 1e-5), (DType::F16, 4e-3), (DType::BF16, 3e-2)] {
+            // One dtype throughout, and a 16-bit cache under f32 queries
+            // (computed in f32 from the cache's values: f32's tolerance).
+            for (dtype, kv_dtype, tol) in [
+                (DType::F32, DType::F32, 1e-5),
+                (DType::F16, DType::F16, 4e-3),
+                (DType::BF16, DType::BF16, 3e-2),
+                (DType::F32, DType::F16, 1e-5),
+                (DType::F32, DType::BF16, 1e-5),
+            ] {
                 let q = Tensor::randn(0f32, 1.0, (b, heads, t, d), &dev).unwrap();
                 let cache = |s| Tensor::randn(0f32, 1.0, (b, kv, cap, d), &dev).unwrap() * s;
                 let (kc, vc) = (cache(1.0).unwrap(), cache(1.0).unwrap());
-                let [q, kc, vc] = [q, kc, vc].map(|t| t.to_dtype(dtype).unwrap());
+                let q = q.to_dtype(dtype).unwrap();
+                let [kc, vc] = [kc, vc].map(|t| t.to_dtype(kv_dtype).unwrap());
                 // What the cache hands out: its first n positions, in place.
                 let (k, v) = (kc.narrow(2, 0, n).unwrap(), vc.narrow(2, 0, n).unwrap());
                 let got = cached_attention(&q, &k, &v).unwrap();
@@ -331,7 +382,7 @@ mod tests {
                     let err = (f64::from(g) - w).abs();
                     assert!(
                         err <= tol * (1.0 + w.abs()),
-                        "{dtype:?} {b}x{heads}x{t}x{n}x{d} [{i}]: {g} vs {w}"
+                        "{dtype:?}/{kv_dtype:?} {b}x{heads}x{t}x{n}x{d} [{i}]: {g} vs {w}"
                     );
                 }
             }
@@ -347,6 +398,18 @@ mod tests {
             (z(&[1, 9, 1, 64]), z(&[1, 4, 4, 64]), z(&[1, 4, 4, 64])),
             (z(&[1, 9, 1, 64]), z(&[1, 3, 4, 64]), z(&[1, 3, 5, 64])),
             (z(&[1, 9, 1, 64]), z(&[1, 3, 0, 64]), z(&[1, 3, 0, 64])),
+            // A 16-bit cache under 16-bit queries of the other kind, and
+            // keys and values of two dtypes.
+            (
+                z(&[1, 9, 1, 64]).to_dtype(DType::BF16).unwrap(),
+                z(&[1, 3, 4, 64]).to_dtype(DType::F16).unwrap(),
+                z(&[1, 3, 4, 64]).to_dtype(DType::F16).unwrap(),
+            ),
+            (
+                z(&[1, 9, 1, 64]),
+                z(&[1, 3, 4, 64]).to_dtype(DType::F16).unwrap(),
+                z(&[1, 3, 4, 64]),
+            ),
         ] {
             let err = cached_attention(&q, &k, &v).unwrap_err().to_string();
             assert!(err.starts_with("lab attention:"), "{err}");

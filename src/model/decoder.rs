@@ -338,6 +338,29 @@ impl Decoder {
 }
 
 impl Decoder {
+    /// Every layer's cache made anew in `dtype` (empty, its capacity and
+    /// batch kept): a 16-bit cache under f32 activations holds half the
+    /// bytes a step reads and a sequence keeps. The keys and values are
+    /// rounded to it as they are written.
+    pub fn set_kv_dtype(&mut self, dtype: DType) -> Result<()> {
+        for c in &mut self.caches {
+            *c = KvCache::new(
+                c.batch(),
+                self.cfg.kv_heads,
+                c.capacity(),
+                self.cfg.head_dim,
+                dtype,
+                &self.device,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The precision its caches keep keys and values in.
+    pub fn kv_dtype(&self) -> Option<DType> {
+        self.caches.first().map(KvCache::dtype)
+    }
+
     /// The caches made for `batch` sequences (their positions kept), where
     /// they hold another number: a batch's step after single ones, or back.
     fn batch(&mut self, batch: usize) -> Result<()> {

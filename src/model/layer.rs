@@ -369,7 +369,9 @@ fn outputs<const N: usize>(v: Vec<Tensor>) -> Result<[Tensor; N]> {
 /// `keys` and `values` (batch, kv_heads, keys, d), grouped: the `groups`
 /// query heads of one key/value head are one (groups x t) x d matrix (a
 /// reshape of `q`, no copy), so K and V are read as they lie. Returns
-/// (batch, heads, t, d).
+/// (batch, heads, t, d). A cache kept in another precision than the
+/// queries (16 bits under f32) is widened to theirs first, a copy a step
+/// (the suite's op, `cached_attention`, reads it as it lies).
 pub fn attention(
     q: &Tensor,
     keys: &Tensor,
@@ -378,6 +380,10 @@ pub fn attention(
     c: &Config,
     k: Kernels,
 ) -> Result<Tensor> {
+    if keys.dtype() != q.dtype() || values.dtype() != q.dtype() {
+        let (keys, values) = (keys.to_dtype(q.dtype())?, values.to_dtype(q.dtype())?);
+        return attention(q, &keys, &values, mask, c, k);
+    }
     let (b, _, t, d) = q.dims4()?;
     let n = keys.dim(2)?;
     let grouped = q.reshape((b, c.kv_heads, c.groups() * t, d))?;

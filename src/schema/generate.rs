@@ -457,3 +457,43 @@ impl GenerateResults {
         Ok(())
     }
 }
+
+/// The largest share of a clean token the spans may add before a row's
+/// parts stop being shown as shares: past it the spanned pass is another
+/// run than the one timed (on a GPU each span's two synchronizations cost an
+/// op its launch latency: the H200's first run spanned 7.57 ms against a
+/// 3.79 ms token), and its shares would describe that run.
+pub const SPANS_MAX_SHARE: f64 = 0.10;
+
+/// Why a row's parts are not shown as shares, where the spans added more
+/// than [`SPANS_MAX_SHARE`] of the clean token (`overhead_ms` over
+/// `token_ms`); `None` where they may be.
+pub fn spans_too_costly(overhead_ms: Option<f64>, token_ms: f64) -> Option<String> {
+    let o = overhead_ms?;
+    (o > SPANS_MAX_SHARE * token_ms).then(|| {
+        format!(
+            "the parts' spans added {o:.2} ms to the {token_ms:.2} ms token ({:.0}%, over \
+             {:.0}%): their shares would describe another run",
+            100.0 * o / token_ms,
+            100.0 * SPANS_MAX_SHARE
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_whose_spans_cost_over_a_tenth_of_the_token_are_not_shares() {
+        // The H200's first run: 7.57 ms spanned against a 3.79 ms token.
+        let why = spans_too_costly(Some(7.57 - 3.79), 3.79).unwrap();
+        assert!(why.starts_with("the parts' spans added 3.78 ms"), "{why}");
+        assert!(why.contains("(100%, over 10%)"), "{why}");
+        // The Xeon VM's: 0.14 ms over 3.12 ms (4%); none timed in the pass.
+        assert_eq!(spans_too_costly(Some(0.14), 3.12), None);
+        assert_eq!(spans_too_costly(Some(0.30), 3.0), None);
+        assert!(spans_too_costly(Some(0.31), 3.0).is_some());
+        assert_eq!(spans_too_costly(None, 3.0), None);
+    }
+}

@@ -58,8 +58,9 @@ pub use block::{
 pub use cpu::{same_generation, CpuIdentity};
 pub use cpu_vs_gpu::CpuVsGpuResults;
 pub use generate::{
-    Answer, Fp32Beside, GenerateMeasured, GenerateResults, GenerateRow, ModelPath, PpRoofline,
-    PromptInfo, TokenOpClass, TokenPart, VsFp32, LAB_SUFFIX,
+    spans_too_costly, Answer, Fp32Beside, GenerateMeasured, GenerateResults, GenerateRow,
+    ModelPath, PpRoofline, PromptInfo, TokenOpClass, TokenPart, VsFp32, LAB_SUFFIX,
+    SPANS_MAX_SHARE,
 };
 pub use kernels::{
     ComputeRoof, Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow,

@@ -186,7 +186,7 @@ pub(super) fn finish(
         pct,
         (&tg, &split.matmuls_tg),
         parts,
-        (tg_ms, weight_bytes_per_token),
+        (tg_ms, weight_bytes_per_token, split.overhead),
         (&tg_bound.bound, h.ops.zip(h.floor_ms), device.is_cuda()),
     );
     Ok(GenerateMeasured {
@@ -349,7 +349,7 @@ fn held_back(
     pct: f64,
     (tg, matmuls_tg): (&Timed, &Timed),
     parts: &[crate::schema::TokenPart],
-    (tg_ms, bytes_per_token): (f64, u64),
+    (tg_ms, bytes_per_token, spans_ms): (f64, u64, Option<f64>),
     (bound, ops, on_gpu): (&crate::schema::Bound, Option<(usize, f64)>, bool),
 ) -> Option<String> {
     let idle = tg.availability.as_ref().and_then(|a| a.idle_threads());
@@ -358,7 +358,9 @@ fn held_back(
             .availability
             .as_ref()
             .and_then(|a| a.idle_threads());
-        let why = parts::held_back_by(parts, tg_ms, bytes_per_token, bound);
+        // Parts whose spans cost over a tenth of the token name no class.
+        let why = crate::schema::spans_too_costly(spans_ms, tg_ms)
+            .unwrap_or_else(|| parts::held_back_by(parts, tg_ms, bytes_per_token, bound));
         let why = match ops.and_then(|o| parts::op_bound(o, tg_ms, bytes_per_token, bound, on_gpu))
         {
             Some(floor) => format!("{floor}; {why}"),

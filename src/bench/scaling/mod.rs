@@ -14,10 +14,10 @@ mod parts;
 mod points;
 
 use anyhow::{bail, Result};
-use candle_core::Device;
+use candle_core::{DType, Device};
 
 use crate::bench::lm::bounds::{Bounds, Peak};
-use crate::bench::lm::load::{label, load_at, made_once, row_bytes, row_gguf};
+use crate::bench::lm::load::{label, load_at, made_once, row_bytes, row_gguf, Loaded};
 use crate::bench::lm::setup::Prepared;
 use crate::bench::lm::{model_info, Config as RowsConfig, RowKind};
 use crate::memory::fits::Need;
@@ -43,11 +43,13 @@ pub struct Axes {
 }
 
 /// A checked run: the model and its rows (`generate`'s setup: `pp_tokens` is
-/// the length of a batch's prompts and of the pp test at each depth), and
-/// the axes.
+/// the length of a batch's prompts and of the pp test at each depth), the
+/// axes, and the KV caches' precisions each row runs with (`None`: the
+/// row's own, f32 for a quantized row).
 pub struct Run {
     pub prepared: Prepared,
     pub axes: Axes,
+    pub kv: Vec<Option<DType>>,
 }
 
 impl Axes {
@@ -111,16 +113,55 @@ pub fn needs(run: &Run) -> Vec<Need> {
     need
 }
 
+/// A planned row: its precision, its kernels, its KV cache's precision
+/// where not its own.
+type Planned = (RowKind, Kernels, Option<DType>);
+
 /// The rows in the order they run: each with candle's kernels, or the
-/// suite's, or (`both`) candle's then the suite's.
-fn planned(rows: &[RowKind], choice: KernelChoice) -> Vec<(RowKind, Kernels)> {
-    rows.iter()
-        .flat_map(|&k| match choice {
-            KernelChoice::Candle => vec![(k, Kernels::Fused)],
-            KernelChoice::Lab => vec![(k, Kernels::Lab)],
-            KernelChoice::Both => vec![(k, Kernels::Fused), (k, Kernels::Lab)],
-        })
-        .collect()
+/// suite's, or (`both`) candle's then the suite's, each at every KV cache
+/// precision of `kv` but one candle-transformers' quantized model cannot
+/// keep (its cache is its activations', f32).
+fn planned(rows: &[RowKind], choice: KernelChoice, kv: &[Option<DType>]) -> Vec<Planned> {
+    let kernels = match choice {
+        KernelChoice::Candle => vec![Kernels::Fused],
+        KernelChoice::Lab => vec![Kernels::Lab],
+        KernelChoice::Both => vec![Kernels::Fused, Kernels::Lab],
+    };
+    let mut plan = Vec::new();
+    for &k in rows {
+        for &with in &kernels {
+            let own = own_kv(k);
+            let candle_model = matches!(k, RowKind::Quantized(_)) && with != Kernels::Lab;
+            for &c in kv {
+                let c = c.filter(|&c| c != own);
+                let kept = c.is_none() || !candle_model;
+                if kept && !plan.contains(&(k, with, c)) {
+                    plan.push((k, with, c));
+                }
+            }
+        }
+    }
+    plan
+}
+
+/// The precision a row keeps its KV cache in by itself: its activations'.
+fn own_kv(kind: RowKind) -> DType {
+    match kind {
+        RowKind::Float(p) => p.dtype(),
+        RowKind::Quantized(_) => DType::F32,
+    }
+}
+
+/// A row's name: generate's, with its KV cache's precision where it is not
+/// the row's own ("q4_1 (stored), fp16 KV (lab kernels)").
+fn row_label(source: &Source, (kind, kernels, kv): Planned) -> String {
+    let name = label(source, kind, kernels);
+    let Some(kv) = kv else { return name };
+    let kv = format!(", {} KV", precision_name(kv));
+    match name.strip_suffix(crate::schema::LAB_SUFFIX) {
+        Some(base) => format!("{base}{kv}{}", crate::schema::LAB_SUFFIX),
+        None => format!("{name}{kv}"),
+    }
 }
 
 /// Every row of `run` on `device`, one ladder for all their bounds; `on_row`
@@ -135,12 +176,12 @@ pub fn run(
     crate::note!("scaling: {}", run.prepared.found());
     let bounds = Bounds::new(device, telemetry, cfg.ladder_max)?;
     let weights = made_once(source, &cfg.rows, "scaling")?;
-    let plan = planned(&cfg.rows, cfg.kernels);
+    let plan = planned(&cfg.rows, cfg.kernels, &run.kv);
     let mut rows = Vec::new();
-    for (i, &(kind, kernels)) in plan.iter().enumerate() {
-        let name = label(source, kind, kernels);
+    for (i, &(kind, kernels, kv)) in plan.iter().enumerate() {
+        let name = row_label(source, (kind, kernels, kv));
         let measured = crate::error::contained(&format!("row {name}"), || {
-            let row = (kind, kernels, name.as_str());
+            let row = (kind, kernels, kv, name.as_str());
             measure_row(device, (run, memory), &weights, row, telemetry, &bounds)
         });
         rows.push(finished(name, kernels, measured));
@@ -162,7 +203,7 @@ fn measure_row(
     device: &Device,
     (run, memory): (&Run, Option<u64>),
     weights: &Weights,
-    (kind, kernels, name): (RowKind, Kernels, &str),
+    (kind, kernels, kv, name): (RowKind, Kernels, Option<DType>, &str),
     telemetry: &Telemetry,
     bounds: &Bounds,
 ) -> Result<ScalingMeasured> {
@@ -185,8 +226,10 @@ fn measure_row(
         (kind, kernels, gguf.as_ref()),
         &who,
     )?;
+    kv_cache(&mut lm, kv)?;
     let (weight_bytes, weight_bytes_per_token) = row_bytes(weights, kind)?;
-    let kv_elem = precision.dtype().size_in_bytes() as u64;
+    let kv_dtype = kv.unwrap_or(own_kv(kind));
+    let kv_elem = kv_dtype.size_in_bytes() as u64;
     let peak = Peak::of_row(weights, kind, kernels)?;
     let compute = bounds.compute_peak(peak, d.hidden)?;
     let row = points::Row {
@@ -219,7 +262,7 @@ fn measure_row(
     Ok(ScalingMeasured {
         weight_bytes,
         weight_bytes_per_token,
-        kv_precision: precision_name(kv_elem),
+        kv_precision: precision_name(kv_dtype),
         kv_bytes_per_token,
         compute_peak_gflop_per_s: compute,
         compute_peak_of: peak.name(),
@@ -232,11 +275,26 @@ fn measure_row(
     })
 }
 
-/// A cache's precision by its element's bytes.
-fn precision_name(elem: u64) -> String {
-    match elem {
-        4 => "fp32",
-        2 => "fp16/bf16",
+/// `lm`'s KV caches made in `kv` where it is given (the suite's decoder
+/// alone can: candle-transformers' quantized model keeps its own).
+fn kv_cache(lm: &mut Loaded, kv: Option<DType>) -> Result<()> {
+    match (kv, lm) {
+        (None, _) => Ok(()),
+        (Some(kv), Loaded::Decoder(m)) => m.set_kv_dtype(kv),
+        (Some(kv), Loaded::Candle(_)) => bail!(
+            "candle-transformers' quantized model keeps its KV cache in f32: a cache of {} runs \
+             on the suite's decoder (--kernels lab)",
+            precision_name(kv)
+        ),
+    }
+}
+
+/// A cache's precision as the tables name it.
+fn precision_name(dtype: DType) -> String {
+    match dtype {
+        DType::F32 => "fp32",
+        DType::F16 => "fp16",
+        DType::BF16 => "bf16",
         _ => "other",
     }
     .into()

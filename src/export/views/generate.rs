@@ -561,6 +561,40 @@ mod tests {
     }
 
     #[test]
+    fn parts_whose_spans_cost_over_a_tenth_of_the_token_show_times_not_shares() {
+        let f = file();
+        let Body::Generate(r) = &f.body else {
+            panic!("not generate")
+        };
+        let mut x = r.rows[0].measured.clone().unwrap();
+        let part = |class, ms: f64| TokenPart {
+            class,
+            calls: 30,
+            ms_per_token: ms,
+            timed: crate::telemetry::timed_at(&[ms; 3], &[]),
+        };
+        x.parts = vec![
+            part(crate::schema::TokenOpClass::Matmuls, 5.0),
+            part(crate::schema::TokenOpClass::Attention, 2.0),
+        ];
+        (x.parts_in_pass, x.parts_sum_ms, x.parts_remainder_ms) = (true, Some(7.0), Some(0.57));
+        // The H200's first run: 7.57 ms spanned, 3.79 clean.
+        x.parts_overhead_ms = Some(3.78);
+        let cells = tables::parts_cells("fp32", &x).unwrap();
+        assert_eq!(&cells[1..3], ["5.00", "2.00"]);
+        assert!(cells.iter().all(|c| !c.ends_with("%)")), "{cells:?}");
+        assert!(cells.iter().any(|c| c.contains("no shares")), "{cells:?}");
+        // Spans of 4% of the token: shares.
+        x.parts_overhead_ms = Some(0.3);
+        let cells = tables::parts_cells("fp32", &x).unwrap();
+        assert_eq!(cells[1], "5.00 (66%)");
+        assert!(
+            cells.iter().any(|c| c == "in the pass (spans +0.30 ms)"),
+            "{cells:?}"
+        );
+    }
+
+    #[test]
     fn a_pass_faster_than_its_matmuls_alone_is_called_noise() {
         let f = file();
         let Body::Generate(r) = &f.body else {

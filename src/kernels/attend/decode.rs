@@ -26,7 +26,7 @@ use super::super::cpu::{output, simd_kernel, Elem, BLOCK};
 use super::super::exp::exp;
 use super::super::rows::{share, Out, Threads};
 use super::super::softmax::lanes_max;
-use super::{write_row, Attend};
+use super::{write_row, Attend, Kv};
 
 /// Keys a unit takes at least (fewer pay more in merging than they share)
 /// and at most (a chunk's keys and values, 2 x 256 x d f32s, stay in L2).
@@ -52,12 +52,12 @@ const HEAD: usize = 2;
 impl Attend {
     /// `softmax(q K^T / sqrt(d)) V` for one query row per head (t = 1)
     /// against every key.
-    pub(super) fn decode<E: Elem>(
+    pub(super) fn decode<E: Elem, K: Kv>(
         &self,
         q: &[E],
-        k: &[E],
+        k: &[K],
         ks: &[usize],
-        v: &[E],
+        v: &[K],
         vs: &[usize],
     ) -> CpuStorage {
         let (n, d) = (self.n, self.d);
@@ -120,9 +120,9 @@ impl Attend {
 /// (rows of d) into `parts` ([`HEAD`] + d a head): each
 /// head's scores' max, their exponentials' sum, the weighted sum of the
 /// value rows; `scores` is scratch (the chunk's length a head).
-fn group<E: Elem>(
+fn group<E: Elem, K: Kv>(
     qs: &[E],
-    (keys, values): (&[E], &[E]),
+    (keys, values): (&[K], &[K]),
     d: usize,
     scale: f32,
     scores: &mut [f32],
@@ -130,17 +130,18 @@ fn group<E: Elem>(
 ) {
     let m = keys.len() / d;
     #[cfg(target_arch = "x86_64")]
-    let fast = super::x86::group::<E>(d);
+    let fast = super::x86::group::<E, K>(d);
     #[cfg(not(target_arch = "x86_64"))]
     let fast: Option<((), (), ())> = None;
     match fast {
         // SAFETY: `x86::group` returns kernels only where this CPU runs them
         // and E is f32 with a head_dim they take; the slices are as they say.
         #[cfg(target_arch = "x86_64")]
-        Some((dots, _, _)) => unsafe { dots(as_f32(qs), as_f32(keys), scale, scores) },
+        Some((dots, _, _)) => unsafe { dots(as_f32(qs), keys, scale, scores) },
         _ => {
+            let mut qb = [0f32; BLOCK];
             for (q, s) in qs.chunks_exact(d).zip(scores.chunks_exact_mut(m)) {
-                dots(q, keys, scale, s);
+                dots(E::widen(q, &mut qb), keys, scale, s);
             }
         }
     }
@@ -160,7 +161,7 @@ fn group<E: Elem>(
     match fast {
         // SAFETY: as the scores' above.
         #[cfg(target_arch = "x86_64")]
-        Some((_, _, weigh)) => unsafe { weigh(as_f32(values), scores, parts) },
+        Some((_, _, weigh)) => unsafe { weigh(values, scores, parts) },
         _ => {
             for (s, part) in scores.chunks_exact(m).zip(parts.chunks_exact_mut(HEAD + d)) {
                 weigh(values, s, &mut part[HEAD..]);
@@ -225,10 +226,9 @@ fn softmax_parts(scores: &mut [f32]) -> (f32, f32) {
 simd_kernel! {
     /// One head's scores: q . k_j x scale for every key row k_j of `keys`
     /// (q.len() apart), into `scores`.
-    fn dots<E: Elem>(q: &[E], keys: &[E], scale: f32, scores: &mut [f32]) {
+    fn dots<E: Elem>(q: &[f32], keys: &[E], scale: f32, scores: &mut [f32]) {
         let d = q.len();
-        let (mut qb, mut rb) = ([0f32; BLOCK], [0f32; BLOCK]);
-        let q = E::widen(q, &mut qb);
+        let mut rb = [0f32; BLOCK];
         for (s, key) in scores.iter_mut().zip(keys.chunks_exact(d)) {
             *s = dot(q, E::widen(key, &mut rb)) * scale;
         }
@@ -320,7 +320,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn the_avx512_softmax_parts_are_the_portable_ones() {
-        let Some((_, fast, _)) = super::super::x86::group::<f32>(64) else {
+        let Some((_, fast, _)) = super::super::x86::group::<f32, f32>(64) else {
             return;
         };
         // Whole blocks of sixteen and tails; a NaN score (passed over by the

@@ -10,6 +10,7 @@
 
 use std::arch::x86_64::*;
 
+use super::super::cpu::x86::Lanes16;
 use super::super::cpu::Elem;
 use super::super::exp::x86::exp16;
 
@@ -17,15 +18,17 @@ use super::super::exp::x86::exp16;
 /// scores turned into their exponentials, (scores) -> (max, sum); and its
 /// weighted values, (values, probabilities, parts); see [`dots_avx512`],
 /// [`softmax_parts`] and [`weigh_avx512`].
-pub(super) type Group = (
-    unsafe fn(&[f32], &[f32], f32, &mut [f32]),
+pub(super) type Group<K> = (
+    unsafe fn(&[f32], &[K], f32, &mut [f32]),
     unsafe fn(&mut [f32]) -> (f32, f32),
-    unsafe fn(&[f32], &[f32], &mut [f32]),
+    unsafe fn(&[K], &[f32], &mut [f32]),
 );
 
-/// The AVX-512 kernels for head_dim `d` where this CPU has AVX-512F and E
-/// is f32; else none (the generic path).
-pub(super) fn group<E: Elem>(d: usize) -> Option<Group> {
+/// The AVX-512 kernels for head_dim `d` where this CPU has AVX-512F and the
+/// queries E are f32, over keys and values of K (f32, or a 16-bit cache's
+/// f16 or bf16, widened in registers as they load); else none (the generic
+/// path).
+pub(super) fn group<E: Elem, K: Lanes16>(d: usize) -> Option<Group<K>> {
     if E::DTYPE != candle_core::DType::F32 || !std::arch::is_x86_feature_detected!("avx512f") {
         return None;
     }
@@ -33,12 +36,12 @@ pub(super) fn group<E: Elem>(d: usize) -> Option<Group> {
     // tiny test shapes; 64: SmolLM2, Llama 3.2 1B; 80, 96: Phi; 128: Llama
     // 3 8B, Qwen; 256: Gemma 3); another width takes the generic path.
     match d {
-        32 => Some((dots_avx512::<2>, softmax_parts, weigh_avx512::<2>)),
-        64 => Some((dots_avx512::<4>, softmax_parts, weigh_avx512::<4>)),
-        80 => Some((dots_avx512::<5>, softmax_parts, weigh_avx512::<5>)),
-        96 => Some((dots_avx512::<6>, softmax_parts, weigh_avx512::<6>)),
-        128 => Some((dots_avx512::<8>, softmax_parts, weigh_avx512::<8>)),
-        256 => Some((dots_avx512::<16>, softmax_parts, weigh_avx512::<16>)),
+        32 => Some((dots_avx512::<2, K>, softmax_parts, weigh_avx512::<2, K>)),
+        64 => Some((dots_avx512::<4, K>, softmax_parts, weigh_avx512::<4, K>)),
+        80 => Some((dots_avx512::<5, K>, softmax_parts, weigh_avx512::<5, K>)),
+        96 => Some((dots_avx512::<6, K>, softmax_parts, weigh_avx512::<6, K>)),
+        128 => Some((dots_avx512::<8, K>, softmax_parts, weigh_avx512::<8, K>)),
+        256 => Some((dots_avx512::<16, K>, softmax_parts, weigh_avx512::<16, K>)),
         _ => None,
     }
 }
@@ -57,7 +60,12 @@ const KEYS: usize = 16;
 /// # Safety
 /// This CPU has AVX-512F; qs holds whole heads, keys m rows of 16 x NV.
 #[target_feature(enable = "avx512f")]
-unsafe fn dots_avx512<const NV: usize>(qs: &[f32], keys: &[f32], scale: f32, scores: &mut [f32]) {
+unsafe fn dots_avx512<const NV: usize, K: Lanes16>(
+    qs: &[f32],
+    keys: &[K],
+    scale: f32,
+    scores: &mut [f32],
+) {
     let d = 16 * NV;
     let heads = qs.len() / d;
     let m = scores.len() / heads;
@@ -66,7 +74,7 @@ unsafe fn dots_avx512<const NV: usize>(qs: &[f32], keys: &[f32], scale: f32, sco
         let rows = KEYS.min(m - b);
         for (q, s) in qs.chunks_exact(d).zip(scores.chunks_exact_mut(m)) {
             // SAFETY: rows b..b + rows < m of `keys`, d each (asserted).
-            unsafe { dots::<NV>(q, &keys[b * d..(b + rows) * d], scale, &mut s[b..b + rows]) };
+            unsafe { dots::<NV, K>(q, &keys[b * d..(b + rows) * d], scale, &mut s[b..b + rows]) };
         }
     }
 }
@@ -78,7 +86,7 @@ unsafe fn dots_avx512<const NV: usize>(qs: &[f32], keys: &[f32], scale: f32, sco
 /// # Safety
 /// This CPU has AVX-512F; values holds m rows of 16 x NV, parts a head's.
 #[target_feature(enable = "avx512f")]
-unsafe fn weigh_avx512<const NV: usize>(values: &[f32], p: &[f32], parts: &mut [f32]) {
+unsafe fn weigh_avx512<const NV: usize, K: Lanes16>(values: &[K], p: &[f32], parts: &mut [f32]) {
     let (d, stride) = (16 * NV, 2 + 16 * NV);
     let heads = parts.len() / stride;
     let m = p.len() / heads;
@@ -88,7 +96,7 @@ unsafe fn weigh_avx512<const NV: usize>(values: &[f32], p: &[f32], parts: &mut [
         for (p, part) in p.chunks_exact(m).zip(parts.chunks_exact_mut(stride)) {
             // SAFETY: rows b..b + rows < m of `values`, d each (asserted).
             unsafe {
-                weigh::<NV>(
+                weigh::<NV, K>(
                     &values[b * d..(b + rows) * d],
                     &p[b..b + rows],
                     &mut part[2..],
@@ -112,7 +120,7 @@ unsafe fn weigh_avx512<const NV: usize>(values: &[f32], p: &[f32], parts: &mut [
 /// This CPU has AVX-512F; q holds 16 x NV, keys `scores.len()` rows of it.
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn dots<const NV: usize>(q: &[f32], keys: &[f32], scale: f32, scores: &mut [f32]) {
+unsafe fn dots<const NV: usize, K: Lanes16>(q: &[f32], keys: &[K], scale: f32, scores: &mut [f32]) {
     let (d, n) = (16 * NV, scores.len());
     assert!(q.len() == d && keys.len() == n * d && n <= KEYS);
     let (qp, kp) = (q.as_ptr(), keys.as_ptr());
@@ -125,9 +133,9 @@ unsafe fn dots<const NV: usize>(q: &[f32], keys: &[f32], scale: f32, scores: &mu
         let mut lanes = [_mm512_setzero_ps(); KEYS];
         for (j, l) in lanes.iter_mut().enumerate() {
             let row = unsafe { kp.add(j * d) };
-            let mut a = _mm512_mul_ps(qv[0], unsafe { _mm512_loadu_ps(row) });
+            let mut a = _mm512_mul_ps(qv[0], unsafe { K::load16(row) });
             for (c, &qc) in qv.iter().enumerate().skip(1) {
-                a = _mm512_fmadd_ps(qc, unsafe { _mm512_loadu_ps(row.add(16 * c)) }, a);
+                a = _mm512_fmadd_ps(qc, unsafe { K::load16(row.add(16 * c)) }, a);
             }
             *l = a;
         }
@@ -137,9 +145,9 @@ unsafe fn dots<const NV: usize>(q: &[f32], keys: &[f32], scale: f32, scores: &mu
     } else {
         for (j, s) in scores.iter_mut().enumerate() {
             let row = unsafe { kp.add(j * d) };
-            let mut a = _mm512_mul_ps(qv[0], unsafe { _mm512_loadu_ps(row) });
+            let mut a = _mm512_mul_ps(qv[0], unsafe { K::load16(row) });
             for (c, &qc) in qv.iter().enumerate().skip(1) {
-                a = _mm512_fmadd_ps(qc, unsafe { _mm512_loadu_ps(row.add(16 * c)) }, a);
+                a = _mm512_fmadd_ps(qc, unsafe { K::load16(row.add(16 * c)) }, a);
             }
             *s = _mm512_reduce_add_ps(a) * scale;
         }
@@ -205,7 +213,7 @@ const fn in_flight(nv: usize) -> usize {
 /// This CPU has AVX-512F; `values` holds `p.len()` rows, `acc` 16 x NV.
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn weigh<const NV: usize>(values: &[f32], p: &[f32], acc: &mut [f32]) {
+unsafe fn weigh<const NV: usize, K: Lanes16>(values: &[K], p: &[f32], acc: &mut [f32]) {
     let (d, n) = (16 * NV, p.len());
     assert!(values.len() >= n * d && acc.len() == d);
     let sets = in_flight(NV);
@@ -222,7 +230,7 @@ unsafe fn weigh<const NV: usize>(values: &[f32], p: &[f32], acc: &mut [f32]) {
             let pj = _mm512_set1_ps(p[j + s]);
             let row = unsafe { vp.add((j + s) * d) };
             for (c, a) in a.iter_mut().enumerate() {
-                *a = _mm512_fmadd_ps(pj, unsafe { _mm512_loadu_ps(row.add(16 * c)) }, *a);
+                *a = _mm512_fmadd_ps(pj, unsafe { K::load16(row.add(16 * c)) }, *a);
             }
         }
         j += sets;
@@ -231,7 +239,7 @@ unsafe fn weigh<const NV: usize>(values: &[f32], p: &[f32], acc: &mut [f32]) {
         let pj = _mm512_set1_ps(pj);
         let row = unsafe { vp.add(j * d) };
         for (c, a) in a[0].iter_mut().enumerate() {
-            *a = _mm512_fmadd_ps(pj, unsafe { _mm512_loadu_ps(row.add(16 * c)) }, *a);
+            *a = _mm512_fmadd_ps(pj, unsafe { K::load16(row.add(16 * c)) }, *a);
         }
     }
     for c in 0..NV {

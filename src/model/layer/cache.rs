@@ -58,8 +58,9 @@ impl KvCache {
     }
 
     /// Writes `k` and `v` (batch, kv_heads, tokens, head_dim) after what is
-    /// held and returns views of everything held now (no copy: the views are
-    /// strided when the cache is not full).
+    /// held, rounded to the cache's dtype where it is another (a 16-bit
+    /// cache under f32 activations), and returns views of everything held
+    /// now (no copy: the views are strided when the cache is not full).
     pub fn append(&mut self, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
         let t = k.dim(2)?;
         ensure!(
@@ -69,8 +70,14 @@ impl KvCache {
             t,
             self.len
         );
-        self.k.slice_set(&k.contiguous()?, 2, self.len)?;
-        self.v.slice_set(&v.contiguous()?, 2, self.len)?;
+        let stored = |x: &Tensor| -> Result<Tensor> {
+            Ok(match x.dtype() == self.dtype() {
+                true => x.contiguous()?,
+                false => x.to_dtype(self.dtype())?,
+            })
+        };
+        self.k.slice_set(&stored(k)?, 2, self.len)?;
+        self.v.slice_set(&stored(v)?, 2, self.len)?;
         self.len += t;
         Ok((
             self.k.narrow(2, 0, self.len)?,

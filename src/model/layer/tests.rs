@@ -228,6 +228,61 @@ fn lab_kernels_compute_what_candles_do(device: &Device) {
     }
 }
 
+/// An f32 layer over a 16-bit cache (f16, bf16): the suite's op, which
+/// reads the cache as it lies, and candle's path, which widens it first,
+/// compute the same step; and it is the f32 cache's step within the
+/// cache's rounding, not equal to it (the keys and values were rounded).
+fn a_sixteen_bit_cache_is_the_f32_step_within_its_rounding(device: &Device) {
+    let cfg = config(4, 2);
+    let l = layer(&cfg, &weights(&cfg, 7), DType::F32, device);
+    let (b, t) = (2, 9);
+    let x = uniform(&[b, t + 1, 32], 6)
+        .to_device(device)
+        .unwrap()
+        .to_dtype(DType::F32)
+        .unwrap();
+    let step = |k: Kernels, kv: DType| {
+        let mut cache = KvCache::new(b, cfg.kv_heads, t + 1, cfg.head_dim, kv, device).unwrap();
+        let rope = Rope::new(cfg.head_dim, cfg.rope_theta, 0, t, DType::F32, device).unwrap();
+        let mask = causal_mask(t, 0, DType::F32, device).unwrap();
+        l.forward(
+            &x.narrow(1, 0, t).unwrap(),
+            &rope,
+            Some(&mask),
+            Some(&mut cache),
+            k,
+        )
+        .unwrap();
+        assert_eq!(cache.dtype(), kv);
+        let rope = Rope::new(cfg.head_dim, cfg.rope_theta, t, 1, DType::F32, device).unwrap();
+        let last = x.narrow(1, t, 1).unwrap();
+        l.forward(&last, &rope, None, Some(&mut cache), k).unwrap()
+    };
+    let f32_cache = step(Kernels::Lab, DType::F32);
+    for (kv, bound) in [(DType::F16, 1e-2), (DType::BF16, 5e-2)] {
+        let lab = step(Kernels::Lab, kv);
+        assert_eq!(lab.dtype(), DType::F32);
+        let diff = max_diff(&lab, &step(Kernels::Fused, kv));
+        assert!(diff < 1e-5, "{kv:?}: lab against candle's {diff}");
+        let rounding = max_diff(&lab, &f32_cache);
+        assert!(
+            rounding > 0.0 && rounding < bound,
+            "{kv:?}: against f32's {rounding}"
+        );
+    }
+}
+
+#[test]
+fn a_sixteen_bit_cache_is_the_f32_step_within_its_rounding_cpu() {
+    a_sixteen_bit_cache_is_the_f32_step_within_its_rounding(&Device::Cpu);
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn a_sixteen_bit_cache_is_the_f32_step_within_its_rounding_cuda() {
+    a_sixteen_bit_cache_is_the_f32_step_within_its_rounding(&Device::new_cuda(0).unwrap());
+}
+
 #[test]
 fn lab_kernels_compute_what_candles_do_cpu() {
     lab_kernels_compute_what_candles_do(&Device::Cpu);

@@ -159,19 +159,25 @@ pub(super) fn parts_cells(p: &str, x: &GenerateMeasured) -> Option<Vec<String>> 
     let token = sum_ms
         + x.parts_remainder_ms
             .unwrap_or(1e3 / x.tg_tokens_per_s - sum_ms);
+    // Spans that cost over a tenth of the clean token: times, no shares.
+    let clean = x.parts_overhead_ms.map_or(token, |o| token - o);
+    let costly = match x.parts_in_pass {
+        true => crate::schema::spans_too_costly(x.parts_overhead_ms, clean),
+        false => None,
+    };
+    let share = |ms: f64| match costly {
+        Some(_) => format!("{ms:.2}"),
+        None => format!("{ms:.2} ({:.0}%)", 100.0 * ms / token),
+    };
     let mut cells = vec![p.to_string()];
     for class in TokenOpClass::ALL {
         cells.push(match x.parts.iter().find(|t| t.class == class) {
-            Some(t) => format!(
-                "{:.2} ({:.0}%)",
-                t.ms_per_token,
-                100.0 * t.ms_per_token / token
-            ),
+            Some(t) => share(t.ms_per_token),
             None => "-".into(),
         });
     }
     let rest = token - sum_ms;
-    cells.push(format!("{rest:.2} ({:.0}%)", 100.0 * rest / token));
+    cells.push(share(rest));
     cells.push(format!("{token:.2}"));
     cells.push(opt(x.ops_per_token.map(|n| n as f64), |n| {
         format!("{n:.0}")
@@ -179,6 +185,9 @@ pub(super) fn parts_cells(p: &str, x: &GenerateMeasured) -> Option<Vec<String>> 
     cells.push(opt(x.host_floor_ms, |f| format!("{f:.2}")));
     cells.push(opt(x.hand_offs_per_token, |h| format!("{h:.0}")));
     cells.push(match (x.parts_in_pass, x.parts_overhead_ms) {
+        (true, Some(o)) if costly.is_some() => {
+            format!("in the pass (spans +{o:.2} ms: over a tenth of the token, no shares)")
+        }
         (true, Some(o)) => format!("in the pass (spans +{o:.2} ms)"),
         _ => "alone".into(),
     });
