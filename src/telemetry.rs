@@ -96,9 +96,7 @@ impl Telemetry {
         work: impl FnMut() -> Result<R>,
     ) -> Result<Timed> {
         let bar = crate::clock::progress_bar(&plan.into(), label);
-        let t0 = std::time::Instant::now();
         let timed = self.timed(|| time_on_device(device, plan, &bar, work));
-        eprintln!("TRACE {:.2}s time {label}", t0.elapsed().as_secs_f64());
         bar.finish_and_clear();
         timed
     }
@@ -122,12 +120,7 @@ impl Telemetry {
         };
         let bar = crate::clock::progress_bar(&rounds.into(), label);
         let before = self.state();
-        let t0 = std::time::Instant::now();
         let samples = crate::clock::time_interleaved(device, plan, &bar, works);
-        eprintln!(
-            "TRACE {:.2}s interleaved {label}",
-            t0.elapsed().as_secs_f64()
-        );
         let after = self.state();
         bar.finish_and_clear();
         samples?

@@ -135,8 +135,9 @@ fn axes_a_model_cannot_hold_are_refused_in_one_line() {
 /// `--kv-cache row,fp16`: each row of the suite's decoder runs with its own
 /// cache and with an f16 one, named so, its bytes and bounds at 2 bytes a
 /// value, its batch and depth checks holding; candle-transformers'
-/// quantized model, whose cache is its own, runs its own only; a float
-/// row whose own cache is f16 runs once.
+/// quantized model, whose cache is its own, runs its own only (the file
+/// says the pairing was left out); a float row whose own cache is f16 runs
+/// once. A cache no row can keep is refused in one line.
 #[test]
 fn a_sixteen_bit_kv_cache_is_a_row_of_its_own() {
     let mut args = SMALL.to_vec();
@@ -180,5 +181,28 @@ fn a_sixteen_bit_kv_cache_is_a_row_of_its_own() {
         );
         assert_eq!(m["batch_matches_alone"], true, "{what}");
         assert_eq!(m["depth_matches_scratch"], true, "{what}");
+    }
+    let notes = s["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .starts_with("q4_1 on candle's kernels with an fp16 KV cache left out")),
+        "{notes:?}"
+    );
+    for (extra, want) in [
+        (
+            ["--kernels", "candle", "--kv-cache", "fp16"],
+            "--kv-cache fp16: no row",
+        ),
+        (
+            ["--dtypes", "fp16", "--kv-cache", "bf16"],
+            "--kv-cache bf16: no row",
+        ),
+    ] {
+        let mut args = SMALL.to_vec();
+        args.extend(["--shape", "tiny"]);
+        args.extend(extra);
+        refused("scaling", &args, want);
     }
 }

@@ -50,6 +50,8 @@ pub struct Run {
     pub prepared: Prepared,
     pub axes: Axes,
     pub kv: Vec<Option<DType>>,
+    /// The (row, kernels, cache) pairings [`planned`] left out, and why.
+    pub kv_left_out: Vec<String>,
 }
 
 impl Axes {
@@ -115,33 +117,71 @@ pub fn needs(run: &Run) -> Vec<Need> {
 
 /// A planned row: its precision, its kernels, its KV cache's precision
 /// where not its own.
-type Planned = (RowKind, Kernels, Option<DType>);
+pub type Planned = (RowKind, Kernels, Option<DType>);
 
 /// The rows in the order they run: each with candle's kernels, or the
 /// suite's, or (`both`) candle's then the suite's, each at every KV cache
-/// precision of `kv` but one candle-transformers' quantized model cannot
-/// keep (its cache is its activations', f32).
-fn planned(rows: &[RowKind], choice: KernelChoice, kv: &[Option<DType>]) -> Vec<Planned> {
+/// precision of `kv` it can keep, and a note for each pairing left out. A
+/// cache other than the row's own runs only where the suite's attention
+/// reads it as it lies: the suite's kernels on the CPU, a 16-bit cache
+/// under f32 activations. (Elsewhere the composed attention would widen
+/// the whole cache every step, reading and writing more than the bound
+/// counts; candle-transformers' quantized model keeps its own f32 cache.)
+/// Refused in one line where a precision asked for runs on no row.
+pub fn planned(
+    source: &Source,
+    rows: &[RowKind],
+    choice: KernelChoice,
+    kv: &[Option<DType>],
+    on_cpu: bool,
+) -> Result<(Vec<Planned>, Vec<String>)> {
     let kernels = match choice {
         KernelChoice::Candle => vec![Kernels::Fused],
         KernelChoice::Lab => vec![Kernels::Lab],
         KernelChoice::Both => vec![Kernels::Fused, Kernels::Lab],
     };
-    let mut plan = Vec::new();
+    let (mut plan, mut left_out) = (Vec::new(), Vec::new());
     for &k in rows {
         for &with in &kernels {
             let own = own_kv(k);
-            let candle_model = matches!(k, RowKind::Quantized(_)) && with != Kernels::Lab;
             for &c in kv {
                 let c = c.filter(|&c| c != own);
-                let kept = c.is_none() || !candle_model;
-                if kept && !plan.contains(&(k, with, c)) {
-                    plan.push((k, with, c));
+                let readable = with == Kernels::Lab
+                    && on_cpu
+                    && own == DType::F32
+                    && matches!(c, Some(DType::F16 | DType::BF16));
+                match c.is_none() || readable {
+                    true if !plan.contains(&(k, with, c)) => plan.push((k, with, c)),
+                    true => {}
+                    false => left_out.push(format!(
+                        "{} on {} with an {} KV cache left out: the suite's attention reads \
+                         a cache other than a row's own on the CPU only, 16 bits under f32 \
+                         activations",
+                        k.label(source),
+                        match with {
+                            Kernels::Lab => "the suite's kernels",
+                            _ => "candle's kernels",
+                        },
+                        c.map_or("own".into(), precision_name)
+                    )),
                 }
             }
         }
     }
-    plan
+    for c in kv.iter().flatten() {
+        let runs = plan
+            .iter()
+            .any(|&(k, _, p)| p == Some(*c) || (p.is_none() && own_kv(k) == *c));
+        if !runs {
+            bail!(
+                "--kv-cache {}: no row can keep it (a cache other than a row's own runs on the \
+                 suite's kernels on the CPU, 16 bits under f32 activations: a quantized or fp32 \
+                 row with --kernels lab or both)",
+                precision_name(*c)
+            );
+        }
+    }
+    Ok((plan, left_out))
 }
 
 /// The precision a row keeps its KV cache in by itself: its activations'.
@@ -176,7 +216,10 @@ pub fn run(
     crate::note!("scaling: {}", run.prepared.found());
     let bounds = Bounds::new(device, telemetry, cfg.ladder_max)?;
     let weights = made_once(source, &cfg.rows, "scaling")?;
-    let plan = planned(&cfg.rows, cfg.kernels, &run.kv);
+    let (plan, _) = planned(source, &cfg.rows, cfg.kernels, &run.kv, device.is_cpu())?;
+    for why in &run.kv_left_out {
+        crate::note!("scaling: {why}");
+    }
     let mut rows = Vec::new();
     for (i, &(kind, kernels, kv)) in plan.iter().enumerate() {
         let name = row_label(source, (kind, kernels, kv));
@@ -335,6 +378,7 @@ fn results(
         ));
     }
     notes.extend(method_notes(source, cfg));
+    notes.extend(run.kv_left_out.iter().cloned());
     ScalingResults {
         model: model_info(source),
         depths: run.axes.depths.clone(),
