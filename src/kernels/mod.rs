@@ -12,6 +12,8 @@
 //!   and [`heads`] (a projection's output cut into heads, rotated or not, in
 //!   one pass from where it lies),
 //! - [`copy`] and [`add`] (element-wise, at the copy ceiling on the CPU),
+//! - [`argmax_last_dim`] (each row's largest value's index: greedy
+//!   sampling's pick, Candle's answer to the index),
 //! - [`cached_attention`] (attention over a cache, causal by position, for a
 //!   decode step or a prompt chunk: a head's row a task, no tiny GEMMs),
 //! - [`linear`] (`x W^T` on float weights, a decode row or a prompt chunk:
@@ -38,6 +40,7 @@
 //! on the GPU machine ([`launch`]). This module imports nothing of the suite's.
 
 mod add;
+mod argmax;
 mod attend;
 mod binary;
 mod copy;
@@ -59,6 +62,7 @@ pub mod work;
 use candle_core::{bail, DType, Layout, Result, Tensor};
 
 pub use add::add;
+pub use argmax::argmax_last_dim;
 pub use attend::cached_attention;
 pub use copy::copy;
 pub(crate) use cpu::advise_huge_pages;

@@ -423,6 +423,13 @@ impl Lm for Decoder {
     fn device(&self) -> &Device {
         &self.device
     }
+
+    fn pick_all(&self, logits: &Tensor) -> Result<Vec<u32>> {
+        match self.kernels {
+            Kernels::Lab => Ok(crate::kernels::argmax_last_dim(logits)?),
+            _ => super::pick_all(logits),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -40,6 +40,19 @@ pub trait Lm {
     /// is [`Lm::forward`].
     fn forward_batch(&mut self, seqs: &[Vec<u32>], pos: usize) -> Result<Tensor>;
     fn device(&self) -> &Device;
+    /// Each row's next token from `logits` (B x vocab), as its kernels pick
+    /// it: Candle's `argmax` ([`pick_all`]) unless the model runs the
+    /// suite's kernels, whose argmax gives the same ids.
+    fn pick_all(&self, logits: &Tensor) -> Result<Vec<u32>> {
+        pick_all(logits)
+    }
+    /// The first row's next token ([`Lm::pick_all`]).
+    fn pick(&self, logits: &Tensor) -> Result<u32> {
+        let ids = self.pick_all(logits)?;
+        ids.first()
+            .copied()
+            .ok_or_else(|| anyhow::anyhow!("no logits to pick from"))
+    }
 }
 
 /// Each sequence's next token: argmax of each row of `logits` (B x vocab).
@@ -66,14 +79,16 @@ pub fn pick(logits: &Tensor) -> Result<u32> {
 /// The greedy answer to `prompt`: up to `n` new tokens, ending at an EOS.
 pub fn answer(lm: &mut dyn Lm, prompt: &[u32], n: usize, eos: &[u32]) -> Result<(Vec<u32>, bool)> {
     let mut out = Vec::with_capacity(n);
-    let mut next = pick(&lm.forward(prompt, 0)?)?;
+    let logits = lm.forward(prompt, 0)?;
+    let mut next = lm.pick(&logits)?;
     for i in 0..n {
         out.push(next);
         if eos.contains(&next) {
             return Ok((out, true));
         }
         if i + 1 < n {
-            next = pick(&lm.forward(&[next], prompt.len() + i)?)?;
+            let logits = lm.forward(&[next], prompt.len() + i)?;
+            next = lm.pick(&logits)?;
         }
     }
     Ok((out, false))

@@ -25,7 +25,7 @@ use crate::model::layer::Kernels;
 use crate::model::quantize::Gguf;
 use crate::model::text::Text;
 use crate::model::weights::Weights;
-use crate::model::{answer, pick, Config as ModelConfig, Lm};
+use crate::model::{answer, Config as ModelConfig, Lm};
 use crate::precision::Precision;
 use crate::schema::{
     Answer, GenerateMeasured, GenerateRow, KernelChoice, ModelPath, RatioInterval, Timed, VsFp32,
@@ -100,7 +100,8 @@ pub(super) fn start(
     let text = text.map(|t| t.decode(&ids)).transpose()?;
     let prompt = cfg.prompt_ids.clone();
     let ttft = telemetry.time(device, cfg.plan, &format!("{label} ttft"), || {
-        pick(&lm.forward(&prompt, 0)?)
+        let logits = lm.forward(&prompt, 0)?;
+        lm.pick(&logits)
     })?;
     Ok(Started {
         lm,
@@ -131,7 +132,8 @@ pub(super) fn pp_test(lm: &mut Loaded, cfg: &Config, pp_in: &[u32]) -> Result<()
 pub(super) fn tg_test(lm: &mut Loaded, cfg: &Config) -> Result<()> {
     let mut tok = cfg.start_token;
     for pos in 0..cfg.tg_tokens {
-        tok = pick(&lm.forward(&[tok], pos)?)?;
+        let logits = lm.forward(&[tok], pos)?;
+        tok = lm.pick(&logits)?;
     }
     Ok(())
 }

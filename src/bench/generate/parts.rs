@@ -353,7 +353,7 @@ pub fn in_pass(
             let mut tok = start;
             for pos in 0..n {
                 let logits = Lm::forward(lm, &[tok], pos)?;
-                tok = span(TokenOpClass::Sampling, || crate::model::pick(&logits))?;
+                tok = span(TokenOpClass::Sampling, || Lm::pick(lm, &logits))?;
             }
             Ok(tok)
         })

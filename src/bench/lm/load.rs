@@ -42,6 +42,13 @@ impl Lm for Loaded {
             Self::Decoder(m) => m.device(),
         }
     }
+
+    fn pick_all(&self, logits: &Tensor) -> Result<Vec<u32>> {
+        match self {
+            Self::Candle(m) => m.pick_all(logits),
+            Self::Decoder(m) => m.pick_all(logits),
+        }
+    }
 }
 
 /// The ids of a pp test: the prompt's, repeated to `n`.

@@ -19,7 +19,7 @@ use crate::bench::lm::{random_ids, Config as RowsConfig};
 use crate::clock::time_with_setup;
 use crate::memory::MemoryMeter;
 use crate::model::cost::{flops_after, kv_read_bytes, matmul_flops_per_token};
-use crate::model::{pick, pick_all, Config as ModelConfig, Lm};
+use crate::model::{Config as ModelConfig, Lm};
 use crate::schema::{Axis, Ridge, ScalingPoint, StepParts, Test, Timed};
 use crate::telemetry::Telemetry;
 
@@ -150,7 +150,7 @@ fn decode(lm: &mut Loaded, start: &[Vec<u32>], pos: usize, n: usize) -> Result<V
             1 => lm.forward(&toks[0], pos + i)?,
             _ => lm.forward_batch(&toks, pos + i)?,
         };
-        let next = pick_all(&logits)?;
+        let next = lm.pick_all(&logits)?;
         for (o, t) in out.iter_mut().zip(&next) {
             o.push(*t);
         }
@@ -241,7 +241,7 @@ fn batch_point(
     let (n, p) = (ctx.cfg.tg_tokens, ctx.cfg.pp_tokens);
     let first = |lm: &mut Loaded| -> Result<Vec<Vec<u32>>> {
         let logits = lm.forward_batch(seqs, 0)?;
-        Ok(pick_all(&logits)?.into_iter().map(|t| vec![t]).collect())
+        Ok(lm.pick_all(&logits)?.into_iter().map(|t| vec![t]).collect())
     };
     let start = first(lm)?;
     let rewinds = matches!(lm, Loaded::Decoder(_));
@@ -366,11 +366,13 @@ fn bounded(
 /// the greedy tokens it gave in the batch.
 fn batch_matches(lm: &mut Loaded, seqs: &[Vec<u32>], n: usize) -> Result<bool> {
     let p = seqs[0].len();
-    let first = pick_all(&lm.forward_batch(seqs, 0)?)?;
+    let logits = lm.forward_batch(seqs, 0)?;
+    let first = lm.pick_all(&logits)?;
     let start: Vec<Vec<u32>> = first.iter().map(|&t| vec![t]).collect();
     let together = decode(lm, &start, p, n)?;
     for (s, seq) in seqs.iter().enumerate().take(4) {
-        let t = pick(&lm.forward(seq, 0)?)?;
+        let logits = lm.forward(seq, 0)?;
+        let t = lm.pick(&logits)?;
         let alone = decode(lm, &[vec![t]], p, n)?;
         if t != first[s] || alone[0] != together[s] {
             return Ok(false);
@@ -384,9 +386,11 @@ fn batch_matches(lm: &mut Loaded, seqs: &[Vec<u32>], n: usize) -> Result<bool> {
 fn depth_matches(lm: &mut Loaded, cfg: &RowsConfig, depth: usize) -> Result<bool> {
     let mut ids = pp_ids(&cfg.prompt_ids, depth);
     lm.forward(&ids, 0)?;
-    let cached = pick(&lm.forward(&[cfg.start_token], depth)?)?;
+    let logits = lm.forward(&[cfg.start_token], depth)?;
+    let cached = lm.pick(&logits)?;
     ids.push(cfg.start_token);
-    let scratch = pick(&lm.forward(&ids, 0)?)?;
+    let logits = lm.forward(&ids, 0)?;
+    let scratch = lm.pick(&logits)?;
     Ok(cached == scratch)
 }
 
