@@ -94,30 +94,36 @@ mod tests {
             (2, 17),
             (5, 100),
             (16, 4099),
-            (2, 49152),
+            (3, 49152),
         ] {
             let x = Tensor::randn(0f32, 1.0, (rows, n), &dev).unwrap();
             let mut v = x.flatten_all().unwrap().to_vec1::<f32>().unwrap();
             if n > 3 {
-                // Row 0: a tie of the largest value, the later copy ignored.
-                let (i, _) =
-                    v[..n].iter().enumerate().fold(
-                        (0, f32::MIN),
-                        |m, (i, &x)| {
-                            if x > m.1 {
-                                (i, x)
-                            } else {
-                                m
-                            }
-                        },
-                    );
+                // Row 0: a tie of the largest value, the later copy ignored
+                // (the only row of a single-row case: nothing else planted).
+                let mut i = 0;
+                for (k, &x) in v[..n].iter().enumerate() {
+                    if x > v[i] {
+                        i = k;
+                    }
+                }
                 let j = (i + n / 2) % n;
                 v[j] = v[i];
-                // The last row: a NaN and a -inf inside, a large value last.
+            }
+            if n > 3 && rows > 1 {
+                // The last row: a NaN and a -inf in its first block, a NaN
+                // in its tail and past its first block, a large value last.
                 let last = (rows - 1) * n;
                 v[last + 1] = f32::NAN;
                 v[last + 2] = f32::NEG_INFINITY;
+                v[last + n - 2] = f32::NAN;
+                v[last + n / 2] = f32::NAN;
                 v[last + n - 1] = 100.0;
+            }
+            if n > 3 && rows > 2 {
+                // Row 1: +inf twice, the first one wins.
+                v[n + n / 3] = f32::INFINITY;
+                v[n + n - 1] = f32::INFINITY;
             }
             let mut cases = vec![Tensor::from_vec(v.clone(), (rows, n), &dev).unwrap()];
             if n > 1 {
@@ -147,6 +153,48 @@ mod tests {
             .unwrap();
         let want = x.argmax(D::Minus1).unwrap().to_vec1::<u32>().unwrap();
         assert_eq!(argmax_last_dim(&x).unwrap(), want);
+    }
+
+    /// The AVX-512 row against the portable scan on rows of every length to
+    /// three registers and a few long ones, values drawn from a handful so
+    /// that ties are common, NaN and infinities among them; skipped, and
+    /// said, on a CPU without AVX-512.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx512_row_is_the_scan() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            eprintln!("the_avx512_row_is_the_scan: no AVX-512F here, skipped");
+            return;
+        }
+        let pool = [
+            0.5,
+            -1.0,
+            2.0,
+            2.0,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -0.0,
+            0.0,
+        ];
+        let mut state = 7u64;
+        let mut draw = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            pool[(state >> 33) as usize % pool.len()]
+        };
+        for n in (1..=48).chain([255, 256, 1000, 4099]) {
+            for _ in 0..20 {
+                let mut x: Vec<f32> = (0..n).map(|_| draw()).collect();
+                if x[0].is_nan() {
+                    x[0] = -3.0; // a NaN first is the caller's (`row`'s) case
+                }
+                // SAFETY: this CPU has AVX-512F (checked above).
+                let got = unsafe { x86::row(&x) };
+                assert_eq!(got, portable(&x), "{x:?}");
+            }
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! A row's argmax in AVX-512 ([`super::row`]'s): per lane the largest value
 //! and its index, a strict ordered greater-than (a NaN never replaces, as in
-//! Candle's scan), the tail's lanes past the row masked to -inf.
+//! Candle's scan), the tail's lanes past the row masked off the load and the
+//! compare.
 
 use std::arch::x86_64::*;
 
