@@ -34,7 +34,7 @@ impl std::fmt::Debug for Run {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "{}", self.0.prepared.found())?;
         writeln!(f, "{:?}", self.0.axes)?;
-        writeln!(f, "KV caches: {:?} (None: each row's own)", self.0.kv)?;
+        writeln!(f, "rows (KV cache None: the row's own): {:?}", self.0.plan)?;
         self.0.prepared.config.fmt(f)
     }
 }
@@ -230,12 +230,12 @@ impl Experiment for Scaling {
             false => f.kv_cache.iter().map(|k| k.dtype()).collect(),
         };
         let cfg = &prepared.config;
-        let (_, kv_left_out) =
+        let (plan, kv_left_out) =
             scaling::planned(&prepared.source, &cfg.rows, cfg.kernels, &kv, !on_cuda)?;
         Ok(Run(scaling::Run {
             prepared,
             axes,
-            kv,
+            plan,
             kv_left_out,
         }))
     }

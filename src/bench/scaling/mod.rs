@@ -44,13 +44,13 @@ pub struct Axes {
 
 /// A checked run: the model and its rows (`generate`'s setup: `pp_tokens` is
 /// the length of a batch's prompts and of the pp test at each depth), the
-/// axes, and the KV caches' precisions each row runs with (`None`: the
-/// row's own, f32 for a quantized row).
+/// axes, and the rows planned once from them ([`planned`]: each with its
+/// kernels and its KV cache's precision, `None` the row's own), with the
+/// pairings left out and why.
 pub struct Run {
     pub prepared: Prepared,
     pub axes: Axes,
-    pub kv: Vec<Option<DType>>,
-    /// The (row, kernels, cache) pairings [`planned`] left out, and why.
+    pub plan: Vec<Planned>,
     pub kv_left_out: Vec<String>,
 }
 
@@ -216,7 +216,7 @@ pub fn run(
     crate::note!("scaling: {}", run.prepared.found());
     let bounds = Bounds::new(device, telemetry, cfg.ladder_max)?;
     let weights = made_once(source, &cfg.rows, "scaling")?;
-    let (plan, _) = planned(source, &cfg.rows, cfg.kernels, &run.kv, device.is_cpu())?;
+    let plan = &run.plan;
     for why in &run.kv_left_out {
         crate::note!("scaling: {why}");
     }
