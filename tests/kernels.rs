@@ -264,6 +264,77 @@ fn elementwise_on(device: &Device) {
     }
 }
 
+/// `round_to` gives Candle's `to_dtype` bit for bit (to nearest, ties to
+/// even, NaN and the infinities kept, values past f16's range to infinity)
+/// at lengths off the conversion's eight lanes and past a task's share, from
+/// a view as from a plain tensor; another pair of dtypes is Candle's own.
+fn round_to_on(device: &Device) {
+    let bits = |t: &Tensor| -> Vec<u16> {
+        match t.dtype() {
+            DType::F16 => t
+                .flatten_all()
+                .unwrap()
+                .to_vec1::<half::f16>()
+                .unwrap()
+                .iter()
+                .map(|x| x.to_bits())
+                .collect(),
+            _ => t
+                .flatten_all()
+                .unwrap()
+                .to_vec1::<half::bf16>()
+                .unwrap()
+                .iter()
+                .map(|x| x.to_bits())
+                .collect(),
+        }
+    };
+    // Ties at f16's and bf16's last kept bits, either parity, and the edges.
+    let edges = [
+        1.0 + 2f32.powi(-11),
+        1.0 + 3.0 * 2f32.powi(-11),
+        1.0 + 2f32.powi(-8),
+        1.0 + 3.0 * 2f32.powi(-8),
+        65520.0,
+        -1e9,
+        1e-8,
+        -0.0,
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+    ];
+    for len in [1, 7, 8, 9, 3 * 577, 70_001] {
+        let mut v: Vec<f32> = values(&random(&[len], DType::F32, &Device::Cpu, len as u64, 3.0))
+            .iter()
+            .map(|&x| x as f32)
+            .collect();
+        for (x, e) in v.iter_mut().zip(edges) {
+            *x = e;
+        }
+        let x = Tensor::from_vec(v, len, device).unwrap();
+        for dtype in [DType::F16, DType::BF16] {
+            let ours = kernels::round_to(&x, dtype).unwrap();
+            assert_eq!(ours.dtype(), dtype);
+            assert_eq!(
+                bits(&ours),
+                bits(&x.to_dtype(dtype).unwrap()),
+                "{len} {dtype:?}"
+            );
+        }
+    }
+    let x = random(&[6, 130], DType::F32, device, 9, 2.0).t().unwrap();
+    let ours = kernels::round_to(&x, DType::BF16).unwrap();
+    assert_eq!(ours.dims(), &[130, 6]);
+    assert_eq!(
+        bits(&ours),
+        bits(&x.to_dtype(DType::BF16).unwrap()),
+        "a transposed view"
+    );
+    let h = random(&[5], DType::F16, device, 10, 1.0);
+    let back = kernels::round_to(&h, DType::F32).unwrap();
+    assert_eq!(values(&back), values(&h), "f16 to f32 is Candle's to_dtype");
+}
+
 /// Rows at an offset into their storage (contiguous, not at its start), a
 /// transposed input and a column slice (not contiguous): all give what the
 /// same values, laid out plainly, give.
@@ -674,6 +745,11 @@ fn elementwise_cpu() {
 }
 
 #[test]
+fn round_to_cpu() {
+    round_to_on(&Device::Cpu);
+}
+
+#[test]
 fn layouts_cpu() {
     layouts_on(&Device::Cpu);
 }
@@ -709,6 +785,11 @@ mod cuda {
     #[test]
     fn elementwise_cuda() {
         elementwise_on(&gpu());
+    }
+
+    #[test]
+    fn round_to_cuda() {
+        round_to_on(&gpu());
     }
 
     #[test]

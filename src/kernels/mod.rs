@@ -11,7 +11,8 @@
 //! - [`rope`] (the rotary embedding, with no thread hand-off at a decode step)
 //!   and [`heads`] (a projection's output cut into heads, rotated or not, in
 //!   one pass from where it lies),
-//! - [`copy`] and [`add`] (element-wise, at the copy ceiling on the CPU),
+//! - [`copy`] and [`add`] (element-wise, at the copy ceiling on the CPU), and
+//!   [`round_to`] (f32 rounded to f16 or bf16: a 16-bit KV cache's writes),
 //! - [`argmax_last_dim`] (each row's largest value's index: greedy
 //!   sampling's pick, Candle's answer to the index),
 //! - [`cached_attention`] (attention over a cache, causal by position, for a
@@ -64,7 +65,7 @@ use candle_core::{bail, DType, Layout, Result, Tensor};
 pub use add::add;
 pub use argmax::argmax_last_dim;
 pub use attend::cached_attention;
-pub use copy::copy;
+pub use copy::{copy, round_to};
 pub(crate) use cpu::advise_huge_pages;
 pub use matvec::tiles::Tier as FloatTier;
 pub use matvec::{linear, linear_on, linear_with};

@@ -73,7 +73,7 @@ impl KvCache {
         let stored = |x: &Tensor| -> Result<Tensor> {
             Ok(match x.dtype() == self.dtype() {
                 true => x.contiguous()?,
-                false => x.to_dtype(self.dtype())?,
+                false => crate::kernels::round_to(x, self.dtype())?,
             })
         };
         self.k.slice_set(&stored(k)?, 2, self.len)?;
