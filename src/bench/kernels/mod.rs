@@ -30,14 +30,14 @@ pub(crate) use beside::fill_speedups;
 use anyhow::{Context, Result};
 use candle_core::{Device, Tensor};
 
-use crate::bench::ladder::Ladder;
+use crate::bench::ladder::{Called, Ladder};
 use crate::clock::Plan;
 use crate::formulas::gb_per_s;
 use crate::memory::fits::Need;
 use crate::precision::Precision;
 use crate::schema::{
-    Implementation, KernelCase, KernelOp, KernelRow, KernelVariant, KernelsResults, RowStatus,
-    VariantMeasured,
+    Implementation, KernelCase, KernelCeiling, KernelOp, KernelRow, KernelVariant, KernelsResults,
+    RowStatus, VariantMeasured,
 };
 use crate::telemetry::Telemetry;
 pub use ops::{call, implementations, traffic, EPS};
@@ -366,8 +366,48 @@ fn measure_row(
         &|imp| Ok(ops::run(op, imp, &inputs, &ones)?),
     )?;
     let ceiling = b.ceiling;
+    let mut variants = variants_of(b.runs, (op, &label), bytes_moved, &ceiling, &reference);
+    fill_speedups(&mut variants);
+    // The row's fastest variant, output elements a second: what its roof
+    // must be over.
+    let fastest = variants
+        .iter()
+        .filter_map(|v| v.measured.as_ref())
+        .map(|m| n as f64 / (m.time_ms * 1e-3) / 1e9)
+        .fold(0.0, f64::max);
+    let per_elem = bytes_moved as f64 / n.max(1) as f64;
+    let compute = roofs.held(
+        (device, telemetry, ladder),
+        compute,
+        (op, p, width),
+        (fastest, per_elem, &label),
+    );
+    Ok(KernelRow {
+        op,
+        case: case.name.clone(),
+        precision: p,
+        shape,
+        elements: n as u64,
+        bytes_read,
+        bytes_written,
+        bytes_moved,
+        ceiling,
+        compute,
+        variants,
+    })
+}
+
+/// Each implementation's run as the row keeps it: its time, its rate
+/// against the row's `ceiling` and its accuracy against `reference`.
+fn variants_of(
+    runs: Vec<(Implementation, Result<(Tensor, Called)>)>,
+    (op, label): (KernelOp, &str),
+    bytes_moved: u64,
+    ceiling: &KernelCeiling,
+    reference: &Reference,
+) -> Vec<KernelVariant> {
     let mut variants = Vec::new();
-    for (imp, run) in b.runs {
+    for (imp, run) in runs {
         let measured = run.and_then(|(out, c)| {
             let rate = gb_per_s(bytes_moved, c.per_call_ms);
             Ok(VariantMeasured {
@@ -383,22 +423,9 @@ fn measure_row(
                 timed: c.timed,
             })
         });
-        variants.push(variant(imp, call(op, imp), &label, measured));
+        variants.push(variant(imp, call(op, imp), label, measured));
     }
-    fill_speedups(&mut variants);
-    Ok(KernelRow {
-        op,
-        case: case.name.clone(),
-        precision: p,
-        shape,
-        elements: n as u64,
-        bytes_read,
-        bytes_written,
-        bytes_moved,
-        ceiling,
-        compute,
-        variants,
-    })
+    variants
 }
 
 /// The implementations a row of `op` times at `case`: the dram case leaves
