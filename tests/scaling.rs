@@ -88,6 +88,17 @@ fn every_axis_is_measured_against_its_bound_on_both_kernel_sets() {
                 assert!((f("pct_of_bound") - pct).abs() < 1e-6 * pct, "{what}");
                 let by = p["bound_by"].as_str().unwrap();
                 assert!(by == "compute" || by.starts_with("memory ("), "{by}");
+                // Every point's compute bound is the row's one ceiling, and
+                // no step's matmuls ran over it (a peak they beat is raised
+                // to theirs, the points' bounds with it).
+                let ceiling = m["compute_peak_gflop_per_s"].as_f64().unwrap();
+                let compute = ceiling * 1e9 / f("flops_per_token");
+                assert!((f("compute_bound_tokens_per_s") - compute).abs() <= 1e-9 * compute);
+                let matmuls = p["step_parts"]["parts"].as_array().into_iter().flatten();
+                for q in matmuls.filter(|q| q["class"] == "matmuls") {
+                    let g = q["gflop_per_s"].as_f64().unwrap();
+                    assert!(g <= ceiling * (1.0 + 1e-9), "{what}: {g} over {ceiling}");
+                }
                 // A tg step of the suite's decoder (not candle's quantized
                 // model: no spans) split by class; a pp test not split.
                 let candle_model = row["kernels"] == "candle" && row["precision"] == "q4_1";

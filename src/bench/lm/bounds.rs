@@ -179,9 +179,13 @@ impl<'a> Bounds<'a> {
         let rows = if matches!(of, Peak::Float(_)) { n } else { 64 };
         let a = Tensor::randn(0f32, 1f32, (rows, n), self.device)?;
         let b = Tensor::randn(0f32, 1f32, (n, n), self.device)?;
+        // A peak is what the product did do: its fastest sample, as the
+        // ladder's points and the kernels' roofs are read (a median of three
+        // on a shared VM read 445 GFLOP/s for the suite's Q4_1 product while
+        // a batch of 16's matmuls ran at 464 inside the model, 104% of it).
         let plan = Plan {
             warmup: 1,
-            iters: 3,
+            iters: 5,
         };
         let label = format!("generate: the compute peak, {} {rows}x{n}x{n}", of.name());
         let time =
@@ -205,7 +209,7 @@ impl<'a> Bounds<'a> {
             }
         };
         let flops = crate::formulas::matmul_flops(n) * rows as f64 / n as f64;
-        let g = flops / (t.rate_ms().0 * 1e-3) / 1e9;
+        let g = flops / (t.fastest_ms() * 1e-3) / 1e9;
         self.peaks.borrow_mut().push((of, g));
         Ok((g, n))
     }
@@ -214,6 +218,19 @@ impl<'a> Bounds<'a> {
     /// the first time it is asked for ([`Self::gemm_peak`]).
     pub fn compute_peak(&self, of: Peak, width: usize) -> Result<f64> {
         Ok(self.gemm_peak(of, width)?.0)
+    }
+
+    /// The compute peak of `of` measured once more (another moment of the
+    /// run: a shared VM's slow seconds can fall on a peak's few
+    /// milliseconds), kept as the higher of the two, which it returns.
+    pub fn compute_peak_again(&self, of: Peak, width: usize) -> Result<f64> {
+        let before = self.compute_peak(of, width)?;
+        self.peaks.borrow_mut().retain(|(q, _)| *q != of);
+        let best = before.max(self.compute_peak(of, width)?);
+        let mut peaks = self.peaks.borrow_mut();
+        peaks.retain(|(q, _)| *q != of);
+        peaks.push((of, best));
+        Ok(best)
     }
 
     /// pp's roofline: `flops` over `bytes` read, at `p`'s compute peak (at a

@@ -20,7 +20,7 @@ use crate::clock::time_with_setup;
 use crate::memory::MemoryMeter;
 use crate::model::cost::{flops_after, kv_read_bytes, matmul_flops_per_token};
 use crate::model::{Config as ModelConfig, Lm};
-use crate::schema::{Axis, Ridge, ScalingPoint, StepParts, Test, Timed};
+use crate::schema::{Axis, Ridge, ScalingPoint, StepParts, Test, Timed, TokenOpClass};
 use crate::telemetry::Telemetry;
 
 use super::parts::{self, StepWork};
@@ -331,10 +331,7 @@ fn bounded(
     let memory_tps = memory.gb_per_s * 1e9 * w.per_step as f64 / step_bytes as f64;
     let flops_per_token = w.flops / w.tokens as f64;
     let compute_tps = row.compute_gflop_per_s * 1e9 / flops_per_token;
-    let (bound, by) = match memory_tps <= compute_tps {
-        true => (memory_tps, format!("memory ({})", memory.level)),
-        false => (compute_tps, "compute".to_string()),
-    };
+    let (bound, by) = bind(memory_tps, compute_tps, &memory.level);
     let tps = rate(ms);
     Ok(ScalingPoint {
         axis: w.axis,
@@ -360,6 +357,41 @@ fn bounded(
         timed: t,
         step_parts,
     })
+}
+
+/// The lower of a point's memory and compute bounds (tokens/s) and its name.
+fn bind(memory_tps: f64, compute_tps: f64, level: &str) -> (f64, String) {
+    match memory_tps <= compute_tps {
+        true => (memory_tps, format!("memory ({level})")),
+        false => (compute_tps, "compute".to_string()),
+    }
+}
+
+/// Every point's compute bound at a new ceiling (`gflop_per_s`), and the
+/// lower bound, its name and the point's share of it with it.
+pub(super) fn rebound(points: &mut [ScalingPoint], gflop_per_s: f64) {
+    for p in points {
+        p.compute_bound_tokens_per_s = gflop_per_s * 1e9 / p.flops_per_token;
+        let (bound, by) = bind(
+            p.memory_bound_tokens_per_s,
+            p.compute_bound_tokens_per_s,
+            &p.memory.level,
+        );
+        (p.bound_tokens_per_s, p.bound_by) = (bound, by);
+        p.pct_of_bound = 100.0 * p.tokens_per_s / bound;
+    }
+}
+
+/// The highest rate the row's matmuls ran at inside a timed step (the
+/// spans of [`step_parts`]), GFLOP/s: what its compute ceiling cannot be under.
+pub(super) fn matmuls_in_steps(points: &[ScalingPoint]) -> f64 {
+    points
+        .iter()
+        .filter_map(|p| p.step_parts.as_ref())
+        .flat_map(|s| &s.parts)
+        .filter(|part| part.class == TokenOpClass::Matmuls)
+        .filter_map(|part| part.gflop_per_s)
+        .fold(0.0, f64::max)
 }
 
 /// Each of the first four sequences of a batch of `b` gives, decoded alone,
