@@ -29,7 +29,8 @@
 //! cache, as llama.cpp's default f16 one: half the bytes a step reads).
 //! A decode step (t = 1) is split over the keys ([`decode`]): a unit is one
 //! key/value head's chunk of keys for every query head that reads it, its
-//! parts merged per head after, with AVX-512 code for f32 heads of 32 to
+//! parts merged per head after (by the unit itself where the keys are one
+//! chunk), with AVX-512 code for f32 heads of 32 to
 //! 256 ([`x86`]); SmolLM2's q4_1 tg at depth 2048 went from 70 to 89-93
 //! tok/s with the first AVX-512 scores, and to 104-115 with the split.
 //! On a GPU the composed form runs (the caller's choice): this is CPU code.

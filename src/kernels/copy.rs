@@ -59,7 +59,7 @@ fn whole_and_small(x: &Tensor) -> bool {
 
 /// `x` (f32) rounded to `dtype` (f16 or bf16; to nearest, ties to even, as
 /// Candle's `to_dtype` rounds) in a new contiguous tensor, with F16C's
-/// conversions eight values an instruction ([`Elem::narrow`]), shared
+/// conversions eight values an instruction (the kernels' `Elem::narrow`), shared
 /// over the pool as [`copy`] is. Why: Candle's `to_dtype` calls `half`'s
 /// conversion once per element through a runtime check, and a 16-bit KV
 /// cache's writes under f32 activations held 4% of the calling thread's

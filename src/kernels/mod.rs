@@ -1,8 +1,9 @@
 //! The suite's own kernels, written the way Candle means custom kernels to be
 //! written: each is a `candle_core::CustomOp1`/`CustomOp2` with a `cpu_fwd` and,
 //! with the `cuda` feature, a `cuda_fwd`, applied with `apply_op*_no_bwd`, so
-//! they take and return ordinary Candle tensors. One file per kernel, each
-//! opening with the idea that makes it fast:
+//! they take and return ordinary Candle tensors. One file per kernel (a
+//! variant beside its kernel: `rms_norm_mul` with `rms_norm`, `round_to`
+//! with `copy`), each opening with the idea that makes it fast:
 //!
 //! - [`rms_norm`] and [`rms_norm_mul`] (the norm fused with its weight, what
 //!   `candle_nn::ops::rms_norm` computes),
@@ -12,7 +13,8 @@
 //!   and [`heads`] (a projection's output cut into heads, rotated or not, in
 //!   one pass from where it lies),
 //! - [`copy`] and [`add`] (element-wise, at the copy ceiling on the CPU), and
-//!   [`round_to`] (f32 rounded to f16 or bf16: a 16-bit KV cache's writes),
+//!   [`round_to`] (f32 rounded to f16 or bf16: a 16-bit KV cache's writes;
+//!   another pair of dtypes, or a GPU, is Candle's `to_dtype`),
 //! - [`argmax_last_dim`] (each row's largest value's index: greedy
 //!   sampling's pick, Candle's answer to the index),
 //! - [`cached_attention`] (attention over a cache, causal by position, for a

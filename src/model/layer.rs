@@ -259,7 +259,7 @@ impl Layer {
         let xn = span(Norms, || norm(x, &self.attn_norm))?;
         let (q, keys, values) = self.qkv(&xn, rope, k)?;
         let (keys, values) = match cache {
-            Some(cache) => span(Elementwise, || cache.append(&keys, &values))?,
+            Some(cache) => span(Elementwise, || cache.append(&keys, &values, k))?,
             None => (keys, values),
         };
         let attn = span(Attention, || self.attend(&q, &keys, &values, mask, k))?;

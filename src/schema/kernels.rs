@@ -210,7 +210,8 @@ pub struct KernelRow {
     pub bytes_moved: u64,
     pub ceiling: KernelCeiling,
     /// The row's compute roof ([`ComputeRoof`], 2.12; none for the copy and
-    /// the f32 add): the roofline is the lower of it and the ceiling.
+    /// the f32 add, nor where the row beat it twice): the roofline is the
+    /// lower of it and the ceiling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute: Option<ComputeRoof>,
     pub variants: Vec<KernelVariant>,

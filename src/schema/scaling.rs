@@ -85,7 +85,9 @@ pub struct ScalingMeasured {
     pub kv_bytes_per_token: u64,
     /// The compute ceiling of every point: the product this run measured for
     /// the row (its precision's GEMM, or its block type's product on its
-    /// kernels), GFLOP/s, and what it was measured on.
+    /// kernels; its fastest sample, twice, the higher kept), or where its
+    /// matmuls ran faster inside a timed step, theirs, GFLOP/s, and what it
+    /// was measured on ("..., its matmuls inside a timed step").
     pub compute_peak_gflop_per_s: f64,
     pub compute_peak_of: String,
     pub points: Vec<ScalingPoint>,

@@ -141,7 +141,8 @@ impl Block {
         let (b, seq) = (self.shape.batch, self.shape.seq);
         let dtype = self.x_prefill.dtype();
         let mut cache = KvCache::new(b, c.kv_heads, seq + 1, c.head_dim, dtype, self.device())?;
-        cache.append(&self.k_cache, &self.v_cache)?;
+        // One dtype: written as they are (no conversion, whichever kernels).
+        cache.append(&self.k_cache, &self.v_cache, Kernels::Fused)?;
         Ok(cache)
     }
 

@@ -8,8 +8,9 @@
 //! ([`crate::schema::KernelRow::roofline`]): a row then reads "memory (DRAM)
 //! 91%" or "compute (exp) 88%". The rate is the fastest of ten samples, as
 //! the ladder's points are: a roof is what the kernel did do. Measured once per
-//! op, precision and width, before the first row that needs it; the copy
-//! has no arithmetic and no roof.
+//! op, precision and width, before the first row that needs it, and again
+//! where a row beat it ([`Roofs::held`]; every row then takes the key's
+//! highest, [`Roofs::last`]); the copy has no arithmetic and no roof.
 
 use std::cell::RefCell;
 
@@ -20,7 +21,7 @@ use super::ops;
 use crate::bench::ladder::{time_calls, Called, Ladder};
 use crate::clock::Plan;
 use crate::precision::Precision;
-use crate::schema::{ComputeRoof, Implementation, KernelOp};
+use crate::schema::{ComputeRoof, Implementation, KernelOp, KernelRow};
 use crate::telemetry::Telemetry;
 
 /// The work an op adds to moving its bytes, named for the table: the
@@ -109,7 +110,9 @@ impl Roofs {
             Ok(r) => r,
             Err(e) => {
                 let why = crate::error::error_line(&e);
-                crate::note!("{label}: its compute roof, beaten by the row, not measured again ({why}): none");
+                crate::note!(
+                    "{label}: its compute roof, beaten by the row, not measured again ({why}): none"
+                );
                 return None;
             }
         };
@@ -127,7 +130,8 @@ impl Roofs {
         None
     }
 
-    /// The roof of `key` measured now, kept (in place of any before it).
+    /// The roof of `key` measured now; the run keeps the faster of it and
+    /// any before it (a second slow moment must not lower a roof).
     fn remeasured(
         &self,
         ctx: (&Device, &Telemetry, &Ladder),
@@ -136,9 +140,31 @@ impl Roofs {
     ) -> Result<ComputeRoof> {
         let r = measure(ctx, key, resource)?;
         let mut made = self.made.borrow_mut();
-        made.retain(|(k, _)| *k != key);
-        made.push((key, r.clone()));
+        match made.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, kept)) if kept.g_elements_per_s >= r.g_elements_per_s => {}
+            Some((_, kept)) => *kept = r.clone(),
+            None => made.push((key, r.clone())),
+        }
         Ok(r)
+    }
+
+    /// The roof a row that has one ends the run with: its key's highest
+    /// (measured again for a later row, which an earlier one then shares),
+    /// in the row's bytes.
+    pub fn last(&self, row: &KernelRow) -> Option<ComputeRoof> {
+        let roof = row.compute.as_ref()?;
+        let width = *row.shape.last().unwrap_or(&1);
+        let key = (row.op, row.precision, width);
+        let made = self.made.borrow();
+        let (_, kept) = made.iter().find(|(k, _)| *k == key)?;
+        let best = match kept.g_elements_per_s > roof.g_elements_per_s {
+            true => kept.clone(),
+            false => roof.clone(),
+        };
+        Some(in_bytes(
+            best,
+            row.bytes_moved as f64 / row.elements.max(1) as f64,
+        ))
     }
 }
 

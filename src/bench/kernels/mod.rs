@@ -299,6 +299,7 @@ pub fn run(device: &Device, cfg: &Config, telemetry: &Telemetry) -> Result<Kerne
     };
     for r in &mut rows {
         beside::rebound(&ladder, &mut r.ceiling, &mut r.variants);
+        r.compute = roofs.last(r);
     }
     for r in &mut matvec {
         if beside::rebound(&ladder, &mut r.ceiling, &mut r.variants) {
@@ -335,6 +336,7 @@ fn measure_row(
     let (bytes_read, bytes_written) =
         traffic(op, n as u64, width as u64, dtype.size_in_bytes() as u64);
     let bytes_moved = bytes_read + bytes_written;
+    let per_elem = bytes_moved as f64 / n.max(1) as f64;
 
     // The compute roof first: its small inputs come and go before the row's.
     // A roof that cannot be measured leaves the row held to its bound.
@@ -342,7 +344,7 @@ fn measure_row(
         .get(
             (device, telemetry, ladder),
             (op, p, width),
-            (bytes_moved, bytes_moved as f64 / n.max(1) as f64),
+            (bytes_moved, per_elem),
         )
         .unwrap_or_else(|e| {
             let why = crate::error::error_line(&e);
@@ -375,7 +377,6 @@ fn measure_row(
         .filter_map(|v| v.measured.as_ref())
         .map(|m| n as f64 / (m.time_ms * 1e-3) / 1e9)
         .fold(0.0, f64::max);
-    let per_elem = bytes_moved as f64 / n.max(1) as f64;
     let compute = roofs.held(
         (device, telemetry, ladder),
         compute,

@@ -10,6 +10,7 @@
 //! measured for the row ([`crate::bench::lm::bounds`]). The rows' models are
 //! `generate`'s ([`crate::bench::lm`]).
 
+mod ceiling;
 mod parts;
 mod points;
 
@@ -228,15 +229,14 @@ pub fn run(
             measure_row(device, (run, memory), &weights, row, telemetry, &bounds)
         });
         rows.push(finished(name, kernels, measured));
-        let mut r = results((run, memory), &rows, (i + 1, plan.len()));
-        r.ladder = Some(bounds.ladder());
         if i + 1 < plan.len() {
+            let mut r = results((run, memory), &rows, (i + 1, plan.len()));
+            r.ladder = Some(bounds.ladder());
             on_row(&r)?;
-        } else {
-            return Ok(r);
         }
     }
-    let mut r = results((run, memory), &rows, (0, 0));
+    ceiling::shared_ceilings(&bounds, &weights, plan, &mut rows);
+    let mut r = results((run, memory), &rows, (plan.len(), plan.len()));
     r.ladder = Some(bounds.ladder());
     Ok(r)
 }
@@ -290,25 +290,8 @@ fn measure_row(
         meter: (&meter, base),
     };
     let (mut points, mut checks) = points::all(&ctx, &row, &run.axes, &mut lm)?;
-    // The ceiling held to the run: its product measured again after the
-    // points, and never under what the row's matmuls did inside a step (a
-    // peak beaten by the model's own products is no bound); the points'
-    // bounds follow it.
-    let again = bounds.compute_peak_again(peak, d.hidden)?;
-    let in_steps = points::matmuls_in_steps(&points);
-    let ceiling = compute.max(again).max(in_steps);
-    if in_steps > compute.max(again) {
-        checks.left_out.push(format!(
-            "compute ceiling: the matmuls inside a timed step ran at {in_steps:.0} GFLOP/s, over \
-             the {} product's {:.0} measured alone (before and after the points): the ceiling \
-             is theirs",
-            peak.name(),
-            compute.max(again)
-        ));
-    }
-    if ceiling > compute {
-        points::rebound(&mut points, ceiling);
-    }
+    let held = (&mut points[..], &mut checks.left_out);
+    let (ceiling, of) = ceiling::held_ceiling(bounds, (peak, d.hidden, compute), held);
     let ridge = points::ridge(&points);
     let kv_bytes_per_token = kv_bytes_per_token(d, kv_elem);
     let capacity = memory.map(|device_bytes| {
@@ -327,7 +310,7 @@ fn measure_row(
         kv_precision: precision_name(kv_dtype),
         kv_bytes_per_token,
         compute_peak_gflop_per_s: ceiling,
-        compute_peak_of: peak.name(),
+        compute_peak_of: of,
         points,
         ridge,
         capacity,

@@ -4,7 +4,8 @@
 //! query head that reads it, and leaves per head its scores' max, the sum of
 //! their exponentials and the weighted sum of the chunk's value rows; the
 //! units are then merged per head, each part scaled by e^(its max - the
-//! overall max).
+//! overall max) (on one thread after; where a group's keys are one chunk,
+//! by its unit, which writes its heads' rows itself).
 //!
 //! Why: one head per unit (the form this replaced) read each key/value head
 //! once per query head it serves (3 times on SmolLM2) and had 9 units of a

@@ -5,6 +5,8 @@
 use anyhow::{ensure, Result};
 use candle_core::{DType, Device, Tensor};
 
+use super::Kernels;
+
 /// A preallocated key/value cache: two (batch, kv_heads, capacity, head_dim)
 /// buffers and how many positions they hold. [`KvCache::append`] writes new
 /// keys and values in place (`slice_set`) and hands back views of what is
@@ -59,9 +61,10 @@ impl KvCache {
 
     /// Writes `k` and `v` (batch, kv_heads, tokens, head_dim) after what is
     /// held, rounded to the cache's dtype where it is another (a 16-bit
-    /// cache under f32 activations), and returns views of everything held
-    /// now (no copy: the views are strided when the cache is not full).
-    pub fn append(&mut self, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
+    /// cache under f32 activations; by `kernels`' conversion), and returns
+    /// views of everything held now (no copy: the views are strided when
+    /// the cache is not full).
+    pub fn append(&mut self, k: &Tensor, v: &Tensor, kernels: Kernels) -> Result<(Tensor, Tensor)> {
         let t = k.dim(2)?;
         ensure!(
             self.len + t <= self.capacity(),
@@ -73,7 +76,7 @@ impl KvCache {
         let stored = |x: &Tensor| -> Result<Tensor> {
             Ok(match x.dtype() == self.dtype() {
                 true => x.contiguous()?,
-                false => crate::kernels::round_to(x, self.dtype())?,
+                false => kernels.to_dtype(x, self.dtype())?,
             })
         };
         self.k.slice_set(&stored(k)?, 2, self.len)?;

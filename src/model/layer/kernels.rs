@@ -4,7 +4,7 @@
 //! says what it computes and this file says with whose kernels.
 
 use anyhow::{ensure, Result};
-use candle_core::{Tensor, D};
+use candle_core::{DType, Tensor, D};
 
 #[cfg(debug_assertions)]
 use super::causal_mask;
@@ -147,6 +147,16 @@ impl Kernels {
         Ok(match self {
             Self::Lab => crate::kernels::add(a, b)?,
             _ => (a + b)?,
+        })
+    }
+
+    /// `x` in `dtype` (a 16-bit KV cache's keys and values from f32 ones):
+    /// the suite's `round_to` on its kernels, Candle's `to_dtype` on
+    /// Candle's (the same values, bit for bit).
+    pub(crate) fn to_dtype(self, x: &Tensor, dtype: DType) -> Result<Tensor> {
+        Ok(match self {
+            Self::Lab => crate::kernels::round_to(x, dtype)?,
+            _ => x.to_dtype(dtype)?,
         })
     }
 }

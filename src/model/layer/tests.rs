@@ -311,21 +311,26 @@ fn the_cache_writes_in_place_and_refuses_what_does_not_fit() {
     let mut cache = KvCache::new(1, 2, 3, 4, DType::F32, &cpu).unwrap();
     assert!(cache.is_empty());
     let a = Tensor::ones((1, 2, 2, 4), DType::F32, &cpu).unwrap();
-    let (k, _) = cache.append(&a, &(&a * 2.0).unwrap()).unwrap();
+    let (k, _) = cache
+        .append(&a, &(&a * 2.0).unwrap(), Kernels::Fused)
+        .unwrap();
     assert_eq!(k.dims(), [1, 2, 2, 4]);
     let b = (&a.narrow(2, 0, 1).unwrap() * 3.0).unwrap();
-    let (k, v) = cache.append(&b, &b).unwrap();
+    let (k, v) = cache.append(&b, &b, Kernels::Fused).unwrap();
     // Both appends are there, the first untouched by the second.
     let row = |t: &Tensor, p: usize| t.i((0, 1, p, 0)).unwrap().to_scalar::<f32>().unwrap();
     assert_eq!((row(&k, 0), row(&k, 1), row(&k, 2)), (1.0, 1.0, 3.0));
     assert_eq!((row(&v, 0), row(&v, 2)), (2.0, 3.0));
-    let err = cache.append(&b, &b).unwrap_err().to_string();
+    let err = cache
+        .append(&b, &b, Kernels::Fused)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("holds 3 positions: 1 more do not fit after 3"),
         "{err}"
     );
     cache.truncate(1);
-    let (k, _) = cache.append(&b, &b).unwrap();
+    let (k, _) = cache.append(&b, &b, Kernels::Fused).unwrap();
     assert_eq!((k.dim(2).unwrap(), row(&k, 1)), (2, 3.0));
 }
 
