@@ -269,25 +269,15 @@ fn elementwise_on(device: &Device) {
 /// at lengths off the conversion's eight lanes and past a task's share, from
 /// a view as from a plain tensor; another pair of dtypes is Candle's own.
 fn round_to_on(device: &Device) {
-    let bits = |t: &Tensor| -> Vec<u16> {
-        match t.dtype() {
-            DType::F16 => t
-                .flatten_all()
-                .unwrap()
-                .to_vec1::<half::f16>()
-                .unwrap()
-                .iter()
-                .map(|x| x.to_bits())
-                .collect(),
-            _ => t
-                .flatten_all()
-                .unwrap()
-                .to_vec1::<half::bf16>()
-                .unwrap()
-                .iter()
-                .map(|x| x.to_bits())
-                .collect(),
-        }
+    // Widening to f32 is exact and keeps a NaN's sign and payload: equal
+    // f32 bits are equal 16-bit values.
+    let bits = |t: &Tensor| -> Vec<u32> {
+        let t = t.flatten_all().unwrap().to_dtype(DType::F32).unwrap();
+        t.to_vec1::<f32>()
+            .unwrap()
+            .iter()
+            .map(|x| x.to_bits())
+            .collect()
     };
     // Ties at f16's and bf16's last kept bits, either parity, and the edges.
     let edges = [
