@@ -148,23 +148,16 @@ impl Roofs {
         Ok(r)
     }
 
-    /// The roof a row that has one ends the run with: its key's highest
-    /// (measured again for a later row, which an earlier one then shares),
-    /// in the row's bytes.
+    /// The roof a row that has one ends the run with: its key's (the
+    /// fastest measured, [`Roofs::remeasured`]: a later row's second
+    /// measurement an earlier row then shares), in the row's bytes.
     pub fn last(&self, row: &KernelRow) -> Option<ComputeRoof> {
-        let roof = row.compute.as_ref()?;
-        let width = *row.shape.last().unwrap_or(&1);
-        let key = (row.op, row.precision, width);
+        row.compute.as_ref()?;
+        let key = (row.op, row.precision, *row.shape.last().unwrap_or(&1));
         let made = self.made.borrow();
         let (_, kept) = made.iter().find(|(k, _)| *k == key)?;
-        let best = match kept.g_elements_per_s > roof.g_elements_per_s {
-            true => kept.clone(),
-            false => roof.clone(),
-        };
-        Some(in_bytes(
-            best,
-            row.bytes_moved as f64 / row.elements.max(1) as f64,
-        ))
+        let per_elem = row.bytes_moved as f64 / row.elements.max(1) as f64;
+        Some(in_bytes(kept.clone(), per_elem))
     }
 }
 

@@ -233,16 +233,6 @@ impl<'a> Bounds<'a> {
         Ok(best)
     }
 
-    /// Raises the peak of `of` to `gflop_per_s` where that is higher (what
-    /// a model's own products did, which its peak cannot be under).
-    pub fn raise_peak(&self, of: Peak, gflop_per_s: f64) {
-        let mut peaks = self.peaks.borrow_mut();
-        match peaks.iter_mut().find(|(q, _)| *q == of) {
-            Some((_, g)) => *g = g.max(gflop_per_s),
-            None => peaks.push((of, gflop_per_s)),
-        }
-    }
-
     /// pp's roofline: `flops` over `bytes` read, at `p`'s compute peak (at a
     /// model `width` wide; for Candle's quantized kernels the suite's product
     /// of the same type where faster; or the row's `matmuls_alone` GFLOP/s at

@@ -16,8 +16,8 @@ use crate::schema::{ScalingPoint, ScalingRow};
 /// peak (`compute`): the product measured again after the points (the
 /// higher kept: a shared VM's slow seconds can fall on a peak's few
 /// milliseconds), and never under what the row's matmuls did inside a
-/// timed step (a peak the model's own products beat is no bound: the run's
-/// ceiling for that product is then theirs, a note says so). The points'
+/// timed step (a peak the model's own products beat is no bound: the
+/// ceiling is then theirs, a note says so). The points'
 /// bounds follow it; returns it and what set it.
 pub(super) fn held_ceiling(
     bounds: &Bounds,
@@ -43,7 +43,6 @@ pub(super) fn held_ceiling(
                  the ceiling is theirs",
                 peak.name()
             ));
-            bounds.raise_peak(peak, in_steps);
             (in_steps, format!("{}, {IN_STEPS}", peak.name()))
         }
         false => (alone, peak.name()),
@@ -57,48 +56,35 @@ pub(super) fn held_ceiling(
 /// What a ceiling set by a row's own matmuls is said to be measured on.
 const IN_STEPS: &str = "its matmuls inside a timed step";
 
-/// Every measured row's ceiling raised to the highest the run holds for its
-/// product ([`Bounds::compute_peak`], which keeps the highest of every
-/// measurement and raise): a row measured before a later one found its
-/// product faster is held to the same ceiling, its points' bounds and ridge
-/// with it, and takes the name of what set it from the row that did.
-pub(super) fn shared_ceilings(
-    bounds: &Bounds,
-    weights: &Weights,
-    plan: &[Planned],
-    rows: &mut [ScalingRow],
-) {
-    let d = weights.config();
-    let peaks: Vec<Option<Peak>> = plan
+/// Every measured row's ceiling raised to the highest any row of its
+/// product ended with (each row's is the highest of every measurement of
+/// the product before it and its own steps'): a row measured before a later
+/// one found its product faster is held to the same ceiling, its points'
+/// bounds and ridge with it, and takes that row's name for what set it.
+pub(super) fn shared_ceilings(weights: &Weights, plan: &[Planned], rows: &mut [ScalingRow]) {
+    let held: Vec<Option<(Peak, f64, String)>> = plan
         .iter()
-        .map(|&(kind, kernels, _)| Peak::of_row(weights, kind, kernels).ok())
-        .collect();
-    let named: Vec<Option<(f64, String)>> = rows
-        .iter()
-        .map(|r| {
-            r.measured
-                .as_ref()
-                .map(|m| (m.compute_peak_gflop_per_s, m.compute_peak_of.clone()))
+        .zip(rows.iter())
+        .map(|(&(kind, kernels, _), r)| {
+            let m = r.measured.as_ref()?;
+            let peak = Peak::of_row(weights, kind, kernels).ok()?;
+            Some((peak, m.compute_peak_gflop_per_s, m.compute_peak_of.clone()))
         })
         .collect();
-    for (i, row) in rows.iter_mut().enumerate() {
-        let (Some(m), Some(peak)) = (row.measured.as_mut(), peaks[i]) else {
+    for (row, mine) in rows.iter_mut().zip(&held) {
+        let (Some(m), Some((peak, _, _))) = (row.measured.as_mut(), mine) else {
             continue;
         };
-        let Ok(best) = bounds.compute_peak(peak, d.hidden) else {
+        let best = held
+            .iter()
+            .flatten()
+            .filter(|(q, _, _)| q == peak)
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let Some((_, best, of)) = best.filter(|b| b.1 > m.compute_peak_gflop_per_s) else {
             continue;
         };
-        if best <= m.compute_peak_gflop_per_s {
-            continue;
-        }
-        // The row of the same product whose ceiling is the run's.
-        let setter = (0..named.len())
-            .filter(|&j| peaks[j] == Some(peak))
-            .filter_map(|j| named[j].as_ref())
-            .find(|(g, _)| *g >= best);
-        m.compute_peak_of = setter.map_or(peak.name(), |(_, of)| of.clone());
-        m.compute_peak_gflop_per_s = best;
-        points::rebound(&mut m.points, best);
+        (m.compute_peak_gflop_per_s, m.compute_peak_of) = (*best, of.clone());
+        points::rebound(&mut m.points, *best);
         m.ridge = points::ridge(&m.points);
     }
 }

@@ -235,7 +235,7 @@ pub fn run(
             on_row(&r)?;
         }
     }
-    ceiling::shared_ceilings(&bounds, &weights, plan, &mut rows);
+    ceiling::shared_ceilings(&weights, plan, &mut rows);
     let mut r = results((run, memory), &rows, (plan.len(), plan.len()));
     r.ladder = Some(bounds.ladder());
     Ok(r)
