@@ -66,7 +66,9 @@ pub use kernels::{
     ComputeRoof, Implementation, KernelAccuracy, KernelCase, KernelCeiling, KernelOp, KernelRow,
     KernelVariant, KernelsResults, MatvecRow, VariantMeasured, DRAM_CASE,
 };
-pub use ladder::{Bound, CacheLevel, Ladder, LadderKernel, LadderPoint, BEATEN_PCT};
+pub use ladder::{
+    Bound, CacheLevel, Ladder, LadderKernel, LadderPoint, BEATEN_PCT, UNREPORTED_CACHE_RATIO,
+};
 pub use matmul::{fill_vs_fp32, Accuracy, MatmulResults, Measured, Row, RowStatus, SideBySide};
 pub use memory::{
     BandwidthRow, Direction, HostMemory, MemoryResults, OomAttempt, OutOfMemory, Refusal, Roofline,

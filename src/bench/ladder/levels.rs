@@ -6,7 +6,7 @@
 //! it fits in three quarters of (the rest is others' data, and associativity
 //! evicts before a cache is full); past the last level it lives in memory.
 
-use crate::schema::CacheLevel;
+use crate::schema::{Bound, CacheLevel, LadderPoint, UNREPORTED_CACHE_RATIO};
 
 /// The name of memory past the last cache.
 pub const CPU_MEMORY: &str = "DRAM";
@@ -77,6 +77,51 @@ pub fn place(footprint: u64, threads: usize, caches: &[CacheLevel], memory: &str
         .map_or_else(|| memory.to_string(), |c| c.name.clone())
 }
 
+/// The name a bound read at `level` carries: `level` as placed, unless it
+/// is `memory` and its reading is over [`UNREPORTED_CACHE_RATIO`] times
+/// memory's own (`memory_gb_per_s`, where measured): then "past-L3 cache"
+/// (after the last reported level, `last`), so that a row held to it does
+/// not read as held to memory.
+pub fn qualified(
+    level: &str,
+    memory: &str,
+    last: Option<&str>,
+    (gb_per_s, memory_gb_per_s): (f64, Option<f64>),
+) -> String {
+    match (last, memory_gb_per_s) {
+        (Some(last), Some(m)) if level == memory && gb_per_s > UNREPORTED_CACHE_RATIO * m => {
+            format!("past-{last} cache")
+        }
+        _ => level.to_string(),
+    }
+}
+
+/// `best`'s bound, its level named as [`qualified`] says against
+/// memory's own reading as far as `measured` holds it (the same kernel, on
+/// `threads`, at memory's footprint or more): a footprint placed past the
+/// caches that reads far faster than that is a cache the system hides.
+pub fn named(
+    best: &LadderPoint,
+    measured: &[LadderPoint],
+    threads: &[usize],
+    (memory, memory_name, last): (u64, &str, Option<&str>),
+) -> Bound {
+    let memory_read = measured
+        .iter()
+        .filter(|p| p.kernel == best.kernel && threads.contains(&p.threads))
+        .filter(|p| p.footprint_bytes >= memory && best.footprint_bytes < memory)
+        .map(|p| p.gb_per_s)
+        .reduce(f64::max);
+    let mut bound = best.bound();
+    bound.level = qualified(
+        &bound.level,
+        memory_name,
+        last,
+        (bound.gb_per_s, memory_read),
+    );
+    bound
+}
+
 /// Footprints that land in each level at `threads` (half of what the
 /// threads hold of it), then memory's: four times the last level's capacity,
 /// and at least `min_memory` bytes.
@@ -105,6 +150,63 @@ mod tests {
             c("L2", 2 << 20, 1),
             c("L3", 300 << 20, 2),
         ]
+    }
+
+    #[test]
+    fn a_footprint_past_the_caches_that_outreads_memory_is_named_a_cache() {
+        use crate::schema::LadderKernel::{self, Copy, Read};
+        let point = |kernel: LadderKernel, threads: usize, mib: u64, gb_per_s: f64| LadderPoint {
+            kernel,
+            threads,
+            footprint_bytes: mib << 20,
+            level: if mib > 100 { "DRAM" } else { "L3" }.into(),
+            standard: false,
+            bytes_moved: mib << 20,
+            calls_per_sample: 1,
+            time_per_call_ms: 1.0,
+            gb_per_s,
+            chunked: false,
+            from_fastest_sample: true,
+            timed: crate::telemetry::timed_at(&[1.0; 3], &[]),
+        };
+        let mut weights = point(Read, 2, 128, 90.0);
+        weights.level = "DRAM".into();
+        let memory = 256 << 20;
+        let names = |measured: &[LadderPoint]| {
+            named(&weights, measured, &[1, 2], (memory, "DRAM", Some("L3"))).level
+        };
+        assert_eq!(names(&[point(Read, 2, 256, 37.0)]), "past-L3 cache");
+        // Memory's reading close to it, another kernel's, or none: DRAM.
+        assert_eq!(names(&[point(Read, 2, 256, 70.0)]), "DRAM");
+        assert_eq!(names(&[point(Copy, 2, 256, 37.0)]), "DRAM");
+        assert_eq!(names(&[]), "DRAM");
+        // Memory's own footprint is memory whatever it reads.
+        let at_memory = point(Read, 2, 256, 90.0);
+        let b = named(
+            &at_memory,
+            &[point(Read, 1, 1024, 37.0)],
+            &[1, 2],
+            (memory, "DRAM", Some("L3")),
+        );
+        assert_eq!(b.level, "DRAM");
+    }
+
+    #[test]
+    fn memory_that_reads_far_faster_than_memory_is_an_unreported_cache() {
+        let name = |gb, m| qualified("DRAM", CPU_MEMORY, Some("L3"), (gb, m));
+        assert_eq!(name(90.0, Some(37.0)), "past-L3 cache");
+        // Within memory's own moment-to-moment spread, and unmeasured: DRAM.
+        assert_eq!(name(47.0, Some(37.0)), "DRAM");
+        assert_eq!(name(90.0, None), "DRAM");
+        // A cache's own name is never touched, nor a machine without caches.
+        assert_eq!(
+            qualified("L3", CPU_MEMORY, Some("L3"), (300.0, Some(37.0))),
+            "L3"
+        );
+        assert_eq!(
+            qualified("DRAM", CPU_MEMORY, None, (90.0, Some(37.0))),
+            "DRAM"
+        );
     }
 
     #[test]

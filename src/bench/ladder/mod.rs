@@ -186,9 +186,15 @@ impl<'a> Ladder<'a> {
         let ways: Vec<Way> = ways.into_iter().map(|(t, c)| (t, c, false)).collect();
         let at = self.points_at(kernel, &ways, footprint)?;
         let memory = self.memory_footprint();
-        let best = envelope(&at, &self.points.borrow(), kernel, &counts, memory)
-            .context("no ladder point")?;
-        Ok(best.bound())
+        let points = self.points.borrow();
+        let best = envelope(&at, &points, kernel, &counts, memory).context("no ladder point")?;
+        let last = self.caches.last().map(|c| c.name.as_str());
+        Ok(levels::named(
+            &best,
+            &points,
+            &counts,
+            (memory, self.memory, last),
+        ))
     }
 
     /// The kernels an op of `kernel`'s pattern is held to: `kernel` alone

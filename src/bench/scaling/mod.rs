@@ -409,19 +409,24 @@ fn results(
 /// What every scaling file says of its method.
 fn method_notes(source: &Source, cfg: &RowsConfig) -> Vec<String> {
     let mut notes = vec![
-        "depth: the cache filled by an untimed pass of the prompt repeated to the depth, then \
-         each sample times its tg test (and a pp test of the batch prompt's length) from that \
-         depth; the suite's decoder rewinds its cache to the depth, candle's models are filled \
-         again before each sample (untimed)"
+        "depth: the cache filled by an untimed pass of the prompt repeated to the depth (once a \
+         depth: the deepest's is the depth check's pass from scratch), then each sample times \
+         its tg test (and a pp test of the batch prompt's length) from that depth; the suite's \
+         decoder rewinds its cache to the depth, candle's models are filled again before each \
+         sample (untimed)"
             .to_string(),
         "batch: distinct made-up prompts of one length (--pp-tokens), filled untimed, then \
          --tokens steps of one forward over every sequence's next token, each picked greedily; \
          tokens/s is every sequence's together"
             .to_string(),
-        "bounds: memory = the ladder's read at the step's bytes (the weights once, the KV cache \
-         its tokens attend to) x its tokens / those bytes; compute = the row's compute peak / \
-         FLOPs per token (projections, head, attention at the point's context); the lower binds"
-            .to_string(),
+        format!(
+            "bounds: memory = the ladder's read at the step's bytes (the weights once, the KV \
+             cache its tokens attend to) x its tokens / those bytes (\"past-L3 cache\" where \
+             that footprint, past the reported caches, read over {}x memory's: a cache the \
+             system does not report); compute = the row's compute peak / FLOPs per token \
+             (projections, head, attention at the point's context); the lower binds",
+            crate::schema::UNREPORTED_CACHE_RATIO
+        ),
     ];
     if cfg.kernels != KernelChoice::Lab && source.config().arch.name() == "qwen3" {
         notes.push(

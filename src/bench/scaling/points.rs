@@ -6,9 +6,10 @@
 //!
 //! The clock ([`crate::clock::time_with_setup`]) times a test alone: a
 //! cache's fill is the setup step, off the clock. The suite's decoder
-//! truncates its caches to a call's position, so its fill is made once and
-//! every sample rewinds to it; candle-transformers' models cannot rewind, so
-//! theirs is made again before each sample.
+//! truncates its caches to a call's position, so its fill is made once a
+//! depth (the deepest's is the depth check's own pass) and every sample of
+//! the depth's points rewinds to it; candle-transformers' models cannot
+//! rewind, so theirs is made again before each sample.
 
 use anyhow::Result;
 use candle_core::Device;
@@ -83,18 +84,32 @@ pub(super) fn all(
     let mut out = Vec::new();
     let mut left_out = Vec::new();
     let (n, p) = (ctx.cfg.tg_tokens, ctx.cfg.pp_tokens);
+    let deepest = axes.depths.iter().copied().max().filter(|&d| d > 0);
+    let mut depth_check = None;
     for &depth in &axes.depths {
         let fill = pp_ids(&ctx.cfg.prompt_ids, depth);
+        // The cache's fill, once per depth where the model rewinds (the
+        // deepest's is the depth check's pass, which leaves it filled);
+        // `refill` is what a model that cannot rewind makes before each sample.
+        let refill: &[u32] = match lm {
+            Loaded::Decoder(_) => &[],
+            Loaded::Candle(_) => &fill,
+        };
+        if Some(depth) == deepest {
+            depth_check = Some(depth_matches(lm, ctx.cfg, depth)?);
+        } else if refill.is_empty() && depth > 0 {
+            lm.forward(&fill, 0)?;
+        }
         let tg = tg_work(row, Axis::Depth, depth, 1, n);
         let start = [vec![ctx.cfg.start_token]];
-        out.push(point(ctx, row, tg, lm, &fill, &|lm| {
+        out.push(point(ctx, row, tg, lm, refill, &|lm| {
             decode(lm, &start, depth, n)
         })?);
         let pp = pp_work(row, Axis::Depth, depth, p);
         let ids = pp_ids(&ctx.cfg.prompt_ids, p);
         // A model that runs no prompt after cached tokens leaves the point
         // out, said; the row's other points stand.
-        match point(ctx, row, pp, lm, &fill, &|lm| pass(lm, &ids, depth)) {
+        match point(ctx, row, pp, lm, refill, &|lm| pass(lm, &ids, depth)) {
             Ok(pt) => out.push(pt),
             Err(e) if depth > 0 && matches!(lm, Loaded::Candle(_)) => left_out.push(format!(
                 "pp{p} at depth {depth} left out: {}",
@@ -118,10 +133,7 @@ pub(super) fn all(
             Some(&b) if b > 1 => Some(batch_matches(lm, &prompts(ctx.cfg, row.d.vocab, b), n)?),
             _ => None,
         },
-        depth: match axes.depths.iter().max() {
-            Some(&d) if d > 0 => Some(depth_matches(lm, ctx.cfg, d)?),
-            _ => None,
-        },
+        depth: depth_check,
         left_out,
     };
     Ok((out, checks))
@@ -198,26 +210,22 @@ fn pp_work(row: &Row, axis: Axis, depth: usize, p: usize) -> Work {
     }
 }
 
-/// A point: `test` timed on `lm` after `fill` is in its cache (the fill made
-/// once for the suite's decoder, before each sample for candle's), its peak
-/// memory, its bounds.
+/// A point: `test` timed on `lm`, whose cache holds the point's depth
+/// already where it rewinds, and is filled with `refill` before each sample,
+/// off the clock, where it cannot (candle's); its peak memory, its bounds.
 fn point(
     ctx: &Ctx,
     row: &Row,
     w: Work,
     lm: &mut Loaded,
-    fill: &[u32],
+    refill: &[u32],
     test: &dyn Fn(&mut Loaded) -> Result<Vec<Vec<u32>>>,
 ) -> Result<ScalingPoint> {
-    let rewinds = matches!(lm, Loaded::Decoder(_));
-    if rewinds && !fill.is_empty() {
-        lm.forward(fill, 0)?;
-    }
     let label = format!("{} {}", row.name, name(&w));
     let lm = std::cell::RefCell::new(lm);
     let setup = || -> Result<()> {
-        if !rewinds && !fill.is_empty() {
-            lm.borrow_mut().forward(fill, 0)?;
+        if !refill.is_empty() {
+            lm.borrow_mut().forward(refill, 0)?;
         }
         Ok(())
     };
@@ -414,15 +422,20 @@ fn batch_matches(lm: &mut Loaded, seqs: &[Vec<u32>], n: usize) -> Result<bool> {
 }
 
 /// The token after the prompt repeated to `depth` and the start token, from
-/// the cache (the depth filled, then one step) and from scratch (one pass).
+/// scratch (one pass) and from the cache (the depth filled, then one step).
+/// The suite's decoder steps from the scratch pass's own cache, rewound to
+/// `depth`, and is left holding the depth's fill for the points; candle's
+/// model, which cannot rewind, is filled again first.
 fn depth_matches(lm: &mut Loaded, cfg: &RowsConfig, depth: usize) -> Result<bool> {
     let mut ids = pp_ids(&cfg.prompt_ids, depth);
-    lm.forward(&ids, 0)?;
-    let logits = lm.forward(&[cfg.start_token], depth)?;
-    let cached = lm.pick(&logits)?;
     ids.push(cfg.start_token);
     let logits = lm.forward(&ids, 0)?;
     let scratch = lm.pick(&logits)?;
+    if matches!(lm, Loaded::Candle(_)) {
+        lm.forward(&ids[..depth], 0)?;
+    }
+    let logits = lm.forward(&[cfg.start_token], depth)?;
+    let cached = lm.pick(&logits)?;
     Ok(cached == scratch)
 }
 

@@ -266,11 +266,14 @@ fn bound_text(r: &GenerateResults) -> String {
         Some(_) => format!(
             "tg bound: the bandwidth ladder's read at the weights' own footprint, with up to the \
              pool's threads (the level they live in: an LLC bound where they fit in the last \
-             cache), over the weight bytes a token reads; DRAM bound: the same past the caches, \
+             cache; \"past-L3 cache\" where a footprint past the reported caches read over {}x \
+             memory's footprint: a cache the system does not report), over the weight bytes a \
+             token reads; DRAM bound: the same past the caches, \
              at memory's footprint or more ({}); roofline: min(the compute peak at the row's \
              precision in this run (a quantized row's: its own product), pp's FLOPs over its \
              weights' bytes x the tg bound's bandwidth); pp and tg as llama-bench runs \
              them (from an empty cache), median of {} runs after {} warm-up{}",
+            crate::schema::UNREPORTED_CACHE_RATIO,
             opt(r.copy_gb_per_s, |v| format!("{v:.1} GB/s")),
             r.iters,
             r.warmup,
