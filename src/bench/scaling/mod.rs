@@ -422,8 +422,8 @@ fn method_notes(source: &Source, cfg: &RowsConfig) -> Vec<String> {
         format!(
             "bounds: memory = the ladder's read at the step's bytes (the weights once, the KV \
              cache its tokens attend to) x its tokens / those bytes (\"past-L3 cache\" where \
-             that footprint, past the reported caches, read over {}x memory's: a cache the \
-             system does not report); compute = the row's compute peak / FLOPs per token \
+             that footprint, over twice the last cache, read over {}x memory's, and again \
+             measured in turn with it: a cache the system does not report); compute = the row's compute peak / FLOPs per token \
              (projections, head, attention at the point's context); the lower binds",
             crate::schema::UNREPORTED_CACHE_RATIO
         ),

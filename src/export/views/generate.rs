@@ -266,8 +266,9 @@ fn bound_text(r: &GenerateResults) -> String {
         Some(_) => format!(
             "tg bound: the bandwidth ladder's read at the weights' own footprint, with up to the \
              pool's threads (the level they live in: an LLC bound where they fit in the last \
-             cache; \"past-L3 cache\" where a footprint past the reported caches read over {}x \
-             memory's footprint: a cache the system does not report), over the weight bytes a \
+             cache; \"past-L3 cache\" where a footprint over twice the last cache read over {}x \
+             memory's footprint, and again measured in turn with it: a cache the system does \
+             not report), over the weight bytes a \
              token reads; DRAM bound: the same past the caches, \
              at memory's footprint or more ({}); roofline: min(the compute peak at the row's \
              precision in this run (a quantized row's: its own product), pp's FLOPs over its \
