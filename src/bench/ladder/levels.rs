@@ -194,21 +194,8 @@ mod tests {
 
     #[test]
     fn a_footprint_past_the_caches_that_outreads_memory_is_named_a_cache() {
-        use crate::schema::LadderKernel::{self, Copy, Read};
-        let point = |kernel: LadderKernel, threads: usize, mib: u64, gb_per_s: f64| LadderPoint {
-            kernel,
-            threads,
-            footprint_bytes: mib << 20,
-            level: if mib > 100 { "DRAM" } else { "L3" }.into(),
-            standard: false,
-            bytes_moved: mib << 20,
-            calls_per_sample: 1,
-            time_per_call_ms: 1.0,
-            gb_per_s,
-            chunked: false,
-            from_fastest_sample: true,
-            timed: crate::telemetry::timed_at(&[1.0; 3], &[]),
-        };
+        use super::super::tests::point;
+        use crate::schema::LadderKernel::{Copy, Read};
         // The AMD VM's: a 32 MiB L3 both vCPUs share.
         let l3 = CacheLevel {
             name: "L3".into(),

@@ -482,7 +482,13 @@ fn caches(device: &Device) -> Result<(Vec<CacheLevel>, &'static str)> {
 mod tests {
     use super::*;
 
-    fn point(kernel: LadderKernel, threads: usize, mib: u64, gb_per_s: f64) -> LadderPoint {
+    /// A point of `mib` MiB (DRAM past 100), its rate `gb_per_s`.
+    pub(super) fn point(
+        kernel: LadderKernel,
+        threads: usize,
+        mib: u64,
+        gb_per_s: f64,
+    ) -> LadderPoint {
         LadderPoint {
             kernel,
             threads,
