@@ -174,7 +174,7 @@ impl Experiment for Generate {
     /// by llama.cpp's rules: Q5_0, Q8_0, Q4_K, Q6_K tensors; Gemma's file is
     /// one, so its stored row), q8_0 and fp32, on the suite's kernels, at
     /// llama-bench's sizes on the CPU (pp64, tg32, 3 timed runs: an interval
-    /// on every ratio), 65 s of the job on two cores. No warm-up run: the
+    /// on every ratio), 60-73 s of the job on two cores. No warm-up run: the
     /// answer, computed first, runs the same prefill and decode steps.
     /// Candle's rows (`just generate --kernels both`) are left out: its Q4_1
     /// and Q5_0 CPU dot products are scalar, and its rows at these sizes

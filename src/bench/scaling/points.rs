@@ -424,7 +424,9 @@ fn batch_matches(lm: &mut Loaded, seqs: &[Vec<u32>], n: usize) -> Result<bool> {
 /// The token after the prompt repeated to `depth` and the start token, from
 /// scratch (one pass) and from the cache (the depth filled, then one step).
 /// The suite's decoder steps from the scratch pass's own cache, rewound to
-/// `depth`, and is left holding the depth's fill for the points; candle's
+/// `depth`, and is left holding the depth's fill for the points: the check
+/// holds the cache the deepest depth's points run on (a pass of exactly
+/// `depth` tokens, the shallower depths' fill, it does not check). Candle's
 /// model, which cannot rewind, is filled again first.
 fn depth_matches(lm: &mut Loaded, cfg: &RowsConfig, depth: usize) -> Result<bool> {
     let mut ids = pp_ids(&cfg.prompt_ids, depth);

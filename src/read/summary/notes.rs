@@ -58,7 +58,7 @@ pub(super) fn notes(files: &MachineFiles) -> Vec<String> {
             _ => Vec::new(),
         };
         for g in models {
-            // Each line says how few runs it rests on (just results: 2), and
+            // Each line says how few runs it rests on (just results: 3), and
             // its model.
             let of = format!(
                 "generate.json, {}, median of {} runs after {} warm-up",
