@@ -15,11 +15,11 @@ use candle_core::backend::BackendStorage;
 use candle_core::{bail, CpuStorage, CustomOp2, Layout, Result, Shape, Tensor};
 use half::{bf16, f16};
 
-use super::cpu::{output, split, Elem};
+use super::cpu::{output, past_last_cache, split, Elem};
 use super::{check_same, row_stride, rows_in_place};
 
 /// The per-block function of one dtype: `out[i] = f(a[i], b[i])`, in f32.
-type Block<E> = fn(&[E], &[E], &mut [MaybeUninit<E>]);
+pub(super) type Block<E> = fn(&[E], &[E], &mut [MaybeUninit<E>]);
 
 /// A two-input element-wise op.
 pub(super) struct Binary {
@@ -30,6 +30,9 @@ pub(super) struct Binary {
     /// Elements worth a thread's task of their own.
     pub min_task: usize,
     pub f32: Block<f32>,
+    /// The f32 block with non-temporal stores, for contiguous arrays past
+    /// the last cache ([`past_caches`]), if the op has one.
+    pub f32_streaming: Option<Block<f32>>,
     pub f16: Block<f16>,
     pub bf16: Block<bf16>,
     #[cfg(feature = "cuda")]
@@ -70,6 +73,14 @@ impl Binary {
             })
         })
     }
+}
+
+/// Whether an op's three f32 arrays of `n` elements (two in, one out) are
+/// together larger than the last cache ([`past_last_cache`]): its output's
+/// lines are then evicted before anything reads them back, and stored the
+/// ordinary way each would be read from memory first.
+pub(super) fn past_caches(n: usize) -> bool {
+    past_last_cache(3 * 4 * n)
 }
 
 /// An input's rows: `n` elements in rows of `w`, row r at `start + r * stride`.
@@ -128,7 +139,12 @@ impl CustomOp2 for Binary {
         let out = match (s1, s2) {
             (CpuStorage::F32(x), CpuStorage::F32(y)) => {
                 let r = [rows(l1, x.len())?, rows(l2, y.len())?];
-                self.run(self.f32, (x, y), r)
+                let past = past_caches(r[0].n) && r.iter().all(Rows::contiguous);
+                let f = match self.f32_streaming {
+                    Some(streaming) if past => streaming,
+                    _ => self.f32,
+                };
+                self.run(f, (x, y), r)
             }
             (CpuStorage::F16(x), CpuStorage::F16(y)) => {
                 let r = [rows(l1, x.len())?, rows(l2, y.len())?];

@@ -43,6 +43,17 @@ pub(super) const BLOCK: usize = 256;
 /// range compacts memory on the spot (measured: an 8 MiB copy 2x slower).
 const HUGE_PAGE_OUTPUT: usize = 64 << 20;
 
+/// Whether an output of `bytes` is larger than this CPU's last cache (sysfs
+/// says its size, read once; where it does not, never): written the
+/// ordinary way, each of its lines would be read for ownership first and
+/// then pushed out of the cache by the lines after it, before anything
+/// reads it back.
+pub(super) fn past_last_cache(bytes: usize) -> bool {
+    static LAST: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    let last = LAST.get_or_init(|| crate::env::cpu_last_level_cache().map(|(_, b)| b));
+    last.is_some_and(|last| bytes as u64 > last)
+}
+
 /// An element type the kernels read and write, seen as f32 a block at a time.
 pub(super) trait Elem: WithDType + Copy + Send + Sync {
     /// `src` (at most [`BLOCK`] long) as f32: itself for f32, else widened

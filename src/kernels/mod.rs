@@ -64,7 +64,7 @@ pub mod work;
 
 use candle_core::{bail, DType, Layout, Result, Tensor};
 
-pub use add::add;
+pub use add::{add, add_streams};
 pub use argmax::argmax_last_dim;
 pub use attend::cached_attention;
 pub use copy::{copy, round_to};

@@ -31,6 +31,7 @@ static OP: Binary = Binary {
     // An exponential each makes 16 Ki elements tens of microseconds.
     min_task: 16 << 10,
     f32: picked::<f32>,
+    f32_streaming: None,
     f16: picked::<half::f16>,
     bf16: picked::<half::bf16>,
     #[cfg(feature = "cuda")]

@@ -354,15 +354,11 @@ fn measure_row(
     let inputs = ops::Inputs::new(op, &shape, dtype, device, draws)?;
     let ones = Tensor::ones(width, dtype, device)?;
     let reference = Reference::new(op, &inputs, width)?;
-    let (reads, writes) = ops::streams(op);
     let label = format!("{} {} {p}", op.name(), case.name);
     let b = beside::measure(
         plan,
         ladder,
-        (
-            &ladder.kernels_for_op(ladder.kernel_for(reads, writes), ops::memcpy(op)),
-            bytes_moved,
-        ),
+        (&ops::bound_kernels((ladder, device), op, p, n), bytes_moved),
         &label,
         &implementations_at(op, case),
         &|imp| Ok(ops::run(op, imp, &inputs, &ones)?),
@@ -560,10 +556,15 @@ mod tests {
             let (reads, writes) = ops::streams(row.op);
             if device.is_cpu() {
                 // Ordinary stores, but for the copy (memcpy's choice): the
-                // faster of the two store kinds.
+                // faster of the two store kinds; the add past the caches
+                // non-temporal ones.
                 let ordinary = crate::schema::LadderKernel::for_streams(reads, writes);
+                let n = (row.bytes_moved / 12) as usize;
+                let f32_add = row.op == KernelOp::Add && row.precision == Precision::F32;
                 if ops::memcpy(row.op) {
                     assert!(ordinary.either_store().contains(&b.kernel), "{b:?}");
+                } else if f32_add && crate::kernels::add_streams(n) {
+                    assert_eq!(b.kernel, crate::schema::LadderKernel::TriadNt);
                 } else {
                     assert_eq!(b.kernel, ordinary);
                 }

@@ -5,8 +5,10 @@
 use anyhow::Result;
 use candle_core::{DType, Device, Tensor, D};
 
+use crate::bench::ladder::Ladder;
 use crate::kernels;
-use crate::schema::{Implementation, KernelOp};
+use crate::precision::Precision;
+use crate::schema::{Implementation, KernelOp, LadderKernel};
 
 /// RMSNorm's epsilon, as the block's (Llama's 1e-5).
 pub const EPS: f32 = 1e-5;
@@ -128,10 +130,34 @@ pub fn streams(op: KernelOp) -> (u64, u64) {
 
 /// Whether the op's stores are `memcpy`'s choice (the copy: Candle's and the
 /// suite's both call it, and it stores past the cache above its own size),
-/// so that its bound is the faster of the ladder's store kinds; every other
-/// op stores the ordinary way, read for ownership first.
+/// so that its bound is the faster of the ladder's store kinds.
 pub fn memcpy(op: KernelOp) -> bool {
     op == KernelOp::Copy
+}
+
+/// The ladder kernels a row of `op` moving `n` elements an array on
+/// `device` is held to (the fastest bounds it): the copy's either store
+/// kind ([`memcpy`]); the add's the one the suite's add uses at that size
+/// (non-temporal for f32 past the caches on the CPU: `kernels::add_streams`);
+/// every other op's ordinary stores, read for ownership first.
+pub fn bound_kernels(
+    (ladder, device): (&Ladder, &Device),
+    op: KernelOp,
+    p: Precision,
+    n: usize,
+) -> Vec<LadderKernel> {
+    let (reads, writes) = streams(op);
+    let ordinary = ladder.kernel_for(reads, writes);
+    let add = op == KernelOp::Add;
+    let mut kinds = ladder.kernels_for_op(ordinary, memcpy(op) || add);
+    if add {
+        let nt = p == Precision::F32 && device.is_cpu() && kernels::add_streams(n);
+        kinds.retain(|&k| (k == LadderKernel::TriadNt) == nt);
+    }
+    match kinds.is_empty() {
+        true => vec![ordinary],
+        false => kinds,
+    }
 }
 
 /// The implementations an op is measured in, in the table's order; the

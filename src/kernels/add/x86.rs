@@ -30,3 +30,34 @@ pub(super) unsafe fn add<E: Lanes16>(a: &[E], b: &[E], z: &mut [MaybeUninit<E>])
     }
     super::into(&a[whole..], &b[whole..], &mut z[whole..]);
 }
+
+/// a + b into `z` (all three the same length) in f32, the whole 64-byte
+/// lines of `z` stored non-temporally (`vmovntps`: to memory through the
+/// write-combining buffers, not read for ownership, not kept in a cache);
+/// the elements before `z`'s first line boundary and after its last whole
+/// register the ordinary way (the instruction takes aligned addresses
+/// only). A store fence ends it: such stores are weakly ordered, and the
+/// op's caller (another thread, once the pool's task returns) reads them.
+///
+/// # Safety
+/// This CPU has AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn add_streaming(a: &[f32], b: &[f32], z: &mut [MaybeUninit<f32>]) {
+    assert!(a.len() == z.len() && b.len() == z.len());
+    let n = z.len();
+    let head = z.as_ptr().align_offset(64).min(n);
+    let whole = head + (n - head) / 16 * 16;
+    super::into(&a[..head], &b[..head], &mut z[..head]);
+    let (pa, pb, pz) = (a.as_ptr(), b.as_ptr(), z.as_mut_ptr().cast::<f32>());
+    for i in (head..whole).step_by(16) {
+        // SAFETY: i + 16 <= whole <= the length of each (asserted); z + i
+        // is 64-byte aligned (z + head is, and i - head is a multiple of 16
+        // f32), as `_mm512_stream_ps` requires.
+        unsafe {
+            let s = _mm512_add_ps(_mm512_loadu_ps(pa.add(i)), _mm512_loadu_ps(pb.add(i)));
+            _mm512_stream_ps(pz.add(i), s);
+        }
+    }
+    _mm_sfence();
+    super::into(&a[whole..], &b[whole..], &mut z[whole..]);
+}
