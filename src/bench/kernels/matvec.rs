@@ -268,7 +268,11 @@ fn weight(device: &Device, m: &Matrix, w: WeightType, seed: u64) -> Result<(Weig
     let top = CHECKED.min(m.n);
     Ok(match w {
         WeightType::Float(p) => {
-            let f = Tensor::randn(0f32, std as f32, (m.n, m.k), &Device::Cpu)?;
+            // Drawn on every core (`Tensor::randn` draws on one: Llama-3-8B's
+            // float weights took seconds of the run).
+            let mut v = super::ops::normal(m.n * m.k, seed);
+            v.iter_mut().for_each(|x| *x *= std as f32);
+            let f = Tensor::from_vec(v, (m.n, m.k), &Device::Cpu)?;
             let w = f.to_dtype(p.dtype())?.to_device(device)?;
             let want = host_f64(&w.narrow(0, 0, top)?)?;
             let wt = w.t()?;

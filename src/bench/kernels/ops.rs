@@ -94,7 +94,7 @@ impl Draws {
 /// `n` standard-normal f32s, drawn in parts of 64 Ki on every core, each
 /// part from its own small generator seeded by `seed` and its index: the
 /// same values whatever the threads.
-fn normal(n: usize, seed: u64) -> Vec<f32> {
+pub(super) fn normal(n: usize, seed: u64) -> Vec<f32> {
     use rand::{rngs::SmallRng, Rng, SeedableRng};
     use rayon::prelude::*;
     const PART: usize = 1 << 16;
