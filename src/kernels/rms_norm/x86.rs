@@ -1,5 +1,5 @@
-//! RMSNorm's rows at 16 bits with AVX-512: each 16 values converted in a
-//! register on the way in and out ([`Lanes16`]), the sum of squares in four
+//! RMSNorm's rows with AVX-512 (f32, and 16 bits converted in a register
+//! on the way in and out: [`Lanes16`]), the sum of squares in four
 //! registers of fused multiply-adds, the next row (and the lines its output
 //! will be written to) asked of the cache while this one is summed. The portable rows (in `rms_norm.rs`) widen through
 //! f32 buffers, whose extra stores and loads held them compute-bound in L2
@@ -13,6 +13,8 @@ use crate::kernels::cpu::x86::Lanes16;
 
 /// Values a register holds.
 const V: usize = 16;
+/// Bytes of a cache line.
+const LINE: usize = 64;
 
 /// The rows of `x` (rows of `width`) normalized into `y`, scaled by `w` if
 /// given.
@@ -44,17 +46,17 @@ unsafe fn row<E: Lanes16>(x: &[E], w: Option<&[E]>, y: &mut [MaybeUninit<E>], ep
     let mut i = 0;
     // SAFETY (every load below): i + 16 <= whole <= n values of x.
     while i + 4 * V <= whole {
-        // The next row, a 64-byte line a prefetch: 128 bytes of this row's
-        // 16-bit values cover two. A hint: past the end it reads nothing.
-        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(i + n).cast());
-        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(i + n + 2 * V).cast());
-        // And the next row's output lines, asked for to be written: its
-        // stores then find them in L1 rather than each waiting on a read for
-        // ownership (a 1024 x 4096 f16 norm with its data out of the caches,
-        // Xeon VM: 0.73-0.93 ms without, 0.53-0.60 with).
+        // The next row, a 64-byte line a prefetch (this step's 64 values
+        // are two lines at 16 bits, four at f32). A hint: past the end it
+        // reads nothing. And the next row's output lines, asked for to be
+        // written: its stores then find them in L1 rather than each waiting
+        // on a read for ownership (a 1024 x 4096 f16 norm with its data out
+        // of the caches, Xeon VM: 0.73-0.93 ms without, 0.53-0.60 with).
         let q = y.as_ptr().cast::<E>();
-        _mm_prefetch::<_MM_HINT_ET0>(q.wrapping_add(i + n).cast());
-        _mm_prefetch::<_MM_HINT_ET0>(q.wrapping_add(i + n + 2 * V).cast());
+        for line in (0..4 * V).step_by(LINE / std::mem::size_of::<E>()) {
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(i + n + line).cast());
+            _mm_prefetch::<_MM_HINT_ET0>(q.wrapping_add(i + n + line).cast());
+        }
         for (k, a) in acc.iter_mut().enumerate() {
             let v = unsafe { E::load16(p.add(i + k * V)) };
             *a = _mm512_fmadd_ps(v, v, *a);
