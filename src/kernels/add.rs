@@ -5,10 +5,11 @@
 //! block at a time in f32 (16-bit inputs widened by F16C or a shift, the sum
 //! rounded once), writing straight into the output, which is allocated
 //! uninitialized (see [`super::cpu`]): no zeroing pass; above 64 MiB on huge
-//! pages, 512 times fewer page faults. Where the three f32 arrays are larger
-//! than the last cache, the output is stored non-temporally (AVX-512's `vmovntps`, as `memcpy` stores a
-//! copy past its size): its lines are not read for ownership first, three
-//! transfers an element where ordinary stores make four. On a GPU 16 bytes
+//! pages, 512 times fewer page faults. Where an f32 output of contiguous
+//! inputs is larger than the last cache, it is stored non-temporally
+//! (AVX-512's `vmovntps`, as `memcpy` stores a copy past its size): its
+//! lines are not read for ownership first, three transfers an element where
+//! ordinary stores make four. On a GPU 16 bytes
 //! per load and store from each thread (`cuda/add.cu`).
 
 use std::mem::MaybeUninit;
@@ -21,8 +22,9 @@ use super::cpu::{simd_kernel, Elem};
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-/// Whether [`add`] of `n` f32 elements on this CPU stores non-temporally
-/// (AVX-512, its arrays past the last cache): what its bound is held to.
+/// Whether [`add`] of `n` contiguous f32 elements on this CPU stores
+/// non-temporally (AVX-512, its output past the last cache): what its
+/// bound is held to.
 pub fn add_streams(n: usize) -> bool {
     #[cfg(target_arch = "x86_64")]
     let streaming = std::arch::is_x86_feature_detected!("avx512f");
@@ -51,9 +53,8 @@ static OP: Binary = Binary {
     module: &super::launch::ADD,
 };
 
-/// a + b in f32 with non-temporal stores, where this CPU has AVX-512
-/// (checked once the op is first used; elsewhere the op keeps its ordinary
-/// stores).
+/// a + b in f32 with non-temporal stores on x86-64 ([`streaming`] checks
+/// for AVX-512 at each call; without it the stores stay ordinary).
 #[cfg(target_arch = "x86_64")]
 const STREAMING: Option<super::binary::Block<f32>> = Some(streaming);
 #[cfg(not(target_arch = "x86_64"))]

@@ -43,10 +43,10 @@ pub(super) const BLOCK: usize = 256;
 /// range compacts memory on the spot (measured: an 8 MiB copy 2x slower).
 const HUGE_PAGE_OUTPUT: usize = 64 << 20;
 
-/// Whether an output of `bytes` is larger than this CPU's last cache (sysfs
-/// says its size, read once; where it does not, never): written the
-/// ordinary way, each of its lines would be read for ownership first and
-/// then pushed out of the cache by the lines after it, before anything
+/// Whether `bytes` are more than this CPU's last cache holds (sysfs says its
+/// size, cpu0's, read once; where it does not, never): an output that large,
+/// written the ordinary way, has each of its lines read for ownership first
+/// and then pushed out of the cache by the lines after it, before anything
 /// reads it back.
 pub(super) fn past_last_cache(bytes: usize) -> bool {
     static LAST: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();

@@ -4,8 +4,11 @@
 //! attention and its MLP with).
 //!
 //! The idea that makes it fast: two passes over a row that stays in cache,
-//! the first summing squares in f32 into 16 independent accumulators, the
-//! second scaling (and multiplying by the weight in the same pass). One
+//! the first summing squares in f32 into independent accumulators (16 in
+//! the portable rows; four registers of 16 in the AVX-512 ones, `x86.rs`,
+//! every dtype's where the CPU has it), the second scaling (and multiplying
+//! by the weight in the same pass), the next row asked of the cache
+//! meanwhile. One
 //! running sum, as Candle's CPU kernel keeps (`.sum::<f32>()`), is a chain of
 //! dependent adds the compiler may not reorder, so it runs one element per add
 //! latency; 16 sums are 16 lanes of SIMD. Rows are split across threads. On a

@@ -28,7 +28,7 @@ pub enum LadderKernel {
     /// which stores past the cache above a size of its own choosing).
     Copy,
     /// Two streams read, one written with ordinary stores: `a = b + s*c`
-    /// (an add, SwiGLU).
+    /// (an add in the cache, SwiGLU).
     Triad,
     /// The driver's device-to-device copy (`cuMemcpyDtoD`), on a GPU.
     DeviceCopy,
@@ -37,7 +37,8 @@ pub enum LadderKernel {
     /// caches, as `memcpy` stores a large copy; slower than ordinary stores
     /// on data a cache holds, faster past the caches.
     CopyNt,
-    /// The triad with non-temporal stores (2.12).
+    /// The triad with non-temporal stores (2.12): the bound of the suite's
+    /// f32 add where its output is larger than the last cache.
     TriadNt,
 }
 

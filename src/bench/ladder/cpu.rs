@@ -6,13 +6,19 @@
 //!   full vector registers.
 //! - **Each store kind said.** The copy and the triad store either way, each
 //!   a kernel of its own: ordinary stores (the line is read for ownership,
-//!   then written back: what a norm or an add does) and non-temporal ones
-//!   (`movntps`: written to memory without the read, as `memcpy` stores a
-//!   large copy). The copy is the suite's own loop, not `memcpy`, which
+//!   then written back: what a norm, SwiGLU or an add in the cache does) and
+//!   non-temporal ones (`movntps`: written to memory without the read, as
+//!   `memcpy` stores a large copy and the suite's f32 add an output past the
+//!   last cache). The copy is the suite's own loop, not `memcpy`, which
 //!   switches to non-temporal stores above a size of its own (3/4 of the
 //!   shared cache in glibc), so that one 1 GiB part a thread went past the
 //!   switch and 256 KiB parts did not: 46 and 26 GB/s for "the copy" at one
 //!   footprint on a 2-vCPU Xeon VM.
+//! - **Every stream asked for ahead.** The ordinary copy and triad ask the
+//!   cache for each line 4 KiB before they read or write it, as the suite's
+//!   element-wise kernels do (a bound the ops beat is no bound: RMSNorm,
+//!   which asks, read 102-114% of a copy that did not); the non-temporal
+//!   pair reads four streams a thread in turn, as glibc's large `memcpy`.
 //! - **The sum in integers.** Floating-point adds may not be reordered, so a
 //!   float sum is one long dependency chain; the bits summed as wrapping u32
 //!   may, and the compiler spreads them over many vector accumulators.
@@ -276,7 +282,8 @@ widest! {
         // are its own choice (non-temporal above its size); the multiply is
         // one vector op per 64 bytes, far under any cache's pace.
         let one = std::hint::black_box(1.0f32);
-        let (n, mut lines) = (a.len().min(b.len()), a.chunks_exact_mut(LINE));
+        assert_eq!(a.len(), b.len());
+        let (n, mut lines) = (a.len(), a.chunks_exact_mut(LINE));
         for (k, a) in (&mut lines).enumerate() {
             let b = &b[k * LINE..][..LINE];
             ahead(b.as_ptr());
@@ -293,7 +300,8 @@ widest! {
 
 widest! {
     fn triad(a: &mut [f32], b: &[f32], c: &[f32], s: f32) {
-        let (n, mut lines) = (a.len().min(b.len()).min(c.len()), a.chunks_exact_mut(LINE));
+        assert!(a.len() == b.len() && a.len() == c.len());
+        let (n, mut lines) = (a.len(), a.chunks_exact_mut(LINE));
         for (k, a) in (&mut lines).enumerate() {
             let (b, c) = (&b[k * LINE..][..LINE], &c[k * LINE..][..LINE]);
             ahead(b.as_ptr());
@@ -316,6 +324,7 @@ const LINE: usize = 16;
 
 /// Bytes the ordinary-store kernels ask the cache for ahead of where they
 /// read and write (the suite's element-wise kernels' distance).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const AHEAD: usize = 4096;
 
 /// Asks the cache for the line [`AHEAD`] bytes past `p`, to be read. A
@@ -332,21 +341,16 @@ fn ahead(p: *const f32) {
     let _ = p;
 }
 
-/// Asks the cache for the line [`AHEAD`] bytes past `p`, to be written
-/// (`prefetchw`: the line read for ownership before the store needs it),
-/// as the suite's kernels do: without it the ordinary copy past the caches
-/// waited on each store's read for ownership in turn, and RMSNorm, which
-/// asks, read 102-114% of it (f32, the dram case, the f6m207 Xeon VM).
+/// Asks the cache for the line [`AHEAD`] bytes past `p`, to be written,
+/// as the suite's kernels do: a read prefetch (a line no other core holds
+/// arrives exclusive, so the store does not wait on a read for ownership
+/// of its own; `prefetchw` needs the `prfchw` feature, which this build
+/// does not enable). Without it the ordinary copy past the caches waited on
+/// each store's read for ownership in turn, and RMSNorm, which asks, read
+/// 102-114% of it (f32, the dram case, the f6m207 Xeon VM).
 #[inline(always)]
 fn ahead_write(p: *const f32) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint: it never faults, whatever the address.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
-        _mm_prefetch::<_MM_HINT_ET0>(p.cast::<i8>().wrapping_add(AHEAD));
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
+    ahead(p);
 }
 
 /// The copy and the triad with non-temporal stores: the lines of `a` go to

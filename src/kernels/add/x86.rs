@@ -1,5 +1,6 @@
-//! a + b at 16 bits with AVX-512: sixteen values of each input converted in
-//! a register ([`Lanes16`]), added, and rounded back on the way out. The
+//! a + b with AVX-512: at 16 bits sixteen values of each input converted in
+//! a register ([`Lanes16`]), added, and rounded back on the way out; in f32
+//! past the last cache with non-temporal stores ([`add_streaming`]). The
 //! portable kernel (in `add.rs`) widens both inputs through f32 buffers and
 //! narrows through a third, whose extra stores and loads held bf16 at 8.4 G
 //! elements/s on the Xeon VM's two cores with its data in L2: compute-bound

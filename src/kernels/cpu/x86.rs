@@ -26,13 +26,14 @@ pub(in crate::kernels) fn ahead_read<E>(p: *const E) {
     unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>().wrapping_add(AHEAD)) };
 }
 
-/// Asks the cache for the line [`AHEAD`] bytes past `p`, to be written
-/// (`prefetchw`: the line read for ownership before the store needs it,
-/// where an ordinary store past the caches waits on that read).
+/// Asks the cache for the line [`AHEAD`] bytes past `p`, to be written:
+/// a read prefetch (a line no other core holds arrives exclusive, so the
+/// store that follows does not wait on a read for ownership of its own;
+/// `_MM_HINT_ET0`, `prefetchw`, needs the `prfchw` feature, which this
+/// build does not enable: it compiles to this same `prefetcht0`).
 #[inline(always)]
 pub(in crate::kernels) fn ahead_write<E>(p: *const E) {
-    // SAFETY: a prefetch is a hint: it never faults, whatever the address.
-    unsafe { _mm_prefetch::<_MM_HINT_ET0>(p.cast::<i8>().wrapping_add(AHEAD)) };
+    ahead_read(p);
 }
 
 /// A type the AVX-512 rows load and store as f32, sixteen values a register.

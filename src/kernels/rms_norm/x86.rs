@@ -48,14 +48,17 @@ unsafe fn row<E: Lanes16>(x: &[E], w: Option<&[E]>, y: &mut [MaybeUninit<E>], ep
     while i + 4 * V <= whole {
         // The next row, a 64-byte line a prefetch (this step's 64 values
         // are two lines at 16 bits, four at f32). A hint: past the end it
-        // reads nothing. And the next row's output lines, asked for to be
-        // written: its stores then find them in L1 rather than each waiting
-        // on a read for ownership (a 1024 x 4096 f16 norm with its data out
-        // of the caches, Xeon VM: 0.73-0.93 ms without, 0.53-0.60 with).
+        // reads nothing. And the next row's output lines, asked for before
+        // they are written: its stores then find them in L1 rather than each
+        // waiting on a read for ownership (a 1024 x 4096 f16 norm with its
+        // data out of the caches, Xeon VM: 0.73-0.93 ms without, 0.53-0.60
+        // with). A read prefetch: `_MM_HINT_ET0` (`prefetchw`) needs the
+        // `prfchw` feature, which this build does not enable, and compiled
+        // to this same instruction.
         let q = y.as_ptr().cast::<E>();
         for line in (0..4 * V).step_by(LINE / std::mem::size_of::<E>()) {
             _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(i + n + line).cast());
-            _mm_prefetch::<_MM_HINT_ET0>(q.wrapping_add(i + n + line).cast());
+            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(i + n + line).cast());
         }
         for (k, a) in acc.iter_mut().enumerate() {
             let v = unsafe { E::load16(p.add(i + k * V)) };
