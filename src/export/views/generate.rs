@@ -270,7 +270,8 @@ fn bound_text(r: &GenerateResults) -> String {
              memory's footprint, and again measured in turn with it: a cache the system does \
              not report), over the weight bytes a \
              token reads; DRAM bound: the same past the caches, \
-             at memory's footprint or more ({}); roofline: min(the compute peak at the row's \
+             at memory's footprint or more ({}; in parentheses where the weights live in a \
+             cache: what the bytes would take from memory, not a bound on the row); roofline: min(the compute peak at the row's \
              precision in this run (a quantized row's: its own product), pp's FLOPs over its \
              weights' bytes x the tg bound's bandwidth); pp and tg as llama-bench runs \
              them (from an empty cache), median of {} runs after {} warm-up{}",

@@ -66,9 +66,13 @@ pub(super) fn speed_cells(r: &GenerateResults, p: &str, x: &GenerateMeasured) ->
             format!("{v:.0}{level}{level_mark}")
         }),
         opt(x.tg_pct_of_bound, |v| format!("{v:.0}%")),
-        opt(x.tg_bound_dram_tokens_per_s, |v| {
-            format!("{v:.0}{dram_mark}")
-        }),
+        opt(
+            x.tg_bound_dram_tokens_per_s,
+            |v| match verdicts::dram_bounds(x) {
+                true => format!("{v:.0}{dram_mark}"),
+                false => format!("({v:.0}){dram_mark}"),
+            },
+        ),
         format!("{:.1}", x.ttft.median_ms),
         format!("{:.1}", x.pp_gflop_per_s),
         x.pp_roofline
