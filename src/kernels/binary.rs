@@ -85,6 +85,14 @@ pub(super) fn past_caches(n: usize) -> bool {
     past_last_cache(4 * n)
 }
 
+/// Whether an f32 op with a streaming block stores non-temporally on
+/// inputs of `rows`: both contiguous (the streaming block takes one run
+/// each, not a row at a time) and the output past the last cache
+/// ([`past_caches`]).
+fn streams(rows: &[Rows; 2]) -> bool {
+    past_caches(rows[0].n) && rows.iter().all(Rows::contiguous)
+}
+
 /// An input's rows: `n` elements in rows of `w`, row r at `start + r * stride`.
 #[derive(Clone, Copy)]
 struct Rows {
@@ -141,9 +149,8 @@ impl CustomOp2 for Binary {
         let out = match (s1, s2) {
             (CpuStorage::F32(x), CpuStorage::F32(y)) => {
                 let r = [rows(l1, x.len())?, rows(l2, y.len())?];
-                let past = past_caches(r[0].n) && r.iter().all(Rows::contiguous);
                 let f = match self.f32_streaming {
-                    Some(streaming) if past => streaming,
+                    Some(streaming) if streams(&r) => streaming,
                     _ => self.f32,
                 };
                 self.run(f, (x, y), r)
@@ -186,5 +193,37 @@ impl CustomOp2 for Binary {
             &[Scalar::U64(n as u64)],
         )?;
         Ok((out, l1.shape().clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_contiguous_inputs_past_the_last_cache_stream() {
+        let rows = |n, w, stride| Rows {
+            start: 0,
+            stride,
+            w,
+            n,
+        };
+        // An output past the last cache this machine reports (sysfs), or,
+        // where it reports none, one that no cache holds.
+        let llc = crate::env::cpu_last_level_cache().map(|(_, bytes)| bytes as usize);
+        let big = llc.map_or(1 << 40, |bytes| bytes / 4 + 4096);
+        let (w, small) = (4096, 1 << 16);
+        assert_eq!(past_caches(big), llc.is_some());
+        assert!(!past_caches(small));
+        let flat = rows(big, w, w);
+        assert_eq!(streams(&[flat, flat]), llc.is_some());
+        // Either input a view of rows further apart (a stacked projection's
+        // half): the ordinary block, a row at a time.
+        let strided = rows(big, w, 2 * w);
+        assert!(!streams(&[strided, flat]));
+        assert!(!streams(&[flat, strided]));
+        // An output that fits: ordinary stores, whatever the layout.
+        let fits = rows(small, w, w);
+        assert!(!streams(&[fits, fits]));
     }
 }

@@ -43,6 +43,7 @@
 //! on the GPU machine ([`launch`]). This module imports nothing of the suite's.
 
 mod add;
+pub(crate) mod ahead;
 mod argmax;
 mod attend;
 mod binary;

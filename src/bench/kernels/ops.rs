@@ -295,6 +295,43 @@ mod tests {
     }
 
     #[test]
+    fn each_op_is_held_to_the_ladder_kernel_of_its_own_stores() {
+        use LadderKernel::{Copy, CopyNt, Triad, TriadNt};
+        let device = Device::Cpu;
+        let t = crate::telemetry::Telemetry::open(&device);
+        let ladder = Ladder::new(&device, &t, Some(1 << 20)).unwrap();
+        let held = |op, p, n| bound_kernels((&ladder, &device), op, p, n);
+        // Elements an array whose f32 output is past the last cache this
+        // machine reports (sysfs), or that no cache holds where it reports
+        // none; and one that fits any.
+        let llc = crate::env::cpu_last_level_cache().map(|(_, bytes)| bytes as usize);
+        let (big, small) = (llc.map_or(1 << 40, |b| b / 4 + 4096), 1 << 14);
+        // The f32 add past the cache stores non-temporally where the suite's
+        // add does (AVX-512 and a cache sysfs names), and is held to that.
+        let nt = kernels::add_streams(big);
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(
+            nt,
+            llc.is_some() && std::arch::is_x86_feature_detected!("avx512f")
+        );
+        let f32_add = if nt { TriadNt } else { Triad };
+        assert_eq!(held(KernelOp::Add, Precision::F32, big), [f32_add]);
+        // At 16 bits, or in the cache: ordinary stores.
+        assert_eq!(held(KernelOp::Add, Precision::F16, big), [Triad]);
+        assert_eq!(held(KernelOp::Add, Precision::F32, small), [Triad]);
+        // The copy is `memcpy`'s: either store kind, the faster binding.
+        for n in [small, big] {
+            assert_eq!(held(KernelOp::Copy, Precision::F32, n), [Copy, CopyNt]);
+        }
+        // Every other op's ordinary stores, at its own streams.
+        for op in [KernelOp::RmsNorm, KernelOp::Softmax, KernelOp::Swiglu] {
+            let (reads, writes) = streams(op);
+            let want = LadderKernel::for_streams(reads, writes);
+            assert_eq!(held(op, Precision::F32, big), [want], "{op:?}");
+        }
+    }
+
+    #[test]
     fn the_reference_is_the_math() {
         let x = [1.0, -2.0, 2.0, 0.0];
         let rms = reference(KernelOp::RmsNorm, &x, &[], &[], 2);

@@ -16,8 +16,9 @@
 //!   footprint on a 2-vCPU Xeon VM.
 //! - **Every stream asked for ahead.** The ordinary copy and triad ask the
 //!   cache for each line 4 KiB before they read or write it, as the suite's
-//!   element-wise kernels do (a bound the ops beat is no bound: RMSNorm,
-//!   which asks, read 102-114% of a copy that did not); the non-temporal
+//!   element-wise kernels do, with the same helper (`kernels::ahead`): a
+//!   bound the ops beat is no bound (RMSNorm, which asks, read 102-114% of
+//!   a copy that did not). The non-temporal
 //!   pair reads four streams a thread in turn, as glibc's large `memcpy`.
 //! - **The sum in integers.** Floating-point adds may not be reordered, so a
 //!   float sum is one long dependency chain; the bits summed as wrapping u32
@@ -36,6 +37,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::kernels::ahead::ahead;
 use crate::schema::LadderKernel;
 
 /// Elements of a part, at most, when threads take parts as they finish:
@@ -287,7 +289,7 @@ widest! {
         for (k, a) in (&mut lines).enumerate() {
             let b = &b[k * LINE..][..LINE];
             ahead(b.as_ptr());
-            ahead_write(a.as_ptr());
+            ahead(a.as_ptr());
             for (a, &b) in a.iter_mut().zip(b) {
                 *a = one * b;
             }
@@ -306,7 +308,7 @@ widest! {
             let (b, c) = (&b[k * LINE..][..LINE], &c[k * LINE..][..LINE]);
             ahead(b.as_ptr());
             ahead(c.as_ptr());
-            ahead_write(a.as_ptr());
+            ahead(a.as_ptr());
             for ((a, &b), &c) in a.iter_mut().zip(b).zip(c) {
                 *a = b + s * c;
             }
@@ -321,37 +323,6 @@ widest! {
 
 /// f32s of a 64-byte cache line: the ordinary kernels' step.
 const LINE: usize = 16;
-
-/// Bytes the ordinary-store kernels ask the cache for ahead of where they
-/// read and write (the suite's element-wise kernels' distance).
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-const AHEAD: usize = 4096;
-
-/// Asks the cache for the line [`AHEAD`] bytes past `p`, to be read. A
-/// hint: past an array's end it reads nothing.
-#[inline(always)]
-fn ahead(p: *const f32) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint: it never faults, whatever the address.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>().wrapping_add(AHEAD));
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
-/// Asks the cache for the line [`AHEAD`] bytes past `p`, to be written,
-/// as the suite's kernels do: a read prefetch (a line no other core holds
-/// arrives exclusive, so the store does not wait on a read for ownership
-/// of its own; `prefetchw` needs the `prfchw` feature, which this build
-/// does not enable). Without it the ordinary copy past the caches waited on
-/// each store's read for ownership in turn, and RMSNorm, which asks, read
-/// 102-114% of it (f32, the dram case, the f6m207 Xeon VM).
-#[inline(always)]
-fn ahead_write(p: *const f32) {
-    ahead(p);
-}
 
 /// The copy and the triad with non-temporal stores: the lines of `a` go to
 /// memory through the write-combining buffers, never read for ownership

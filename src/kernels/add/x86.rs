@@ -9,7 +9,8 @@
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 
-use crate::kernels::cpu::x86::{ahead_read, ahead_write, Lanes16};
+use crate::kernels::ahead::ahead;
+use crate::kernels::cpu::x86::Lanes16;
 
 /// a + b into `z` (all three the same length), whole registers of sixteen;
 /// the tail of under sixteen the portable kernel's (the same bits: both
@@ -24,9 +25,9 @@ pub(super) unsafe fn add<E: Lanes16>(a: &[E], b: &[E], z: &mut [MaybeUninit<E>])
     let (pa, pb, pz) = (a.as_ptr(), b.as_ptr(), z.as_mut_ptr().cast::<E>());
     for i in (0..whole).step_by(16) {
         // The streams' lines ahead asked for, as the ladder's triad does.
-        ahead_read(pa.wrapping_add(i));
-        ahead_read(pb.wrapping_add(i));
-        ahead_write(pz.wrapping_add(i));
+        ahead(pa.wrapping_add(i));
+        ahead(pb.wrapping_add(i));
+        ahead(pz.wrapping_add(i));
         // SAFETY: i + 16 <= whole <= the length of each (asserted).
         unsafe {
             let s = _mm512_add_ps(E::load16(pa.add(i)), E::load16(pb.add(i)));

@@ -14,28 +14,6 @@ use half::{bf16, f16};
 
 use super::Elem;
 
-/// Bytes ahead of a stream the element-wise kernels ask the cache for (as
-/// the ladder's ordinary-store kernels do: a bound they are held to).
-pub(in crate::kernels) const AHEAD: usize = 4096;
-
-/// Asks the cache for the line [`AHEAD`] bytes past `p`, to be read. A
-/// hint: past the end of an array it reads nothing.
-#[inline(always)]
-pub(in crate::kernels) fn ahead_read<E>(p: *const E) {
-    // SAFETY: a prefetch is a hint: it never faults, whatever the address.
-    unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>().wrapping_add(AHEAD)) };
-}
-
-/// Asks the cache for the line [`AHEAD`] bytes past `p`, to be written:
-/// a read prefetch (a line no other core holds arrives exclusive, so the
-/// store that follows does not wait on a read for ownership of its own;
-/// `_MM_HINT_ET0`, `prefetchw`, needs the `prfchw` feature, which this
-/// build does not enable: it compiles to this same `prefetcht0`).
-#[inline(always)]
-pub(in crate::kernels) fn ahead_write<E>(p: *const E) {
-    ahead_read(p);
-}
-
 /// A type the AVX-512 rows load and store as f32, sixteen values a register.
 pub(in crate::kernels) trait Lanes16: Elem {
     /// The 16 values at `p` as f32.

@@ -7,7 +7,7 @@
 //! every tile of the activations against each group before the next group is
 //! read. The k elements that do not fill a vector are summed one at a time.
 //! Each row's read asks the cache for the line 4 KiB ahead of it
-//! ([`PREFETCH_BYTES`]): a group's rows are streams too short for the
+//! ([`crate::kernels::ahead`]): a group's rows are streams too short for the
 //! hardware's prefetcher alone.
 //!
 //! Compiled per instruction set ([`Tier`]): AVX-512 (4 x 4 tiles, 21 of its
@@ -23,37 +23,21 @@ use half::{bf16, f16, slice::HalfFloatSliceExt};
 use super::super::cpu::{bf16_round, Elem};
 use super::super::rows::Out;
 use super::isa::{Isa, Portable};
+use crate::kernels::ahead::ahead;
 
 /// Weight rows per group: four streams from memory at once.
 const NR: usize = 4;
 
-/// Bytes ahead of each weight row's read that a tile asks the cache for:
-/// the quantized tiles' distance ([`crate::kernels`]' `quant/x86.rs`), a
-/// memory latency of a thread's stream and more. A group's rows are short
-/// streams (SmolLM2's 576 fp16 values are 18 lines), too short for the
-/// hardware's streamer to ramp up on each: 4 KiB ahead of a row's read is
-/// 1.8 (fp32) to 3.6 (16-bit) rows on at SmolLM2's 576, rows the group's
-/// streams reach next or the next group's. A prompt chunk's later tiles
-/// prefetch what the first brought in: a hint that finds the line cached. Measured on SmolLM2 (Xeon VM, `generate --kernels
-/// lab`, pp16 and tg16, three A B rounds): fp16's tg went from 64-73 to
-/// 90-92 tok/s, bf16's from 76-79 to 83-96 (its pp from 345-368 to
-/// 427-434), fp32's within its noise; 2 KiB ahead gave less, 8 KiB no more.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-const PREFETCH_BYTES: usize = 4096;
-
-/// Asks the cache for the line [`PREFETCH_BYTES`] past `p` (x86; a hint that
-/// never faults, whatever the address: past the weight's end it reads nothing).
-#[inline(always)]
-fn prefetch_ahead<E>(p: *const E) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint: it never faults.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>().wrapping_add(PREFETCH_BYTES));
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
+// Each weight row's read asks the cache for the line 4 KiB ahead of it
+// ([`ahead`]). A group's rows are short streams (SmolLM2's 576 fp16 values
+// are 18 lines), too short for the hardware's streamer to ramp up on each:
+// 4 KiB ahead of a row's read is 1.8 (fp32) to 3.6 (16-bit) rows on at
+// SmolLM2's 576, rows the group's streams reach next or the next group's. A
+// prompt chunk's later tiles prefetch what the first brought in: a hint that
+// finds the line cached. Measured on SmolLM2 (Xeon VM, `generate --kernels
+// lab`, pp16 and tg16, three A B rounds): fp16's tg went from 64-73 to 90-92
+// tok/s, bf16's from 76-79 to 83-96 (its pp from 345-368 to 427-434), fp32's
+// within its noise; 2 KiB ahead gave less, 8 KiB no more.
 
 /// A weight element type: how a tile loads it, and it as f32 and back.
 pub(super) trait Weight: Elem {
@@ -328,7 +312,7 @@ unsafe fn tile<I: Isa, E: Weight, const R: usize, const G: usize>(
         let line = (p * std::mem::size_of::<E>()).is_multiple_of(64);
         for (j, wv) in wv.iter_mut().enumerate() {
             if line {
-                prefetch_ahead(w.wrapping_add(j * k + p));
+                ahead(w.wrapping_add(j * k + p));
             }
             *wv = unsafe { E::load::<I>(w.add(j * k + p)) };
         }
@@ -436,7 +420,7 @@ mod x86 {
         let mut p = 0;
         while p < body {
             let wv: [__m512bh; G] = std::array::from_fn(|j| unsafe {
-                super::prefetch_ahead(w.wrapping_add(j * k + p));
+                super::ahead(w.wrapping_add(j * k + p));
                 std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(
                     w.add(j * k + p).cast(),
                 ))

@@ -8,7 +8,8 @@
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 
-use crate::kernels::cpu::x86::{ahead_read, ahead_write, Lanes16};
+use crate::kernels::ahead::ahead;
+use crate::kernels::cpu::x86::Lanes16;
 use crate::kernels::exp::x86::exp16;
 
 /// silu(gate) * up into `y` (all three the same length), sixteen at a time.
@@ -23,9 +24,9 @@ pub(super) unsafe fn swiglu<E: Lanes16>(gate: &[E], up: &[E], y: &mut [MaybeUnin
     for i in (0..whole).step_by(16) {
         // The streams' lines ahead asked for, as the ladder's triad does
         // (past the caches 80% of its bound without, f32, the f6m207 Xeon VM).
-        ahead_read(pg.wrapping_add(i));
-        ahead_read(pu.wrapping_add(i));
-        ahead_write(py.wrapping_add(i));
+        ahead(pg.wrapping_add(i));
+        ahead(pu.wrapping_add(i));
+        ahead(py.wrapping_add(i));
         // SAFETY: i + 16 <= whole <= the length of each (asserted).
         unsafe {
             E::store16(

@@ -33,6 +33,8 @@
 
 use std::arch::x86_64::*;
 
+use crate::kernels::ahead::ahead_lines;
+
 mod q2k_q3k;
 mod q32;
 mod q4k_q5k;
@@ -192,21 +194,8 @@ unsafe fn f16x1(p: *const u8) -> __m256 {
     }
 }
 
-/// Packed bytes ahead of the current block that the loop asks the cache
-/// for, past what the hardware's streamer has in flight: a memory latency
-/// (~100 ns) of the stream at a thread's pace (a line every 15-20 cycles)
-/// is 1.5-2 KiB. Measured (AMD EPYC 2-core VM, Llama-3-8B's shapes from
-/// memory, three A B runs): 4 KiB took q4_1's q_o from 0.32-0.39 ms to
-/// 0.25-0.26 and SmolLM2's q4_1 decode from 163-174 tok/s to 194-211;
-/// q8_0 moved within its noise.
-const PREFETCH_BYTES: usize = 4096;
-
-/// Asks the cache for the `len` bytes [`PREFETCH_BYTES`] past `blk`, a line
-/// at a time (a prefetch past the weight's end reads nothing).
-#[inline(always)]
-fn prefetch_ahead(blk: *const u8, len: usize) {
-    for line in (0..len).step_by(64) {
-        // SAFETY: a prefetch is a hint: it never faults, whatever the address.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(blk.wrapping_add(PREFETCH_BYTES + line).cast()) };
-    }
-}
+// Each block's loop asks the cache for the packed bytes 4 KiB ahead
+// ([`ahead_lines`]), past what the hardware's streamer has in flight.
+// Measured (AMD EPYC 2-core VM, Llama-3-8B's shapes from memory, three A B
+// runs): it took q4_1's q_o from 0.32-0.39 ms to 0.25-0.26 and SmolLM2's
+// q4_1 decode from 163-174 tok/s to 194-211; q8_0 moved within its noise.

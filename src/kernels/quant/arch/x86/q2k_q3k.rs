@@ -11,7 +11,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{bcast4, bytes16, f16x8, load, prefetch_ahead, Int};
+use super::{ahead_lines, bcast4, bytes16, f16x8, load, Int};
 use crate::kernels::quant::act::{Q8K, QK_K};
 use crate::kernels::quant::blocks::Kind;
 use crate::kernels::quant::packed::{block_bytes, Q2K_SCALES, Q2K_VALUES, Q3K_SCALES, Q3K_VALUES};
@@ -134,7 +134,7 @@ pub(in crate::kernels::quant) unsafe fn group_q2k<I: Int, const R: usize>(
         // of the activation rows (the caller's rows).
         unsafe {
             let blk = w.add(b * gb);
-            prefetch_ahead(blk, gb);
+            ahead_lines(blk, gb);
             let (mut isum, mut mins) = ([_mm256_setzero_si256(); R], [_mm256_setzero_si256(); R]);
             for p in 0..8 {
                 // Row j's two scale bytes in lane j: scales low, minima high.
@@ -183,7 +183,7 @@ pub(in crate::kernels::quant) unsafe fn group_q3k<I: Int, const R: usize>(
         // SAFETY: as in `group_q2k`.
         unsafe {
             let blk = w.add(b * gb);
-            prefetch_ahead(blk, gb);
+            ahead_lines(blk, gb);
             let (mut isum, mut offs) = ([_mm256_setzero_si256(); R], [_mm256_setzero_si256(); R]);
             for p in 0..8 {
                 let sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(blk.add(Q3K_SCALES + 16 * p).cast()));

@@ -5,7 +5,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{f16x8, load, prefetch_ahead, Int};
+use super::{ahead_lines, f16x8, load, Int};
 use crate::kernels::quant::act::{Q8, QK};
 use crate::kernels::quant::blocks::Kind;
 use crate::kernels::quant::packed::q5_high;
@@ -214,7 +214,7 @@ pub(in crate::kernels::quant) unsafe fn group<I: Int, B: Packed32, const R: usiz
         // group's end reads nothing.
         unsafe {
             let blk = w.add(b * gb);
-            prefetch_ahead(blk, gb);
+            ahead_lines(blk, gb);
             let v = B::values::<I>(blk);
             let (d, c) = B::scales::<I>(blk);
             for r in 0..R {

@@ -5,7 +5,7 @@
 use std::arch::x86_64::*;
 
 use super::q32::{five_bits, nibbles};
-use super::{bytes8, f16x8, prefetch_ahead, Int};
+use super::{ahead_lines, bytes8, f16x8, Int};
 use crate::kernels::quant::act::{Q8K, QK_K};
 use crate::kernels::quant::blocks::Kind;
 use crate::kernels::quant::packed::{block_bytes, sub_bytes, Q4K_MINIMA, Q4K_SCALES, Q4K_VALUES};
@@ -40,7 +40,7 @@ pub(in crate::kernels::quant) unsafe fn group_q4k_q5k<I: Int, const FIVE: bool, 
         // of the activation rows (the caller's rows).
         unsafe {
             let blk = w.add(b * gb);
-            prefetch_ahead(blk, gb);
+            ahead_lines(blk, gb);
             let mut isum = [_mm256_setzero_si256(); R];
             for s in 0..8 {
                 let sub = blk.add(Q4K_VALUES + sb * s);

@@ -4,7 +4,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{f16x1, hsum, load, prefetch_ahead, Int};
+use super::{ahead_lines, f16x1, hsum, load, Int};
 use crate::kernels::quant::act::{Q8K, QK_K};
 use crate::kernels::quant::blocks::Kind;
 
@@ -32,7 +32,7 @@ pub(in crate::kernels::quant) unsafe fn row_q6k<I: Int, const R: usize>(
         // the caller's (built with the tier's features).
         unsafe {
             let blk = w.add(b * Kind::Q6K.bytes());
-            prefetch_ahead(blk, Kind::Q6K.bytes());
+            ahead_lines(blk, Kind::Q6K.bytes());
             let d = f16x1(blk.add(208));
             let sc = blk.add(192).cast::<i8>();
             let m4 = _mm256_set1_epi8(15);

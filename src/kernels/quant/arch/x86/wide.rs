@@ -6,7 +6,7 @@
 use std::arch::x86_64::*;
 
 use super::q32::Packed32;
-use super::{prefetch_ahead, Vnni512};
+use super::{ahead_lines, Vnni512};
 use crate::kernels::quant::act::{Q8, QK};
 
 /// Activation rows per tile of [`group_pair`] where a prompt chunk has that
@@ -51,8 +51,8 @@ pub(in crate::kernels::quant) unsafe fn group_pair<B: Packed32, const R: usize>(
         // group's end reads nothing.
         unsafe {
             let (p0, p1) = (w0.add(b * gb), w1.add(b * gb));
-            prefetch_ahead(p0, gb);
-            prefetch_ahead(p1, gb);
+            ahead_lines(p0, gb);
+            ahead_lines(p1, gb);
             let (v0, v1) = (B::values::<Vnni512>(p0), B::values::<Vnni512>(p1));
             let mut v = [_mm512_setzero_si512(); 8];
             for (c, v) in v.iter_mut().enumerate() {
