@@ -10,7 +10,7 @@ use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 
 use crate::kernels::ahead::ahead;
-use crate::kernels::cpu::x86::Lanes16;
+use crate::kernels::cpu::x86::{native_bf16, Lanes16};
 
 /// a + b into `z` (all three the same length), whole registers of sixteen;
 /// the tail of under sixteen the portable kernel's (the same bits: both
@@ -23,6 +23,7 @@ pub(super) unsafe fn add<E: Lanes16>(a: &[E], b: &[E], z: &mut [MaybeUninit<E>])
     assert!(a.len() == z.len() && b.len() == z.len());
     let whole = z.len() / 16 * 16;
     let (pa, pb, pz) = (a.as_ptr(), b.as_ptr(), z.as_mut_ptr().cast::<E>());
+    let native = native_bf16();
     for i in (0..whole).step_by(16) {
         // The streams' lines ahead asked for, as the ladder's triad does.
         ahead(pa.wrapping_add(i));
@@ -31,7 +32,7 @@ pub(super) unsafe fn add<E: Lanes16>(a: &[E], b: &[E], z: &mut [MaybeUninit<E>])
         // SAFETY: i + 16 <= whole <= the length of each (asserted).
         unsafe {
             let s = _mm512_add_ps(E::load16(pa.add(i)), E::load16(pb.add(i)));
-            E::store16(s, pz.add(i));
+            E::store16_as(s, pz.add(i), native);
         }
     }
     super::into(&a[whole..], &b[whole..], &mut z[whole..]);

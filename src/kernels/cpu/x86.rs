@@ -5,7 +5,8 @@
 //! vector where the math needs one of each; these are one load and a
 //! conversion (f16: `vcvtph2ps`; bf16: a widening move and a shift) and a
 //! conversion and one store (f16: `vcvtps2ph`, round to nearest, ties to
-//! even; bf16: the same rounding as [`super::bf16_round`], in integers).
+//! even; bf16: the same rounding as [`super::bf16_round`], in integers, or
+//! AVX512-BF16's `vcvtneps2bf16` where the CPU has it: [`native_bf16`]).
 
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
@@ -28,6 +29,21 @@ pub(in crate::kernels) trait Lanes16: Elem {
     /// # Safety
     /// This CPU has AVX-512F; `p` points at 16 writable values.
     unsafe fn store16(v: __m512, p: *mut Self);
+
+    /// [`Lanes16::store16`], through AVX512-BF16's rounding instruction
+    /// where `native` ([`native_bf16`], asked once a call rather than once
+    /// a register) and the type is bf16 (the only one it serves): the same
+    /// bits either way.
+    ///
+    /// # Safety
+    /// As `store16`; `native` only where this CPU has AVX512-BF16.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn store16_as(v: __m512, p: *mut Self, native: bool) {
+        let _ = native;
+        // SAFETY: the caller's, as store16's.
+        unsafe { Self::store16(v, p) }
+    }
 
     /// The first `src.len()` (at most 16) values of `src` as f32, the other
     /// lanes `fill`: a row's tail through a register, so that it rounds (and
@@ -91,6 +107,17 @@ impl Lanes16 for f16 {
     }
 }
 
+/// Whether this CPU rounds f32 to bf16 in one instruction (AVX512-BF16's
+/// `vcvtneps2bf16`, where the integer form is about ten; and AVX512-DQ,
+/// whose `vfpclassps` finds the subnormal lanes): asked once.
+pub(in crate::kernels) fn native_bf16() -> bool {
+    static NATIVE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *NATIVE.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("avx512bf16")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+    })
+}
+
 impl Lanes16 for bf16 {
     #[inline]
     #[target_feature(enable = "avx512f")]
@@ -116,6 +143,41 @@ impl Lanes16 for bf16 {
         let h = _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rounded, quiet));
         // SAFETY: the caller's: 16 values (32 bytes) at p, unaligned.
         unsafe { _mm256_storeu_si256(p.cast(), h) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn store16_as(v: __m512, p: *mut bf16, native: bool) {
+        use std::arch::asm;
+        if native {
+            // Subnormal lanes (`vfpclassps` class 0x20): the instruction
+            // reads them as zero, where the integer form (and `half`)
+            // rounds them; a register with one takes that form whole.
+            let (subnormal, h): (__mmask16, __m256i);
+            // SAFETY: this CPU has AVX512-BF16 (the caller's `native`) and
+            // AVX512-DQ (`native_bf16` asks both); registers only. Written as
+            // assembly so that the kernels, built for AVX-512F alone, need
+            // no second build for two instructions. `vcvtneps2bf16` rounds
+            // to nearest, ties to even, and keeps NaN quieted (its top half
+            // with bit 6 set), as the integer form.
+            unsafe {
+                asm!(
+                    "vfpclassps {k}, {v}, 0x20",
+                    "vcvtneps2bf16 {h}, {v}",
+                    k = lateout(kreg) subnormal,
+                    h = lateout(ymm_reg) h,
+                    v = in(zmm_reg) v,
+                    options(pure, nomem, nostack, preserves_flags)
+                )
+            };
+            if subnormal == 0 {
+                // SAFETY: the caller's: 16 values (32 bytes) at p, unaligned.
+                unsafe { _mm256_storeu_si256(p.cast(), h) };
+                return;
+            }
+        }
+        // SAFETY: the caller's.
+        unsafe { Self::store16(v, p) }
     }
 }
 
@@ -157,16 +219,25 @@ mod tests {
                     x
                 }
             }));
-            for c in probes.chunks_exact(16) {
-                let mut out = [from_bits(0); 16];
-                // SAFETY: AVX-512F checked above; 16 values each.
-                unsafe { E::store16(_mm512_loadu_ps(c.as_ptr()), out.as_mut_ptr()) };
-                for (&v, &o) in c.iter().zip(&out) {
-                    let want = from_f32(v);
-                    assert!(
-                        bits(o) == bits(want) || (v.is_nan() && o.to_f64().is_nan()),
-                        "{v:e}"
-                    );
+            // Every 16-bit value's f32 (subnormals, NaN and all), then the
+            // probes, through both stores (bf16's through AVX512-BF16's
+            // instruction where this CPU has it).
+            let every: Vec<f32> = (0..=u16::MAX)
+                .map(|h| from_bits(h).to_f64() as f32)
+                .collect();
+            for c in every.chunks_exact(16).chain(probes.chunks_exact(16)) {
+                for native in [false, native_bf16()] {
+                    let mut out = [from_bits(0); 16];
+                    // SAFETY: AVX-512F checked above, AVX512-BF16 where
+                    // `native`; 16 values each.
+                    unsafe { E::store16_as(_mm512_loadu_ps(c.as_ptr()), out.as_mut_ptr(), native) };
+                    for (&v, &o) in c.iter().zip(&out) {
+                        let want = from_f32(v);
+                        assert!(
+                            bits(o) == bits(want) || (v.is_nan() && o.to_f64().is_nan()),
+                            "{v:e} (native {native})"
+                        );
+                    }
                 }
             }
         }

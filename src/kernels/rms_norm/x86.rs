@@ -9,7 +9,7 @@
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 
-use crate::kernels::cpu::x86::Lanes16;
+use crate::kernels::cpu::x86::{native_bf16, Lanes16};
 
 /// Values a register holds.
 const V: usize = 16;
@@ -30,15 +30,22 @@ pub(super) unsafe fn rows<E: Lanes16>(
     eps: f32,
 ) {
     assert!(x.len() == y.len() && w.is_none_or(|w| w.len() == width));
+    let native = native_bf16();
     for (x, y) in x.chunks_exact(width).zip(y.chunks_exact_mut(width)) {
         // SAFETY: AVX-512F (the caller's); x and y a row each, w a row or none.
-        unsafe { row(x, w, y, eps) };
+        unsafe { row(x, w, y, eps, native) };
     }
 }
 
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn row<E: Lanes16>(x: &[E], w: Option<&[E]>, y: &mut [MaybeUninit<E>], eps: f32) {
+unsafe fn row<E: Lanes16>(
+    x: &[E],
+    w: Option<&[E]>,
+    y: &mut [MaybeUninit<E>],
+    eps: f32,
+    native: bool,
+) {
     let n = x.len();
     let whole = n / V * V;
     let p = x.as_ptr();
@@ -47,14 +54,11 @@ unsafe fn row<E: Lanes16>(x: &[E], w: Option<&[E]>, y: &mut [MaybeUninit<E>], ep
     // SAFETY (every load below): i + 16 <= whole <= n values of x.
     while i + 4 * V <= whole {
         // The next row, a 64-byte line a prefetch (this step's 64 values
-        // are two lines at 16 bits, four at f32). A hint: past the end it
-        // reads nothing. And the next row's output lines, asked for before
-        // they are written: its stores then find them in L1 rather than each
-        // waiting on a read for ownership (a 1024 x 4096 f16 norm with its
-        // data out of the caches, Xeon VM: 0.73-0.93 ms without, 0.53-0.60
-        // with). A read prefetch: `_MM_HINT_ET0` (`prefetchw`) needs the
-        // `prfchw` feature, which this build does not enable, and compiled
-        // to this same instruction.
+        // are two lines at 16 bits, four at f32; past the end a hint reads
+        // nothing), and its output lines, so that its stores find them in
+        // L1 rather than each waiting on a read for ownership (a 1024 x
+        // 4096 f16 norm from memory, Xeon VM: 0.73-0.93 ms without,
+        // 0.53-0.60 with; a read prefetch, as `kernels::ahead` says why).
         let q = y.as_ptr().cast::<E>();
         for line in (0..4 * V).step_by(LINE / std::mem::size_of::<E>()) {
             _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(i + n + line).cast());
@@ -86,7 +90,9 @@ unsafe fn row<E: Lanes16>(x: &[E], w: Option<&[E]>, y: &mut [MaybeUninit<E>], ep
     match w {
         None => {
             for i in (0..whole).step_by(V) {
-                unsafe { E::store16(_mm512_mul_ps(E::load16(p.add(i)), scale), q.add(i)) };
+                unsafe {
+                    E::store16_as(_mm512_mul_ps(E::load16(p.add(i)), scale), q.add(i), native)
+                };
             }
         }
         Some(w) => {
@@ -94,7 +100,7 @@ unsafe fn row<E: Lanes16>(x: &[E], w: Option<&[E]>, y: &mut [MaybeUninit<E>], ep
             for i in (0..whole).step_by(V) {
                 let (v, wv) = unsafe { (E::load16(p.add(i)), E::load16(wp.add(i))) };
                 let o = _mm512_mul_ps(_mm512_mul_ps(v, scale), wv);
-                unsafe { E::store16(o, q.add(i)) };
+                unsafe { E::store16_as(o, q.add(i), native) };
             }
         }
     }

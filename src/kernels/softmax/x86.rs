@@ -12,7 +12,7 @@
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 
-use crate::kernels::cpu::x86::Lanes16;
+use crate::kernels::cpu::x86::{native_bf16, Lanes16};
 use crate::kernels::exp::x86::exp16;
 
 const V: usize = 16;
@@ -25,15 +25,16 @@ const V: usize = 16;
 pub(super) unsafe fn rows<E: Lanes16>(x: &[E], y: &mut [MaybeUninit<E>], width: usize) {
     assert_eq!(x.len(), y.len());
     let mut e = vec![0f32; width.next_multiple_of(V)];
+    let native = native_bf16();
     for (x, y) in x.chunks_exact(width).zip(y.chunks_exact_mut(width)) {
         // SAFETY: AVX-512F (the caller's); a row each, e a row of f32 or more.
-        unsafe { row(x, y, &mut e) };
+        unsafe { row(x, y, &mut e, native) };
     }
 }
 
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn row<E: Lanes16>(x: &[E], y: &mut [MaybeUninit<E>], e: &mut [f32]) {
+unsafe fn row<E: Lanes16>(x: &[E], y: &mut [MaybeUninit<E>], e: &mut [f32], native: bool) {
     let n = x.len();
     let whole = n / V * V;
     let p = x.as_ptr();
@@ -89,9 +90,10 @@ unsafe fn row<E: Lanes16>(x: &[E], y: &mut [MaybeUninit<E>], e: &mut [f32]) {
     for i in (0..whole).step_by(V) {
         // SAFETY: as above; y holds n values.
         unsafe {
-            E::store16(
+            E::store16_as(
                 _mm512_mul_ps(_mm512_loadu_ps(e.as_ptr().add(i)), inv),
                 q.add(i),
+                native,
             )
         };
     }

@@ -9,7 +9,7 @@ use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 
 use crate::kernels::ahead::ahead;
-use crate::kernels::cpu::x86::Lanes16;
+use crate::kernels::cpu::x86::{native_bf16, Lanes16};
 use crate::kernels::exp::x86::exp16;
 
 /// silu(gate) * up into `y` (all three the same length), sixteen at a time.
@@ -21,6 +21,7 @@ pub(super) unsafe fn swiglu<E: Lanes16>(gate: &[E], up: &[E], y: &mut [MaybeUnin
     assert!(gate.len() == y.len() && up.len() == y.len());
     let whole = y.len() / 16 * 16;
     let (pg, pu, py) = (gate.as_ptr(), up.as_ptr(), y.as_mut_ptr().cast::<E>());
+    let native = native_bf16();
     for i in (0..whole).step_by(16) {
         // The streams' lines ahead asked for, as the ladder's triad does
         // (past the caches 80% of its bound without, f32, the f6m207 Xeon VM).
@@ -29,9 +30,10 @@ pub(super) unsafe fn swiglu<E: Lanes16>(gate: &[E], up: &[E], y: &mut [MaybeUnin
         ahead(py.wrapping_add(i));
         // SAFETY: i + 16 <= whole <= the length of each (asserted).
         unsafe {
-            E::store16(
+            E::store16_as(
                 silu_mul(E::load16(pg.add(i)), E::load16(pu.add(i))),
                 py.add(i),
+                native,
             )
         };
     }
