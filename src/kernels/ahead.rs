@@ -1,10 +1,12 @@
 //! Asking the cache for a stream's lines before they are used: one
-//! distance, [`AHEAD`], and one instruction (`prefetcht0`), for every
-//! kernel of the suite that streams (the element-wise rows, the float
+//! distance, [`AHEAD`], and one instruction (`prefetcht0`), for the
+//! kernels that read long streams (the add, SwiGLU, the float
 //! matrix-vector tiles, the quantized blocks) and for the bandwidth
 //! ladder's ordinary-store kernels that bound them: a bound whose loop did
 //! not ask would be beaten by the ops that do (RMSNorm read 102-114% of a
-//! copy that did not, f32 past the caches, the f6m207 Xeon VM).
+//! copy that did not, f32 past the caches, the f6m207 Xeon VM). RMSNorm
+//! and softmax ask for their next row instead (`rms_norm/x86.rs`,
+//! `softmax/x86.rs`); decode attention asks for nothing (tried: slower).
 //!
 //! Why 4 KiB: the hardware's streamer keeps a few lines in flight per
 //! stream and ramps up on each new page; a memory latency (~100 ns) at a
@@ -24,6 +26,7 @@
 //! end reads nothing. Off x86 these ask for nothing.
 
 /// Bytes past the current read or write that a stream asks the cache for.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) const AHEAD: usize = 4096;
 
 /// Bytes of a cache line: one prefetch each.
@@ -43,7 +46,9 @@ pub(crate) fn ahead<T>(p: *const T) {
     let _ = p;
 }
 
-/// Asks the cache for each line of the `len` bytes [`AHEAD`] past `p`.
+/// Asks the cache for each line of the `len` bytes [`AHEAD`] past `p`
+/// (the quantized blocks' x86 kernels).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 pub(crate) fn ahead_lines<T>(p: *const T, len: usize) {
     let p = p.cast::<u8>();

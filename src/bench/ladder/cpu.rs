@@ -16,10 +16,10 @@
 //!   footprint on a 2-vCPU Xeon VM.
 //! - **Every stream asked for ahead.** The ordinary copy and triad ask the
 //!   cache for each line 4 KiB before they read or write it, as the suite's
-//!   element-wise kernels do, with the same helper (`kernels::ahead`): a
-//!   bound the ops beat is no bound (RMSNorm, which asks, read 102-114% of
-//!   a copy that did not). The non-temporal
-//!   pair reads four streams a thread in turn, as glibc's large `memcpy`.
+//!   add and SwiGLU do, with the same helper (`kernels::ahead`): a bound the
+//!   ops beat is no bound (RMSNorm, which asks for its next row, read
+//!   102-114% of a copy that did not). The non-temporal pair reads four
+//!   streams a thread in turn, as glibc's large `memcpy`.
 //! - **The sum in integers.** Floating-point adds may not be reordered, so a
 //!   float sum is one long dependency chain; the bits summed as wrapping u32
 //!   may, and the compiler spreads them over many vector accumulators.

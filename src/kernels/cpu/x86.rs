@@ -36,7 +36,8 @@ pub(in crate::kernels) trait Lanes16: Elem {
     /// bits either way.
     ///
     /// # Safety
-    /// As `store16`; `native` only where this CPU has AVX512-BF16.
+    /// As `store16`; `native` only as [`native_bf16`] returned it (this CPU
+    /// has AVX512-BF16 and AVX512-DQ).
     #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn store16_as(v: __m512, p: *mut Self, native: bool) {
@@ -219,13 +220,36 @@ mod tests {
                     x
                 }
             }));
-            // Every 16-bit value's f32 (subnormals, NaN and all), then the
-            // probes, through both stores (bf16's through AVX512-BF16's
-            // instruction where this CPU has it).
+            // Every 16-bit value's f32 (subnormals, NaN and all), a register
+            // of rounding's edges with no subnormal lane (so that AVX512-BF16's
+            // instruction rounds all of it: ties to even either way, just
+            // over a tie, f32::MAX over to inf, the zeros and infinities),
+            // then the probes, through both stores.
             let every: Vec<f32> = (0..=u16::MAX)
                 .map(|h| from_bits(h).to_f64() as f32)
                 .collect();
-            for c in every.chunks_exact(16).chain(probes.chunks_exact(16)) {
+            let edges: Vec<f32> = [
+                0x3F80_8000u32,
+                0x3F81_8000,
+                0xBF80_8000,
+                0xBF81_8000,
+                0x3F80_8001,
+                0x3F80_7FFF,
+                0x7F7F_FFFF,
+                0xFF7F_FFFF,
+                0x0000_0000,
+                0x8000_0000,
+                0x7F80_0000,
+                0xFF80_0000,
+                0x7FC0_0001,
+                0x0080_0000,
+                0x477F_F000,
+                0x3F7F_FFFF,
+            ]
+            .map(f32::from_bits)
+            .to_vec();
+            let chunks = every.chunks_exact(16).chain(edges.chunks_exact(16));
+            for c in chunks.chain(probes.chunks_exact(16)) {
                 for native in [false, native_bf16()] {
                     let mut out = [from_bits(0); 16];
                     // SAFETY: AVX-512F checked above, AVX512-BF16 where
@@ -240,6 +264,12 @@ mod tests {
                     }
                 }
             }
+        }
+        // The rounding instruction is taken wherever the CPU says it has it.
+        if let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") {
+            let flags = info.lines().find(|l| l.starts_with("flags")).unwrap_or("");
+            let has = |f: &str| flags.split_whitespace().any(|x| x == f);
+            assert_eq!(native_bf16(), has("avx512_bf16") && has("avx512dq"));
         }
         check::<f16>(f16::from_bits, f16::to_bits, f16::from_f32);
         check::<bf16>(bf16::from_bits, bf16::to_bits, bf16::from_f32);

@@ -29,7 +29,7 @@ use crate::kernels::ahead::ahead;
 const NR: usize = 4;
 
 // Each weight row's read asks the cache for the line 4 KiB ahead of it
-// ([`ahead`]). A group's rows are short streams (SmolLM2's 576 fp16 values
+// (`kernels::ahead`). A group's rows are short streams (SmolLM2's 576 fp16 values
 // are 18 lines), too short for the hardware's streamer to ramp up on each:
 // 4 KiB ahead of a row's read is 1.8 (fp32) to 3.6 (16-bit) rows on at
 // SmolLM2's 576, rows the group's streams reach next or the next group's. A

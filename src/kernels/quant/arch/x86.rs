@@ -1,7 +1,8 @@
 //! The quantized dot products in AVX2 and VNNI integer instructions, ggml's
 //! way (`ggml-cpu/arch/x86/quants.c`), written for this suite; what every
 //! block type's kernels share is here (the instruction sets' multiply-adds,
-//! [`Int`]; loads; the prefetch), each type's kernels in the file of its
+//! [`Int`]; loads; the prefetch's import, [`crate::kernels::ahead`]), each
+//! type's kernels in the file of its
 //! name ([`super`]'s table):
 //!
 //! - Every type but Q6_K comes repacked eight rows at a time
@@ -195,7 +196,7 @@ unsafe fn f16x1(p: *const u8) -> __m256 {
 }
 
 // Each block's loop asks the cache for the packed bytes 4 KiB ahead
-// ([`ahead_lines`]), past what the hardware's streamer has in flight.
+// (`kernels::ahead::ahead_lines`), past what the hardware's streamer has in flight.
 // Measured (AMD EPYC 2-core VM, Llama-3-8B's shapes from memory, three A B
 // runs): it took q4_1's q_o from 0.32-0.39 ms to 0.25-0.26 and SmolLM2's
 // q4_1 decode from 163-174 tok/s to 194-211; q8_0 moved within its noise.
