@@ -5,8 +5,9 @@
 //! ladder's ordinary-store kernels that bound them: a bound whose loop did
 //! not ask would be beaten by the ops that do (RMSNorm read 102-114% of a
 //! copy that did not, f32 past the caches, the f6m207 Xeon VM). RMSNorm
-//! and softmax ask for their next row instead (`rms_norm/x86.rs`,
-//! `softmax/x86.rs`); decode attention asks for nothing (tried: slower).
+//! and softmax ask for their next row instead ([`line`], from
+//! `rms_norm/x86.rs` and `softmax/x86.rs`); decode attention asks for
+//! nothing (tried: slower).
 //!
 //! Why 4 KiB: the hardware's streamer keeps a few lines in flight per
 //! stream and ramps up on each new page; a memory latency (~100 ns) at a
@@ -36,11 +37,19 @@ const LINE: usize = 64;
 /// written.
 #[inline(always)]
 pub(crate) fn ahead<T>(p: *const T) {
+    line(p.cast::<u8>().wrapping_add(AHEAD));
+}
+
+/// Asks the cache for the line holding `p`, to be read or written: for a
+/// stream whose next part is somewhere else than [`AHEAD`] on (RMSNorm's
+/// and softmax's next row).
+#[inline(always)]
+pub(crate) fn line<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint: it never faults, whatever the address.
     unsafe {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>().wrapping_add(AHEAD));
+        _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>());
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;

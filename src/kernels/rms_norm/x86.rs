@@ -9,6 +9,7 @@
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 
+use crate::kernels::ahead;
 use crate::kernels::cpu::x86::{native_bf16, Lanes16};
 
 /// Values a register holds.
@@ -61,8 +62,8 @@ unsafe fn row<E: Lanes16>(
         // 0.53-0.60 with; a read prefetch, as `kernels::ahead` says why).
         let q = y.as_ptr().cast::<E>();
         for line in (0..4 * V).step_by(LINE / std::mem::size_of::<E>()) {
-            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(i + n + line).cast());
-            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(i + n + line).cast());
+            ahead::line(p.wrapping_add(i + n + line));
+            ahead::line(q.wrapping_add(i + n + line));
         }
         for (k, a) in acc.iter_mut().enumerate() {
             let v = unsafe { E::load16(p.add(i + k * V)) };

@@ -12,6 +12,7 @@
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 
+use crate::kernels::ahead;
 use crate::kernels::cpu::x86::{native_bf16, Lanes16};
 use crate::kernels::exp::x86::exp16;
 
@@ -46,7 +47,7 @@ unsafe fn row<E: Lanes16>(x: &[E], y: &mut [MaybeUninit<E>], e: &mut [f32], nati
     // SAFETY (every load below): i + 16 <= whole <= n values of x.
     while i + 4 * V <= whole {
         for (k, m) in m.iter_mut().enumerate() {
-            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(i + k * V + n).cast());
+            ahead::line(p.wrapping_add(i + k * V + n));
             *m = _mm512_max_ps(*m, unsafe { E::load16(p.add(i + k * V)) });
         }
         i += 4 * V;
@@ -70,10 +71,9 @@ unsafe fn row<E: Lanes16>(x: &[E], y: &mut [MaybeUninit<E>], e: &mut [f32], nati
         // The next row's output lines, asked for to be written: its stores
         // then find them in L1 rather than each waiting on a read for
         // ownership (on the Xeon VM, a 1024 x 4096 f16 softmax with its data
-        // out of the caches went from 1.43-1.47 ms to 1.12-1.17). A read
-        // prefetch: `_MM_HINT_ET0` (`prefetchw`) needs the `prfchw` feature,
-        // which this build does not enable, and compiled to this same one.
-        _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(i + n).cast());
+        // out of the caches went from 1.43-1.47 ms to 1.12-1.17; a read
+        // prefetch, as `kernels::ahead` says why).
+        ahead::line(q.wrapping_add(i + n));
         let t = unsafe { exp16(_mm512_sub_ps(E::load16(p.add(i)), vm)) };
         unsafe { _mm512_storeu_ps(e.as_mut_ptr().add(i), t) };
         acc = _mm512_add_ps(acc, t);
