@@ -3,8 +3,10 @@
 //! registers, sixteen keys' dot products summed across their lanes together
 //! in one shuffle tree ([`lane_sums`]: 45 shuffles and adds for sixteen
 //! keys, where one `reduce_add` a key is about nine), the weighted value
-//! rows summed in registers, up to four keys in flight ([`in_flight`]),
-//! and each head's exponentials sixteen at a time ([`softmax_parts`]).
+//! rows summed in registers, up to four keys in flight ([`in_flight`]), a
+//! 16-bit cache's value rows widened once for up to four of the group's
+//! heads ([`weigh_heads`]), and each head's exponentials sixteen at a time
+//! ([`softmax_parts`]).
 //! Software prefetch of the next blocks (to L1, or non-temporal) was tried:
 //! within noise, and non-temporal 2-3x slower.
 
@@ -13,6 +15,7 @@ use std::arch::x86_64::*;
 use super::super::cpu::x86::Lanes16;
 use super::super::cpu::Elem;
 use super::super::exp::x86::exp16;
+use candle_core::DType;
 
 /// A group's scores over a chunk, (qs, keys, scale, scores); a head's
 /// scores turned into their exponentials, (scores) -> (max, sum); and its
@@ -81,7 +84,9 @@ unsafe fn dots_avx512<const NV: usize, K: Lanes16>(
 
 /// Every head's weighted value rows: `parts` (a head's 2 + 16 x NV, its
 /// sums from 2 on) += the m value rows weighted by the head's `p` (m a
-/// head), [`KEYS`] rows at a time by every head in turn, as the scores.
+/// head), [`KEYS`] rows at a time: a 16-bit cache's for [`together`] of
+/// the group's heads at once ([`weigh_heads`]), an f32 cache's (and a last
+/// lone head's) one head at a time ([`weigh`]).
 ///
 /// # Safety
 /// This CPU has AVX-512F; values holds m rows of 16 x NV, parts a head's.
@@ -90,18 +95,103 @@ unsafe fn weigh_avx512<const NV: usize, K: Lanes16>(values: &[K], p: &[f32], par
     let (d, stride) = (16 * NV, 2 + 16 * NV);
     let heads = parts.len() / stride;
     let m = p.len() / heads;
-    assert!(parts.len() == heads * stride && values.len() >= m * d);
+    assert!(parts.len() == heads * stride && p.len() == heads * m && values.len() >= m * d);
     for b in (0..m).step_by(KEYS) {
         let rows = KEYS.min(m - b);
-        for (p, part) in p.chunks_exact(m).zip(parts.chunks_exact_mut(stride)) {
-            // SAFETY: rows b..b + rows < m of `values`, d each (asserted).
-            unsafe {
-                weigh::<NV, K>(
-                    &values[b * d..(b + rows) * d],
-                    &p[b..b + rows],
-                    &mut part[2..],
-                )
+        let block = &values[b * d..(b + rows) * d];
+        let mut h = 0;
+        while h < heads {
+            let t = match K::DTYPE {
+                DType::F32 => 1,
+                _ => together(NV).min(heads - h),
             };
+            let (p, part) = (
+                &p[h * m..(h + t) * m],
+                &mut parts[h * stride..(h + t) * stride],
+            );
+            // SAFETY: `block` holds `rows` rows of d; `p` t heads of m
+            // scores, rows b..b + rows among them; `part` t heads' parts.
+            unsafe {
+                match t {
+                    1 => weigh::<NV, K>(block, &p[b..b + rows], &mut part[2..]),
+                    2 => weigh_heads::<NV, 2, K>(block, (p, m, b), part),
+                    3 => weigh_heads::<NV, 3, K>(block, (p, m, b), part),
+                    _ => weigh_heads::<NV, 4, K>(block, (p, m, b), part),
+                }
+            }
+            h += t;
+        }
+    }
+}
+
+/// Query heads whose weighted value rows [`weigh_heads`] sums in one pass:
+/// their accumulators (NV registers a head) within sixteen of the 32
+/// registers, four heads at most (SmolLM2's and Llama 3.2's groups of 3
+/// and 4 at d = 64; two at d = 80 to 128; one at 256).
+const fn together(nv: usize) -> usize {
+    let fit = 16 / nv;
+    if fit > 4 {
+        4
+    } else if fit == 0 {
+        1
+    } else {
+        fit
+    }
+}
+
+/// H heads' weighted value rows in one pass over the rows: each row
+/// widened once and multiplied into every head's NV accumulators (H x NV
+/// independent chains), where one head at a time widened each row once per
+/// head (`vcvtph2ps` is two micro-ops on the ports the multiply-adds use):
+/// SmolLM2's f16 cache at 2,048 keys spent as long weighing the values as
+/// scoring the keys (`perf`). The op alone, 30 layers, interleaved runs of
+/// both builds on the f6m207 Xeon VM: f16 at 2,048 keys 2.01-2.67 to
+/// 1.94-2.34 ms, a batch of 16 at 80 keys 1.66-2.10 to 1.58-1.78 ms; bf16
+/// at that batch 2.05-2.37 to 1.71-1.94 ms (at 2,048 keys within noise).
+/// An f32 cache keeps one head at a time ([`weigh`], the rows from L1 for
+/// the group's other heads): there this pass measured as fast or up to a
+/// tenth slower. `p` holds H heads' scores of m each, this block's rows
+/// from `b`; `parts` H heads' parts.
+///
+/// # Safety
+/// This CPU has AVX-512F; `values` holds whole rows of 16 x NV, no more
+/// than `m - b`; `p` is H x m; `parts` H x (2 + 16 x NV).
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn weigh_heads<const NV: usize, const H: usize, K: Lanes16>(
+    values: &[K],
+    (p, m, b): (&[f32], usize, usize),
+    parts: &mut [f32],
+) {
+    let (d, stride) = (16 * NV, 2 + 16 * NV);
+    let n = values.len() / d;
+    assert!(p.len() == H * m && b + n <= m && parts.len() == H * stride);
+    let (vp, pp, ap) = (values.as_ptr(), p.as_ptr(), parts.as_mut_ptr());
+    let mut a = [[_mm512_setzero_ps(); NV]; H];
+    // SAFETY (every load and store): h < H, c < NV: inside parts (a head's
+    // sums from 2 on) and p (head h's row b + j < m); j < n: a row of
+    // `values` (asserted).
+    for (h, a) in a.iter_mut().enumerate() {
+        for (c, v) in a.iter_mut().enumerate() {
+            *v = unsafe { _mm512_loadu_ps(ap.add(h * stride + 2 + 16 * c)) };
+        }
+    }
+    for j in 0..n {
+        let row = unsafe { vp.add(j * d) };
+        let mut v = [_mm512_setzero_ps(); NV];
+        for (c, v) in v.iter_mut().enumerate() {
+            *v = unsafe { K::load16(row.add(16 * c)) };
+        }
+        for (h, a) in a.iter_mut().enumerate() {
+            let pj = _mm512_set1_ps(unsafe { *pp.add(h * m + b + j) });
+            for (a, &v) in a.iter_mut().zip(&v) {
+                *a = _mm512_fmadd_ps(pj, v, *a);
+            }
+        }
+    }
+    for (h, a) in a.iter().enumerate() {
+        for (c, &v) in a.iter().enumerate() {
+            unsafe { _mm512_storeu_ps(ap.add(h * stride + 2 + 16 * c), v) };
         }
     }
 }
