@@ -7,7 +7,9 @@
 //! copy that did not, f32 past the caches, the f6m207 Xeon VM). RMSNorm
 //! and softmax ask for their next row instead ([`line`], from
 //! `rms_norm/x86.rs` and `softmax/x86.rs`); decode attention asks for
-//! nothing (tried: slower).
+//! the first 4 KiB of its next unit's keys and values ([`first`]: a
+//! stream's start, where the streamer has no history), not for each block
+//! ahead (tried: slower).
 //!
 //! Why 4 KiB: the hardware's streamer keeps a few lines in flight per
 //! stream and ramps up on each new page; a memory latency (~100 ns) at a
@@ -53,6 +55,17 @@ pub(crate) fn line<T>(p: *const T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
+}
+
+/// Asks the cache for each line of the first `most` bytes of `s` (all of
+/// it if shorter): a stream about to start somewhere the hardware cannot
+/// guess (decode attention's next unit).
+#[inline(always)]
+pub(crate) fn first<T>(s: &[T], most: usize) {
+    let p = s.as_ptr().cast::<u8>();
+    for at in (0..std::mem::size_of_val(s).min(most)).step_by(LINE) {
+        line(p.wrapping_add(at));
+    }
 }
 
 /// Asks the cache for each line of the `len` bytes [`AHEAD`] past `p`
