@@ -7,9 +7,8 @@
 //! copy that did not, f32 past the caches, the f6m207 Xeon VM). RMSNorm
 //! and softmax ask for their next row instead ([`line`], from
 //! `rms_norm/x86.rs` and `softmax/x86.rs`); decode attention asks for
-//! the first 4 KiB of its next unit's keys and values ([`first`]: a
-//! stream's start, where the streamer has no history), not for each block
-//! ahead (tried: slower).
+//! the start of its next unit's keys and values ([`first`]: where the
+//! streamer has no history yet), not for each block ahead (tried: slower).
 //!
 //! Why 4 KiB: the hardware's streamer keeps a few lines in flight per
 //! stream and ramps up on each new page; a memory latency (~100 ns) at a
@@ -29,7 +28,6 @@
 //! end reads nothing. Off x86 these ask for nothing.
 
 /// Bytes past the current read or write that a stream asks the cache for.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) const AHEAD: usize = 4096;
 
 /// Bytes of a cache line: one prefetch each.
@@ -57,14 +55,18 @@ pub(crate) fn line<T>(p: *const T) {
     let _ = p;
 }
 
-/// Asks the cache for each line of the first `most` bytes of `s` (all of
-/// it if shorter): a stream about to start somewhere the hardware cannot
-/// guess (decode attention's next unit).
+/// Asks the cache for every line that holds some of the first `most`
+/// bytes of `s` (all of it if shorter): a stream about to start somewhere
+/// the hardware cannot guess (decode attention's next unit).
 #[inline(always)]
 pub(crate) fn first<T>(s: &[T], most: usize) {
     let p = s.as_ptr().cast::<u8>();
-    for at in (0..std::mem::size_of_val(s).min(most)).step_by(LINE) {
-        line(p.wrapping_add(at));
+    // From the line `s` starts in, so that a start off a line's boundary
+    // leaves no line of the range out.
+    let skew = p as usize % LINE;
+    let line0 = p.wrapping_sub(skew);
+    for at in (0..std::mem::size_of_val(s).min(most) + skew).step_by(LINE) {
+        line(line0.wrapping_add(at));
     }
 }
 

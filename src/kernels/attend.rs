@@ -335,11 +335,11 @@ mod tests {
     fn cached_attention_is_the_causal_softmax_weighted_values_on_a_cache_view() {
         let dev = Device::Cpu;
         // SmolLM2's heads at a short and a long cache (the long one shared
-        // over the pool), other groups and head_dims, a head_dim that is no multiple of the lanes, a
-        // batch of two with one head per key/value head; one query row (a
-        // decode step), and t rows: a whole prompt (t = n) and a chunk after
-        // what the cache held, in blocks of QROWS rows and a last part block,
-        // keys past a whole score block.
+        // over the pool), other groups and head_dims, a head_dim that is no
+        // multiple of the lanes, a batch of two with one head per key/value
+        // head; one query row (a decode step), and t rows: a whole prompt
+        // (t = n) and a chunk after what the cache held, in blocks of QROWS
+        // rows and a last part block, keys past a whole score block.
         for (b, heads, kv, t, n, d, cap) in [
             (1, 9, 3, 1, 1, 64, 8),
             (1, 9, 3, 1, 37, 64, 40),
@@ -350,9 +350,11 @@ mod tests {
             (1, 4, 1, 1, 100, 256, 128),
             (1, 6, 2, 1, 90, 96, 96),
             (2, 4, 4, 1, 17, 32, 20),
-            // Groups of 4 and 5 heads at d = 64 and of 3 at d = 80: the
-            // AVX-512 values' pass takes 4, 4 then 1, and 3 heads together.
+            // Groups of 4 and 5 heads at d = 64, of 4 at 32 and of 3 at 80:
+            // the AVX-512 values' pass takes 4, 4 then 1, 4 and 3 heads
+            // together.
             (1, 8, 2, 1, 45, 64, 48),
+            (1, 8, 2, 1, 45, 32, 48),
             (1, 10, 2, 1, 33, 64, 40),
             (1, 6, 2, 1, 50, 80, 64),
             (1, 9, 3, 16, 16, 64, 40),

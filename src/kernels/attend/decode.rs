@@ -19,13 +19,16 @@
 //! attention's 94 MB of keys and values and the weights' 92 MB each read at
 //! about 21 GB/s (the spans of `clock::spans`), where the ladder reads 44
 //! GB/s at that footprint and 34 past the caches.
-//! Each thread asks the cache for the start of its next unit's keys and
-//! values before it works on the current one ([`super::super::ahead::first`],
-//! 4 KiB of each): inside SmolLM2's batch steps (`scaling`, f16 cache,
-//! three interleaved runs on the f6m207 Xeon VM) attention went from
-//! 2.52-2.67 to 2.17-2.20 ms a step at 16 sequences and 9.75-10.9 to
-//! 8.46-8.62 at 64, where each unit is 80 keys whose start the streamer
-//! cannot guess.
+//! Each thread asks the cache for the start of the next unit of its range
+//! before it works on the current one ([`WARM`] bytes of its keys and of
+//! its values, [`super::super::ahead::first`]): inside SmolLM2's batch steps
+//! (`scaling`, f16 cache, three interleaved runs of both builds on the
+//! f6m207 Xeon VM) attention went from 2.52-2.67 to 2.17-2.20 ms a step at
+//! 16 sequences and from 9.75-10.9 to 8.46-8.62 ms at 64, where each unit
+//! is 80 keys whose start the streamer cannot guess (the f32 cache at 16
+//! sequences: lower in 3 of 3 pairs, 3.26-4.05 to 2.75-2.96 ms, a noisy
+//! hour). A range's first unit is not asked for ahead: where a range
+//! starts is the pool's cursor's to say.
 //! Computed in f32 for f32, f16 and bf16 (widened on load, rounded once).
 
 use candle_core::CpuStorage;
@@ -43,6 +46,11 @@ const MIN_KEYS: usize = 64;
 const MAX_KEYS: usize = 256;
 /// Units wanted per thread, so that threads coming free take the rest.
 const PER_THREAD: usize = 4;
+/// Bytes of the next unit's keys, and of its values, asked for before the
+/// current unit: 4 KiB, the distance the suite's streams ask ahead
+/// ([`super::super::ahead::AHEAD`]), here the length of a stream's start
+/// (a memory latency's worth of lines at a thread's pace, and more).
+const WARM: usize = 4096;
 
 /// Keys per unit for `n` keys over `groups` key/value heads (all batches):
 /// enough units for [`PER_THREAD`] each of `threads`, within
@@ -153,8 +161,8 @@ impl Attend {
                 // units are short (80 keys: 10 KiB of an f16 cache).
                 if u + 1 < end {
                     let (_, _, keys, values) = unit(u + 1);
-                    ahead::first(keys, ahead::AHEAD);
-                    ahead::first(values, ahead::AHEAD);
+                    ahead::first(keys, WARM);
+                    ahead::first(values, WARM);
                 }
                 let (gi, c, keys, values) = unit(u);
                 let m = keys.len() / d;

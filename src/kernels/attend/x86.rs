@@ -85,8 +85,8 @@ unsafe fn dots_avx512<const NV: usize, K: Lanes16>(
 /// Every head's weighted value rows: `parts` (a head's 2 + 16 x NV, its
 /// sums from 2 on) += the m value rows weighted by the head's `p` (m a
 /// head), [`KEYS`] rows at a time: a 16-bit cache's for [`together`] of
-/// the group's heads at once ([`weigh_heads`]), an f32 cache's (and a last
-/// lone head's) one head at a time ([`weigh`]).
+/// the group's heads at once ([`weigh_heads`]), an f32 cache's (and d =
+/// 256's, and a group's last lone head) one head at a time ([`weigh`]).
 ///
 /// # Safety
 /// This CPU has AVX-512F; values holds m rows of 16 x NV, parts a head's.
@@ -126,8 +126,9 @@ unsafe fn weigh_avx512<const NV: usize, K: Lanes16>(values: &[K], p: &[f32], par
 
 /// Query heads whose weighted value rows [`weigh_heads`] sums in one pass:
 /// their accumulators (NV registers a head) within sixteen of the 32
-/// registers, four heads at most (SmolLM2's and Llama 3.2's groups of 3
-/// and 4 at d = 64; two at d = 80 to 128; one at 256).
+/// registers, four heads at most: four at d = 32 and 64 (SmolLM2's and
+/// Llama 3.2's groups of 3 and 4), three at 80, two at 96 and 128, one at
+/// 256.
 const fn together(nv: usize) -> usize {
     let fit = 16 / nv;
     if fit > 4 {
@@ -144,10 +145,10 @@ const fn together(nv: usize) -> usize {
 /// independent chains), where one head at a time widened each row once per
 /// head (`vcvtph2ps` is two micro-ops on the ports the multiply-adds use):
 /// SmolLM2's f16 cache at 2,048 keys spent as long weighing the values as
-/// scoring the keys (`perf`). The op alone, 30 layers, interleaved runs of
-/// both builds on the f6m207 Xeon VM: f16 at 2,048 keys 2.01-2.67 to
-/// 1.94-2.34 ms, a batch of 16 at 80 keys 1.66-2.10 to 1.58-1.78 ms; bf16
-/// at that batch 2.05-2.37 to 1.71-1.94 ms (at 2,048 keys within noise).
+/// scoring the keys (`perf`). The op alone, SmolLM2's 30 layers, pairs of
+/// runs of both builds interleaved on the f6m207 Xeon VM, medians lower in
+/// every pair: f16 at 2,048 keys by 4-18% (7 pairs), 16 sequences at 80
+/// keys by 5-15% (4); bf16 there by 8-26% (3), at 2,048 keys within noise.
 /// An f32 cache keeps one head at a time ([`weigh`], the rows from L1 for
 /// the group's other heads): there this pass measured as fast or up to a
 /// tenth slower. `p` holds H heads' scores of m each, this block's rows
