@@ -96,15 +96,16 @@ unsafe fn weigh_avx512<const NV: usize, K: Lanes16>(values: &[K], p: &[f32], par
     let heads = parts.len() / stride;
     let m = p.len() / heads;
     assert!(parts.len() == heads * stride && p.len() == heads * m && values.len() >= m * d);
+    let most = match K::DTYPE {
+        DType::F32 => 1,
+        _ => together(NV),
+    };
     for b in (0..m).step_by(KEYS) {
         let rows = KEYS.min(m - b);
         let block = &values[b * d..(b + rows) * d];
         let mut h = 0;
         while h < heads {
-            let t = match K::DTYPE {
-                DType::F32 => 1,
-                _ => together(NV).min(heads - h),
-            };
+            let t = most.min(heads - h);
             let (p, part) = (
                 &p[h * m..(h + t) * m],
                 &mut parts[h * stride..(h + t) * stride],
@@ -143,7 +144,8 @@ const fn together(nv: usize) -> usize {
 /// H heads' weighted value rows in one pass over the rows: each row
 /// widened once and multiplied into every head's NV accumulators (H x NV
 /// independent chains), where one head at a time widened each row once per
-/// head (`vcvtph2ps` is two micro-ops on the ports the multiply-adds use):
+/// head (`vcvtph2ps` to 512 bits is two micro-ops on the ports the
+/// multiply-adds use, uops.info's tables for Intel's cores since Ice Lake):
 /// SmolLM2's f16 cache at 2,048 keys spent as long weighing the values as
 /// scoring the keys (`perf`). The op alone, SmolLM2's 30 layers, pairs of
 /// runs of both builds interleaved on the f6m207 Xeon VM, medians lower in
